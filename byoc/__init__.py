@@ -1,0 +1,33 @@
+"""byoc: pattern-based BYOC partitioning for an NPU simulator, with TVM Relay's Python spelling.
+
+Entry points: ``byoc.relay`` (builders, passes, patterns), ``byoc.IRModule``, ``byoc.parse``,
+``byoc.evaluate``, ``byoc.structural_equal``, ``byoc.frontend``, ``byoc.partition_for``, ``byoc.build``,
+``byoc.load``.
+"""
+from __future__ import annotations
+
+from .errors import *  # noqa: F401,F403
+from .ir.module import IRModule
+from .ir.structural import assert_structural_equal, structural_equal, structural_hash
+from .interpreter import evaluate
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "relay": ("byoc.relay", None),
+    "parse": ("byoc.text.parser", "parse"),
+    "frontend": ("byoc.frontend", None),
+    "partition_for": ("byoc.partition", "partition_for"),
+    "build": ("byoc.build", "build"),
+    "load": ("runtime.artifact", "load"),
+    "testing": ("byoc.testing", None),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        mod_name, attr = _LAZY[name]
+        mod = importlib.import_module(mod_name)
+        return mod if attr is None else getattr(mod, attr)
+    raise AttributeError(f"module 'byoc' has no attribute {name!r}")

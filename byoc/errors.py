@@ -1,0 +1,93 @@
+"""The project's exception hierarchy.
+
+Every error a user can provoke is a ``ByocError``. Messages are diagnostics: they name the node, op, file
+offset or pass involved, say what was expected and what was found, and where possible give a hint.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError",
+    "PartitionError", "ModelError", "CodegenError", "NPUError", "ConfigError", "ArtifactError",
+    "ExecutionError", "UnsupportedOpsError",
+]
+
+
+class ByocError(Exception):
+    """Base class of every error the project raises on bad input."""
+
+    def __init__(self, message: str, *, hint: str | None = None, notes: tuple[str, ...] = ()):
+        self.message = message
+        self.hint = hint
+        self.notes = tuple(notes)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = [self.message]
+        parts.extend(self.notes)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+    def with_note(self, note: str) -> "ByocError":
+        """Attach context (e.g. a marked IR excerpt) and return self for re-raising."""
+        self.notes = self.notes + (note,)
+        self.args = (self._render(),)
+        return self
+
+
+class IRError(ByocError):
+    """Malformed IR: wrong arity, unknown op or attribute, bad node construction."""
+
+
+class TypeInferenceError(IRError):
+    """A type relation failed: names the op and argument, expected vs found."""
+
+
+class ParseError(ByocError):
+    """Malformed text format; carries line and column."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0, *, hint: str | None = None,
+                 notes: tuple[str, ...] = ()):
+        self.line = line
+        self.column = column
+        super().__init__(f"{line}:{column}: {message}" if line else message, hint=hint, notes=notes)
+
+
+class PassError(ByocError):
+    """A pass failed; the message names the pass and the passes that ran before it."""
+
+
+class PatternError(ByocError):
+    """Bad pattern construction or a rewrite that did not reach a fixed point."""
+
+
+class PartitionError(ByocError):
+    """Partitioning produced or was given an invalid graph."""
+
+
+class ModelError(ByocError):
+    """A model file (TFLite/ONNX) is corrupt, inconsistent or unsupported."""
+
+
+class UnsupportedOpsError(ModelError):
+    """A model uses ops the importer does not support; lists all of them at once."""
+
+
+class CodegenError(ByocError):
+    """A backend could not generate code for a function."""
+
+
+class NPUError(ByocError):
+    """The NPU compiler or simulator rejected a program."""
+
+
+class ConfigError(NPUError):
+    """An impossible or malformed NPU configuration."""
+
+
+class ArtifactError(ByocError):
+    """A compiled artifact is corrupt, truncated, foreign or version-incompatible."""
+
+
+class ExecutionError(ByocError):
+    """Running a module failed because of its inputs (missing input, wrong shape or dtype)."""

@@ -1,0 +1,198 @@
+"""The reference interpreter: ``byoc.evaluate(mod, inputs, params)``.
+
+An explicit-stack machine (no recursion over graph depth) that evaluates Let, If, tuples, closures and calls
+to composite, partitioned and global functions. Primitive ops run their registry reference implementation, the
+bit-exact definition every backend is compared against.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import ByocError, ExecutionError
+from .ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .ir.module import IRModule
+from .ir.types import TensorType, TupleType
+
+__all__ = ["evaluate", "Interpreter", "Closure", "check_inputs"]
+
+
+@dataclass(eq=False)
+class Closure:
+    func: Function
+    env: dict[int, Any]
+
+
+class _Frame:
+    __slots__ = ("env", "memo")
+
+    def __init__(self, env: dict[int, Any]):
+        self.env = env
+        self.memo: dict[int, Any] = {}
+
+
+class Interpreter:
+    """Evaluates expressions of a module. ``tap`` (optional) sees every primitive op's output."""
+
+    def __init__(self, mod: IRModule, tap=None):
+        self.mod = mod
+        self.tap = tap
+
+    def call_function(self, func: Function, args: list, env: dict[int, Any] | None = None):
+        frame_env = dict(env or {})
+        for p, a in zip(func.params, args):
+            frame_env[id(p)] = a
+        return self.eval(func.body, _Frame(frame_env))
+
+    def eval(self, root: Expr, frame: _Frame):
+        # Work items: (kind, node, frame, extra). Results flow through each frame's memo.
+        stack: list[tuple] = [("eval", root, frame, None)]
+        while stack:
+            kind, node, fr, extra = stack.pop()
+            memo = fr.memo
+            key = id(node)
+            if kind == "eval":
+                if key in memo:
+                    continue
+                if isinstance(node, Var):
+                    if key not in fr.env:
+                        raise ExecutionError(f"variable %{node.name_hint} is not bound",
+                                             hint="pass it in inputs or params")
+                    memo[key] = fr.env[key]
+                elif isinstance(node, Constant):
+                    memo[key] = node.data
+                elif isinstance(node, (Op, GlobalVar)):
+                    memo[key] = node
+                elif isinstance(node, Function):
+                    memo[key] = Closure(node, fr.env)
+                elif isinstance(node, Let):
+                    stack.append(("let_body", node, fr, None))
+                    stack.append(("eval", node.value, fr, None))
+                elif isinstance(node, If):
+                    stack.append(("if_branch", node, fr, None))
+                    stack.append(("eval", node.cond, fr, None))
+                else:
+                    stack.append(("finish", node, fr, None))
+                    kids = node.fields if isinstance(node, Tuple) else (
+                        (node.tuple_value,) if isinstance(node, TupleGetItem) else
+                        (node.args if isinstance(node.op, Op) else (node.op,) + node.args))
+                    for k in reversed(kids):
+                        if id(k) not in memo:
+                            stack.append(("eval", k, fr, None))
+            elif kind == "let_body":
+                fr.env[id(node.var)] = memo[id(node.value)]
+                memo[id(node.var)] = memo[id(node.value)]
+                stack.append(("alias", node, fr, node.body))
+                stack.append(("eval", node.body, fr, None))
+            elif kind == "if_branch":
+                cond = memo[id(node.cond)]
+                branch = node.true_branch if bool(np.asarray(cond).reshape(-1)[0]) else node.false_branch
+                stack.append(("alias", node, fr, branch))
+                stack.append(("eval", branch, fr, None))
+            elif kind == "alias":
+                memo[key] = memo[id(extra)]
+            elif kind == "return":
+                # extra = (caller frame, callee frame, body)
+                caller, callee, body = extra
+                caller.memo[key] = callee.memo[id(body)]
+            elif kind == "finish":
+                if isinstance(node, Tuple):
+                    memo[key] = tuple(memo[id(f)] for f in node.fields)
+                elif isinstance(node, TupleGetItem):
+                    memo[key] = memo[id(node.tuple_value)][node.index]
+                elif isinstance(node.op, Op):
+                    memo[key] = self._apply_op(node, [memo[id(a)] for a in node.args])
+                else:
+                    callee = memo[id(node.op)]
+                    args = [memo[id(a)] for a in node.args]
+                    if isinstance(callee, GlobalVar):
+                        func, env = self.mod[callee.name_hint], {}
+                    elif isinstance(callee, Closure):
+                        func, env = callee.func, callee.env
+                    else:
+                        raise ExecutionError(f"cannot call a value of type {type(callee).__name__}")
+                    if len(args) != len(func.params):
+                        raise ExecutionError(f"function expects {len(func.params)} arguments, got {len(args)}")
+                    new_env = dict(env)
+                    for p, a in zip(func.params, args):
+                        new_env[id(p)] = a
+                    callee_frame = _Frame(new_env)
+                    stack.append(("return", node, fr, (fr, callee_frame, func.body)))
+                    stack.append(("eval", func.body, callee_frame, None))
+        return frame.memo[id(root)]
+
+    def _apply_op(self, call: Call, args: list):
+        op_def = call.op.op_def
+        if op_def.compute is None:
+            raise ExecutionError(f"{op_def.name} has no reference implementation")
+        try:
+            out = op_def.compute(args, call.attrs)
+        except ByocError:
+            raise
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
+            raise ExecutionError(f"{op_def.name} failed on inputs of shapes "
+                                 f"{[getattr(a, 'shape', None) for a in args]}: {e}") from e
+        if self.tap is not None:
+            self.tap(call, out)
+        return out
+
+
+def check_inputs(func: Function, inputs: dict[str, Any]) -> list[np.ndarray]:
+    """Inputs by parameter name, checked against the parameter types; reports every problem at once."""
+    problems = []
+    names = [p.name_hint for p in func.params]
+    values = []
+    for p in func.params:
+        if p.name_hint not in inputs:
+            problems.append(f"missing input %{p.name_hint}")
+            values.append(None)
+            continue
+        v = np.asarray(inputs[p.name_hint])
+        t = p.type_annotation
+        if isinstance(t, TensorType):
+            if tuple(v.shape) != t.shape:
+                problems.append(f"input %{p.name_hint}: expected shape {t.shape}, found {tuple(v.shape)}")
+            if v.dtype.name != t.dtype:
+                problems.append(f"input %{p.name_hint}: expected dtype {t.dtype}, found {v.dtype.name}")
+        values.append(v)
+    extra = [k for k in inputs if k not in names]
+    if extra:
+        problems.append(f"unknown input(s) {', '.join(sorted(extra))}")
+    if problems:
+        raise ExecutionError("bad inputs: " + "; ".join(problems), hint=f"main takes: {', '.join(names)}")
+    return values
+
+
+def _flatten(value) -> list[np.ndarray]:
+    out: list[np.ndarray] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple):
+            stack.extend(reversed(v))
+        else:
+            out.append(np.asarray(v))
+    return out
+
+
+def bind_params(mod: IRModule, params: dict | None) -> IRModule:
+    """Replace main's parameters named in ``params`` by constants (``bind_params_by_name``)."""
+    if not params:
+        return mod
+    from .transform.bind import bind_params_by_name
+    out = mod.copy()
+    out["main"] = bind_params_by_name(mod["main"], params)
+    return out
+
+
+def evaluate(mod, inputs: dict | None = None, params: dict | None = None, tap=None) -> list[np.ndarray]:
+    """Run ``main`` on ``inputs`` (by parameter name); returns the outputs as a flat list of arrays."""
+    if isinstance(mod, Expr):
+        mod = IRModule.from_expr(mod)
+    mod = bind_params(mod, params)
+    func = mod["main"]
+    values = check_inputs(func, dict(inputs or {}))
+    out = Interpreter(mod, tap).call_function(func, values)
+    return _flatten(out)

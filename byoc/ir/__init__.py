@@ -1,0 +1,13 @@
+"""The IR: frozen expression nodes, types, modules, traversal and structural comparison."""
+from .attrs import Attrs, FrozenDict
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Span, Tuple, TupleGetItem, Var, const
+from .module import IRModule
+from .types import FuncType, TensorType, TupleType, Type
+from .traversal import ExprRewriter, children, post_order, rewrite_post_order
+from .structural import assert_structural_equal, structural_equal, structural_hash
+from .analysis import free_vars
+
+__all__ = ["Attrs", "FrozenDict", "Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Span",
+           "Tuple", "TupleGetItem", "Var", "const", "IRModule", "FuncType", "TensorType", "TupleType", "Type",
+           "ExprRewriter", "children", "post_order", "rewrite_post_order", "assert_structural_equal",
+           "structural_equal", "structural_hash", "free_vars"]

@@ -1,0 +1,96 @@
+"""Attribute values: typed per-op attribute dataclasses and the frozen mapping used for function attributes."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Iterator
+
+import numpy as np
+
+__all__ = ["Attrs", "FrozenDict", "freeze_value"]
+
+
+def freeze_value(value: Any) -> Any:
+    """Make an attribute value hashable and immutable: lists become tuples, numpy scalars Python numbers."""
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze_value(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return tuple(freeze_value(v) for v in value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class Attrs:
+    """Base of the typed per-op attribute dataclasses (frozen).
+
+    Subclasses are ``@dataclass(frozen=True)``; list-valued fields are normalised to tuples. TVM-style access
+    ``attrs["strides"]`` and ``attrs.keys()`` work as well as ``attrs.strides``.
+    """
+
+    __slots__ = ()
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            fv = freeze_value(v)
+            if fv is not v:
+                object.__setattr__(self, f.name, fv)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default) if key in self.keys() else default
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        for k in self.keys():
+            yield k, getattr(self, k)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys()
+
+
+class FrozenDict(Mapping):
+    """An immutable, hashable, insertion-ordered mapping (function attributes)."""
+
+    __slots__ = ("_d", "_h")
+
+    def __init__(self, *args, **kwargs):
+        d = dict(*args, **kwargs)
+        self._d = {k: freeze_value(v) for k, v in d.items()}
+        self._h = None
+
+    def __getitem__(self, key):
+        return self._d[key]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def __hash__(self):
+        if self._h is None:
+            self._h = hash(tuple(sorted(self._d.items(), key=lambda kv: kv[0])))
+        return self._h
+
+    def __eq__(self, other):
+        if isinstance(other, FrozenDict):
+            return self._d == other._d
+        if isinstance(other, Mapping):
+            return self._d == dict(other)
+        return NotImplemented
+
+    def set(self, key, value) -> "FrozenDict":
+        d = dict(self._d)
+        d[key] = value
+        return FrozenDict(d)
+
+    def __repr__(self):
+        return f"FrozenDict({self._d!r})"

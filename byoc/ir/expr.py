@@ -1,0 +1,329 @@
+"""IR expression nodes, in the spirit of TVM Relay.
+
+Nodes are frozen, slotted dataclasses hashed by identity (``eq=False``): two nodes are the same value only if
+they are the same object; ``structural_equal`` compares structure. ``checked_type`` is a memo that
+``InferType`` fills; it is a pure function of the node, so caching it does not break immutability.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace as _dc_replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import IRError
+from .attrs import Attrs, FrozenDict
+from .types import TensorType, TupleType, Type, normalize_dtype
+
+__all__ = [
+    "Span", "Expr", "Op", "Var", "Constant", "Call", "Tuple", "TupleGetItem", "Let", "If", "Function",
+    "GlobalVar", "const",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where a node came from: a model tensor/operator name or a text position."""
+    source: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}:{self.column}" if self.line else self.source
+
+
+class Expr:
+    """Base class of expressions."""
+    __slots__ = ()
+
+    @property
+    def checked_type(self) -> Type:
+        t = self._checked_type  # type: ignore[attr-defined]
+        if t is None:
+            raise IRError(f"the type of {type(self).__name__} is not inferred yet",
+                          hint="run relay.transform.InferType() on the module first")
+        return t
+
+    def _set_checked_type(self, t: Type) -> None:
+        object.__setattr__(self, "_checked_type", t)
+
+    def replace(self, **changes) -> "Expr":
+        """A copy with ``changes``; returns ``self`` when nothing changes (so mutators can test ``new is old``)."""
+        if all(getattr(self, k) is v for k, v in changes.items()):
+            return self
+        return _dc_replace(self, _checked_type=None, **changes)  # type: ignore[type-var]
+
+    # Arithmetic sugar, as in Relay (x + 1 builds an add call).
+    def __add__(self, other):
+        from ..relay import op as _op
+        return _op.add(self, _as_expr(other, self))
+
+    def __radd__(self, other):
+        from ..relay import op as _op
+        return _op.add(_as_expr(other, self), self)
+
+    def __sub__(self, other):
+        from ..relay import op as _op
+        return _op.subtract(self, _as_expr(other, self))
+
+    def __mul__(self, other):
+        from ..relay import op as _op
+        return _op.multiply(self, _as_expr(other, self))
+
+    def __truediv__(self, other):
+        from ..relay import op as _op
+        return _op.divide(self, _as_expr(other, self))
+
+    def astext(self, show_meta_data: bool = True) -> str:
+        from ..text.printer import astext
+        return astext(self, show_meta_data=show_meta_data)
+
+    def __str__(self) -> str:
+        return self.astext(show_meta_data=False)
+
+
+def _as_expr(value, like: Expr | None = None) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    dtype = None
+    if like is not None and like._checked_type is not None and isinstance(like._checked_type, TensorType):
+        dtype = like._checked_type.dtype
+    elif isinstance(like, Var) and isinstance(like.type_annotation, TensorType):
+        dtype = like.type_annotation.dtype
+    return const(value, dtype)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Op(Expr):
+    """A registered primitive operator. Get one with ``Op.get(name)``; unknown names suggest close matches."""
+    name: str
+    _checked_type: Type | None = field(default=None, repr=False, compare=False)
+
+    @staticmethod
+    def get(name: str) -> "Op":
+        from ..ops.registry import get_op_def
+        return get_op_def(name).op
+
+    @property
+    def op_def(self):
+        from ..ops.registry import get_op_def
+        return get_op_def(self.name)
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(Expr):
+    name_hint: str
+    type_annotation: Type | None = None
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name_hint, str) or not self.name_hint:
+            raise IRError(f"a Var needs a non-empty string name, got {self.name_hint!r}")
+        if self.type_annotation is not None and not isinstance(self.type_annotation, Type):
+            raise IRError(f"Var %{self.name_hint}: type annotation must be a Type, got {self.type_annotation!r}")
+
+    @property
+    def vid(self):  # TVM spelling: var.vid.name_hint
+        return self
+
+    def __repr__(self) -> str:
+        return f"Var({self.name_hint})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Constant(Expr):
+    data: np.ndarray
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        arr = self.data
+        if not isinstance(arr, np.ndarray):
+            arr = np.asarray(arr)
+        normalize_dtype(arr.dtype)
+        if arr.flags.writeable or not arr.flags.c_contiguous:
+            arr = np.array(arr, order="C", copy=True)
+            arr.setflags(write=False)
+        object.__setattr__(self, "data", arr)
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(self.data.shape, self.data.dtype.name)
+
+    def __repr__(self) -> str:
+        return f"Constant({self.type})"
+
+
+def const(value, dtype: str | None = None, span: Span | None = None) -> Constant:
+    """``relay.const``: a Python scalar defaults to int32/float32 as in Relay."""
+    if isinstance(value, np.ndarray):
+        arr = value if dtype is None else value.astype(dtype)
+    else:
+        arr = np.asarray(value)
+        if dtype is None:
+            if arr.dtype.kind == "f":
+                dtype = "float32"
+            elif arr.dtype.kind in "iu":
+                dtype = "int32"
+            elif arr.dtype.kind == "b":
+                dtype = "bool"
+        if dtype is not None:
+            arr = arr.astype(normalize_dtype(dtype))
+    return Constant(arr, span)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Call(Expr):
+    op: Expr
+    args: tuple[Expr, ...]
+    attrs: Attrs | None = None
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        args = tuple(self.args)
+        object.__setattr__(self, "args", args)
+        for i, a in enumerate(args):
+            if not isinstance(a, Expr):
+                raise IRError(f"argument {i} of call to {_callee_name(self.op)} is {type(a).__name__}, not an Expr",
+                              hint="wrap Python values with relay.const(...)")
+        if isinstance(self.op, Op):
+            op_def = self.op.op_def
+            attrs = op_def.make_attrs(self.attrs)
+            object.__setattr__(self, "attrs", attrs)
+            op_def.check_arity(len(args))
+        elif not isinstance(self.op, (Function, GlobalVar, Var)):
+            raise IRError(f"a call's callee must be an Op, Function, GlobalVar or Var, got {type(self.op).__name__}")
+
+    def __repr__(self) -> str:
+        return f"Call({_callee_name(self.op)}, {len(self.args)} args)"
+
+
+def _callee_name(op) -> str:
+    if isinstance(op, Op):
+        return op.name
+    if isinstance(op, GlobalVar):
+        return "@" + op.name_hint
+    if isinstance(op, Function):
+        return "fn"
+    return type(op).__name__
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tuple(Expr):
+    fields: tuple[Expr, ...]
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        fields = tuple(self.fields)
+        for i, f in enumerate(fields):
+            if not isinstance(f, Expr):
+                raise IRError(f"tuple field {i} is {type(f).__name__}, not an Expr")
+        object.__setattr__(self, "fields", fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, i: int) -> Expr:
+        return self.fields[i]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TupleGetItem(Expr):
+    tuple_value: Expr
+    index: int
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.tuple_value, Expr):
+            raise IRError(f"TupleGetItem needs an Expr, got {type(self.tuple_value).__name__}")
+        if not isinstance(self.index, (int, np.integer)) or isinstance(self.index, bool) or self.index < 0:
+            raise IRError(f"TupleGetItem index must be a non-negative int, got {self.index!r}")
+        object.__setattr__(self, "index", int(self.index))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Let(Expr):
+    var: Var
+    value: Expr
+    body: Expr
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.var, Var):
+            raise IRError(f"Let binds a Var, got {type(self.var).__name__}")
+        if not isinstance(self.value, Expr) or not isinstance(self.body, Expr):
+            raise IRError("Let value and body must be Exprs")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class If(Expr):
+    cond: Expr
+    true_branch: Expr
+    false_branch: Expr
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        for name in ("cond", "true_branch", "false_branch"):
+            if not isinstance(getattr(self, name), Expr):
+                raise IRError(f"If.{name} must be an Expr, got {type(getattr(self, name)).__name__}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Function(Expr):
+    params: tuple[Var, ...]
+    body: Expr
+    ret_type: Type | None = None
+    attrs: FrozenDict = field(default_factory=FrozenDict)
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        params = tuple(self.params)
+        for i, p in enumerate(params):
+            if not isinstance(p, Var):
+                raise IRError(f"function parameter {i} is {type(p).__name__}, not a Var")
+        if not isinstance(self.body, Expr):
+            raise IRError(f"function body must be an Expr, got {type(self.body).__name__}")
+        object.__setattr__(self, "params", params)
+        attrs = self.attrs
+        if attrs is None:
+            attrs = FrozenDict()
+        elif not isinstance(attrs, FrozenDict):
+            attrs = FrozenDict(attrs)
+        object.__setattr__(self, "attrs", attrs)
+
+    def with_attr(self, key: str, value: Any) -> "Function":
+        return self.replace(attrs=self.attrs.set(key, value))
+
+    def __call__(self, *args: Expr) -> Call:
+        return Call(self, tuple(args))
+
+    def __repr__(self) -> str:
+        return f"Function({len(self.params)} params, attrs={dict(self.attrs)})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GlobalVar(Expr):
+    name_hint: str
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __call__(self, *args: Expr) -> Call:
+        return Call(self, tuple(args))
+
+    def __repr__(self) -> str:
+        return f"GlobalVar({self.name_hint})"
+
+
+def tuple_type_of(t: Type) -> TupleType:
+    if not isinstance(t, TupleType):
+        raise IRError(f"expected a tuple type, found {t}")
+    return t

@@ -1,0 +1,136 @@
+"""The one iterative traversal everything else builds on, and the memoized rebuilding mutator.
+
+No function here recurses over graph depth: a 100,000-node chain or Let-nest works under Python's default
+recursion limit.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+
+__all__ = ["children", "post_order", "rebuild", "ExprRewriter", "rewrite_post_order", "users_map"]
+
+
+def children(node: Expr) -> tuple[Expr, ...]:
+    """Operands of a node in evaluation order (binders included, so printers see them first)."""
+    if isinstance(node, Call):
+        if isinstance(node.op, Op):
+            return node.args
+        return (node.op,) + node.args
+    if isinstance(node, Tuple):
+        return node.fields
+    if isinstance(node, TupleGetItem):
+        return (node.tuple_value,)
+    if isinstance(node, Let):
+        return (node.var, node.value, node.body)
+    if isinstance(node, If):
+        return (node.cond, node.true_branch, node.false_branch)
+    if isinstance(node, Function):
+        return node.params + (node.body,)
+    return ()
+
+
+def post_order(roots: Expr | Iterable[Expr], *, enter_functions: bool = True,
+               child_fn: Callable[[Expr], tuple[Expr, ...]] | None = None) -> list[Expr]:
+    """Every node reachable from ``roots`` exactly once, operands before users (deterministic order).
+
+    With ``enter_functions=False`` function literals are leaves (their bodies are not visited).
+    """
+    if isinstance(roots, Expr):
+        roots = (roots,)
+    get_children = child_fn or children
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(list(roots))]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if expanded:
+            order.append(node)
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        stack.append((node, True))
+        if not enter_functions and isinstance(node, Function):
+            continue
+        kids = get_children(node)
+        for k in reversed(kids):
+            if id(k) not in seen:
+                stack.append((k, False))
+    return order
+
+
+def rebuild(node: Expr, new_children: tuple[Expr, ...]) -> Expr:
+    """``node`` with its operands replaced (``node`` itself when nothing changed)."""
+    old = children(node)
+    if len(old) == len(new_children) and all(a is b for a, b in zip(old, new_children)):
+        return node
+    if isinstance(node, Call):
+        if isinstance(node.op, Op):
+            return node.replace(args=tuple(new_children))
+        return node.replace(op=new_children[0], args=tuple(new_children[1:]))
+    if isinstance(node, Tuple):
+        return node.replace(fields=tuple(new_children))
+    if isinstance(node, TupleGetItem):
+        return node.replace(tuple_value=new_children[0])
+    if isinstance(node, Let):
+        return node.replace(var=new_children[0], value=new_children[1], body=new_children[2])
+    if isinstance(node, If):
+        return node.replace(cond=new_children[0], true_branch=new_children[1], false_branch=new_children[2])
+    if isinstance(node, Function):
+        n = len(node.params)
+        return node.replace(params=tuple(new_children[:n]), body=new_children[n])
+    return node
+
+
+def rewrite_post_order(root: Expr, fn: Callable[[Expr, Expr], Expr | None], *,
+                       enter_functions: bool = True,
+                       memo: dict[int, Expr] | None = None) -> Expr:
+    """Memoized bottom-up rewrite. ``fn(original, rebuilt)`` returns a replacement or ``None`` to keep
+    ``rebuilt`` (the original with already-rewritten operands). Shared sub-expressions are rewritten once."""
+    memo = {} if memo is None else memo
+    for node in post_order(root, enter_functions=enter_functions):
+        if id(node) in memo:
+            continue
+        if not enter_functions and isinstance(node, Function):
+            new = node
+        else:
+            new = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)))
+        out = fn(node, new)
+        memo[id(node)] = new if out is None else out
+    return memo[id(root)]
+
+
+class ExprRewriter:
+    """Subclass and override ``rewrite(original, rebuilt)``; call ``visit(expr)``.
+
+    The TVM ``ExprMutator`` habit without recursion: operands are already rewritten when ``rewrite`` runs.
+    """
+
+    enter_functions = True
+
+    def __init__(self):
+        self.memo: dict[int, Expr] = {}
+
+    def rewrite(self, original: Expr, rebuilt: Expr) -> Expr | None:
+        return None
+
+    def visit(self, expr: Expr) -> Expr:
+        return rewrite_post_order(expr, self.rewrite, enter_functions=self.enter_functions, memo=self.memo)
+
+
+def users_map(root: Expr) -> dict[int, list[Expr]]:
+    """For each node (by id) the list of distinct nodes that use it, in post-order."""
+    users: dict[int, list[Expr]] = {}
+    for node in post_order(root):
+        for c in children(node):
+            lst = users.setdefault(id(c), [])
+            if not lst or lst[-1] is not node:
+                lst.append(node)
+    return users
+
+
+def is_leaf(node: Expr) -> bool:
+    return isinstance(node, (Var, Constant, Op, GlobalVar))

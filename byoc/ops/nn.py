@@ -1,0 +1,230 @@
+"""Neural-network ops (float, and integer where they are pure data movement): conv2d, pad, bias_add, ..."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.types import TensorType, TupleType
+from .kernels import (conv2d_nhwc_hwio, conv_out_size, from_nhwc, kernel_hwio_shape, kernel_to_hwio, pad_nhwc,
+                      to_nhwc)
+from .registry import FusionKind, register_op
+from .rel import fail, tensor_arg
+
+
+def normalize_padding(padding) -> tuple[int, int, int, int]:
+    """Relay's padding spellings → (top, left, bottom, right)."""
+    p = tuple(int(v) for v in (padding if isinstance(padding, (tuple, list)) else (padding,)))
+    if len(p) == 1:
+        return (p[0],) * 4
+    if len(p) == 2:
+        return (p[0], p[1], p[0], p[1])
+    if len(p) == 4:
+        return p  # type: ignore[return-value]
+    from ..errors import IRError
+    raise IRError(f"padding must have 1, 2 or 4 values, got {p}")
+
+
+def _pair(v) -> tuple[int, int]:
+    if isinstance(v, (tuple, list)):
+        return (int(v[0]), int(v[1])) if len(v) == 2 else (int(v[0]), int(v[0]))
+    return (int(v), int(v))
+
+
+@dataclass(frozen=True)
+class Conv2DAttrs(Attrs):
+    strides: tuple = (1, 1)
+    padding: tuple = (0, 0, 0, 0)
+    dilation: tuple = (1, 1)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple | None = None
+    data_layout: str = "NCHW"
+    kernel_layout: str = "OIHW"
+    out_layout: str = ""
+    out_dtype: str = ""
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        object.__setattr__(self, "strides", _pair(self.strides))
+        object.__setattr__(self, "dilation", _pair(self.dilation))
+        object.__setattr__(self, "padding", normalize_padding(self.padding))
+
+
+def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv2DAttrs,
+                    out_dtype: str) -> TensorType:
+    if data.ndim != 4:
+        raise fail(name, "data", f"a 4-D tensor in layout {attrs.data_layout}", data)
+    if weight.ndim != 4:
+        raise fail(name, "weight", f"a 4-D tensor in layout {attrs.kernel_layout}", weight)
+    n, h, w, c = to_nhwc(np.empty(data.shape, np.bool_), attrs.data_layout).shape
+    kh, kw, ci, co = kernel_hwio_shape(weight.shape, attrs.kernel_layout)
+    g = attrs.groups
+    if g <= 0 or c % g or co % g:
+        raise fail(name, "groups", f"a divisor of input channels {c} and output channels {co}", g)
+    if ci * g != c:
+        raise fail(name, "weight", f"{c // g} input channels per group ({c} channels / groups={g}) "
+                   f"in layout {attrs.kernel_layout}", weight.shape)
+    if attrs.channels is not None and attrs.channels != co:
+        raise fail(name, "channels", f"{co} (the kernel's output channels)", attrs.channels)
+    if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
+        raise fail(name, "kernel_size", f"{(kh, kw)} (the kernel's spatial size)", attrs.kernel_size)
+    t, l, b, r = attrs.padding
+    oh = conv_out_size(h, kh, attrs.strides[0], attrs.dilation[0], t, b)
+    ow = conv_out_size(w, kw, attrs.strides[1], attrs.dilation[1], l, r)
+    if oh <= 0 or ow <= 0 or min(attrs.strides) <= 0 or min(attrs.dilation) <= 0:
+        raise fail(name, "data", f"spatial size large enough for kernel {(kh, kw)} with dilation "
+                   f"{attrs.dilation}, strides {attrs.strides}", (h, w))
+    out = np.empty((n, oh, ow, co), np.bool_)
+    return TensorType(from_nhwc(out, attrs.out_layout or attrs.data_layout).shape, out_dtype)
+
+
+def _conv2d_rel(types, attrs):
+    names = ("data", "weight")
+    data = tensor_arg("nn.conv2d", names, types, 0)
+    weight = tensor_arg("nn.conv2d", names, types, 1)
+    if data.dtype != weight.dtype and not attrs.out_dtype:
+        raise fail("nn.conv2d", "weight", f"dtype {data.dtype} (same as data)", weight.dtype)
+    return conv2d_out_type("nn.conv2d", data, weight, attrs, attrs.out_dtype or data.dtype)
+
+
+def conv2d_compute(x: np.ndarray, w: np.ndarray, attrs: Conv2DAttrs, integer: bool, pad_value=0) -> np.ndarray:
+    xn = pad_nhwc(to_nhwc(x, attrs.data_layout), attrs.padding, pad_value)
+    wk = kernel_to_hwio(w, attrs.kernel_layout)
+    out = conv2d_nhwc_hwio(xn, wk, attrs.strides, attrs.dilation, attrs.groups, integer)
+    return from_nhwc(out, attrs.out_layout or attrs.data_layout)
+
+
+def _conv2d_compute(args, attrs):
+    x, w = args
+    out_dtype = np.dtype(attrs.out_dtype or x.dtype.name)
+    integer = x.dtype.kind in "iu"
+    out = conv2d_compute(x, w, attrs, integer)
+    if integer:
+        from ..quant.fixedpoint import wrap32
+        return wrap32(out).astype(out_dtype)
+    return out.astype(out_dtype)
+
+
+register_op("nn.conv2d", ("data", "weight"), attrs=Conv2DAttrs, rel=_conv2d_rel,
+            fusion=FusionKind.OUT_ELEMWISE_FUSABLE, compute=_conv2d_compute,
+            doc="2-D convolution (grouped, dilated, strided); NCHW/NHWC data, OIHW/HWIO/OHWI kernels.")
+
+
+@dataclass(frozen=True)
+class PadAttrs(Attrs):
+    pad_width: tuple = ()
+    pad_mode: str = "constant"
+
+
+def _pad_rel(types, attrs):
+    data = tensor_arg("nn.pad", ("data", "pad_value"), types, 0)
+    pv = tensor_arg("nn.pad", ("data", "pad_value"), types, 1)
+    if pv.ndim != 0:
+        raise fail("nn.pad", "pad_value", "a scalar", pv)
+    if len(attrs.pad_width) != data.ndim:
+        raise fail("nn.pad", "pad_width", f"{data.ndim} (before, after) pairs", attrs.pad_width)
+    shape = []
+    for d, pw in zip(data.shape, attrs.pad_width):
+        if len(pw) != 2 or min(pw) < 0:
+            raise fail("nn.pad", "pad_width", "non-negative (before, after) pairs", attrs.pad_width)
+        shape.append(d + pw[0] + pw[1])
+    if attrs.pad_mode != "constant":
+        raise fail("nn.pad", "pad_mode", "'constant'", attrs.pad_mode)
+    return TensorType(tuple(shape), data.dtype)
+
+
+def _pad_compute(args, attrs):
+    x, v = args
+    return np.pad(x, [tuple(p) for p in attrs.pad_width], constant_values=v.astype(x.dtype).item())
+
+
+register_op("nn.pad", ("data", "pad_value"), attrs=PadAttrs, rel=_pad_rel, fusion=FusionKind.INJECTIVE,
+            compute=_pad_compute, doc="Constant padding; pad_value is a scalar expression (the zero point).")
+
+
+@dataclass(frozen=True)
+class BiasAddAttrs(Attrs):
+    axis: int = 1
+
+
+def _bias_add_rel(types, attrs):
+    names = ("data", "bias")
+    data = tensor_arg("nn.bias_add", names, types, 0)
+    bias = tensor_arg("nn.bias_add", names, types, 1)
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + data.ndim
+    if not 0 <= axis < data.ndim:
+        raise fail("nn.bias_add", "axis", f"an axis of a rank-{data.ndim} tensor", attrs.axis)
+    if bias.shape != (data.shape[axis],):
+        raise fail("nn.bias_add", "bias", f"shape ({data.shape[axis]},) (data axis {axis})", bias.shape)
+    if bias.dtype != data.dtype:
+        raise fail("nn.bias_add", "bias", f"dtype {data.dtype}", bias.dtype)
+    return data
+
+
+def _bias_add_compute(args, attrs):
+    x, b = args
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + x.ndim
+    shape = [1] * x.ndim
+    shape[axis] = b.shape[0]
+    if x.dtype.kind in "iu":
+        from ..quant.fixedpoint import wrap32
+        return wrap32(x.astype(np.int64) + b.reshape(shape).astype(np.int64)).astype(x.dtype)
+    return (x + b.reshape(shape)).astype(x.dtype)
+
+
+register_op("nn.bias_add", ("data", "bias"), attrs=BiasAddAttrs, rel=_bias_add_rel, fusion=FusionKind.BROADCAST,
+            compute=_bias_add_compute, doc="Add a bias vector along `axis` (int32 adds wrap).")
+
+
+def _relu_rel(types, attrs):
+    return tensor_arg("nn.relu", ("data",), types, 0)
+
+
+register_op("nn.relu", ("data",), rel=_relu_rel, fusion=FusionKind.ELEMWISE,
+            compute=lambda args, attrs: np.maximum(args[0], 0).astype(args[0].dtype), doc="max(x, 0).")
+
+
+@dataclass(frozen=True)
+class BatchNormAttrs(Attrs):
+    axis: int = 1
+    epsilon: float = 1e-5
+    center: bool = True
+    scale: bool = True
+
+
+def _batch_norm_rel(types, attrs):
+    names = ("data", "gamma", "beta", "moving_mean", "moving_var")
+    data = tensor_arg("nn.batch_norm", names, types, 0)
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + data.ndim
+    if not 0 <= axis < data.ndim:
+        raise fail("nn.batch_norm", "axis", f"an axis of a rank-{data.ndim} tensor", attrs.axis)
+    c = data.shape[axis]
+    for i in range(1, 5):
+        t = tensor_arg("nn.batch_norm", names, types, i)
+        if t.shape != (c,) or t.dtype != data.dtype:
+            raise fail("nn.batch_norm", names[i], f"Tensor[({c},), {data.dtype}]", t)
+    vec = TensorType((c,), data.dtype)
+    return TupleType((data, vec, vec))
+
+
+def _batch_norm_compute(args, attrs):
+    x, gamma, beta, mean, var = args
+    axis = attrs.axis if attrs.axis >= 0 else attrs.axis + x.ndim
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    dt = x.dtype
+    scale = (1.0 / np.sqrt(var.astype(dt) + dt.type(attrs.epsilon))).astype(dt)
+    if attrs.scale:
+        scale = (scale * gamma).astype(dt)
+    shift = (-mean * scale).astype(dt)
+    if attrs.center:
+        shift = (shift + beta).astype(dt)
+    y = (x * scale.reshape(shape) + shift.reshape(shape)).astype(dt)
+    return (y, mean, var)
+
+
+register_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"), attrs=BatchNormAttrs,
+            rel=_batch_norm_rel, fusion=FusionKind.OPAQUE, compute=_batch_norm_compute,
+            doc="Inference batch norm; returns (out, mean, var) like Relay. SimplifyInference rewrites it.")

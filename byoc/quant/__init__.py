@@ -1,0 +1,1 @@
+"""TFLite-exact integer arithmetic helpers."""

@@ -1,0 +1,36 @@
+"""``from byoc import relay``: TVM Relay's Python spelling over this project's IR."""
+from __future__ import annotations
+
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Span, Tuple, TupleGetItem, Var
+from ..ir.expr import const as _const
+from ..ir.module import IRModule
+from ..ir.types import FuncType, TensorType, TupleType, Type
+from . import analysis, nn, op, qnn
+from .op import *  # noqa: F401,F403 - relay.add, relay.clip, ...
+
+__all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Span", "Tuple", "TupleGetItem",
+           "Var", "IRModule", "FuncType", "TensorType", "TupleType", "Type", "var", "const", "analysis", "nn",
+           "op", "qnn", "transform", "dataflow_pattern", "build_module"]
+
+
+def var(name_hint: str, type_annotation=None, shape=None, dtype: str = "float32", span=None) -> Var:
+    """``relay.var(name, shape=..., dtype=...)`` or ``relay.var(name, TensorType(...))``."""
+    if type_annotation is None and shape is not None:
+        type_annotation = TensorType(tuple(shape), dtype)
+    elif isinstance(type_annotation, str):
+        type_annotation = TensorType(tuple(shape or ()), type_annotation)
+    elif type_annotation is None:
+        type_annotation = TensorType((), dtype) if shape is not None else None
+    return Var(name_hint, type_annotation, span)
+
+
+def const(value, dtype: str | None = None, span=None) -> Constant:
+    return _const(value, dtype, span)
+
+
+def __getattr__(name):
+    # Heavier sub-packages load on first use.
+    import importlib
+    if name in ("transform", "dataflow_pattern"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'byoc.relay' has no attribute {name!r}")

@@ -1,0 +1,41 @@
+"""Binding parameters to constants (``bind_params_by_name``) and variables to expressions (``bind``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import IRError
+from ..ir.expr import Constant, Expr, Function, Var
+from ..ir.traversal import rewrite_post_order
+
+__all__ = ["bind", "bind_params_by_name"]
+
+
+def bind(expr: Expr, binds: dict) -> Expr:
+    """Substitute variables (keys: Var objects) by expressions; bound function params are dropped."""
+    by_id = {id(k): v for k, v in binds.items()}
+
+    def fn(orig, new):
+        if isinstance(orig, Var) and id(orig) in by_id:
+            return by_id[id(orig)]
+        return None
+
+    if isinstance(expr, Function):
+        body = rewrite_post_order(expr.body, fn)
+        params = tuple(p for p in expr.params if id(p) not in by_id)
+        return expr.replace(params=params, body=body)
+    return rewrite_post_order(expr, fn)
+
+
+def bind_params_by_name(func: Function, params: dict) -> Function:
+    names: dict[str, Var] = {}
+    for p in func.params:
+        if p.name_hint in names:
+            raise IRError(f"cannot bind by name: parameter name {p.name_hint!r} is not unique")
+        names[p.name_hint] = p
+    binds = {}
+    for k, v in params.items():
+        if k not in names:
+            continue
+        arr = v.data if isinstance(v, Constant) else np.asarray(v)
+        binds[names[k]] = Constant(arr)
+    return bind(func, binds) if binds else func

@@ -1,0 +1,170 @@
+"""InferType: sets ``checked_type`` on every node, iteratively; errors show the offending line."""
+from __future__ import annotations
+
+from ..errors import ByocError, TypeInferenceError
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.traversal import children, post_order
+from ..ir.types import FuncType, TensorType, TupleType, Type
+from .pass_infra import ModulePass, PassContext
+
+__all__ = ["InferType", "infer_expr", "infer_module"]
+
+
+def _type_children(node: Expr) -> tuple[Expr, ...]:
+    # A Let's value is typed before its variable, so an unannotated variable takes the value's type.
+    if isinstance(node, Let):
+        return (node.value, node.var, node.body)
+    return children(node)
+
+
+def _describe(node: Expr) -> str:
+    if isinstance(node, Call):
+        return node.op.name if isinstance(node.op, Op) else "call"
+    return type(node).__name__
+
+
+def infer_expr(expr: Expr, global_types: dict[str, Type] | None = None, root: Expr | None = None) -> Type:
+    """Type every node under ``expr``; ``global_types`` gives the types of called global functions."""
+    global_types = global_types or {}
+    let_value: dict[int, Expr] = {}
+    for node in post_order(expr, child_fn=_type_children):
+        if node._checked_type is not None:  # type: ignore[attr-defined]
+            if isinstance(node, Let):
+                let_value[id(node.var)] = node.value
+            continue
+        try:
+            t = _infer_node(node, global_types, let_value)
+        except ByocError as e:
+            _attach_excerpt(e, root if root is not None else expr, node)
+            raise
+        node._set_checked_type(t)
+    return expr.checked_type
+
+
+def _attach_excerpt(err: ByocError, root: Expr, node: Expr) -> None:
+    try:
+        from ..text.printer import excerpt
+        text = excerpt(root, node)
+    except Exception:  # the excerpt is a courtesy; never mask the type error itself
+        text = None
+    if text:
+        err.with_note(text)
+
+
+def _infer_node(node: Expr, global_types, let_value) -> Type:
+    if isinstance(node, Constant):
+        return node.type
+    if isinstance(node, Var):
+        if node.type_annotation is not None:
+            return node.type_annotation
+        raise TypeInferenceError(f"variable %{node.name_hint} has no type annotation",
+                                 hint="give it one: relay.var(name, shape=..., dtype=...)")
+    if isinstance(node, Call):
+        arg_types = [a.checked_type for a in node.args]
+        if isinstance(node.op, Op):
+            op_def = node.op.op_def
+            if op_def.type_rel is None:
+                raise TypeInferenceError(f"{op_def.name} has no type relation")
+            return op_def.type_rel(arg_types, node.attrs)
+        if isinstance(node.op, GlobalVar):
+            if node.op.name_hint not in global_types:
+                raise TypeInferenceError(f"call to unknown or recursive global function @{node.op.name_hint}")
+            ftype = global_types[node.op.name_hint]
+        else:
+            ftype = node.op.checked_type
+        if not isinstance(ftype, FuncType):
+            raise TypeInferenceError(f"callee is not a function (type {ftype})")
+        if len(ftype.arg_types) != len(arg_types):
+            raise TypeInferenceError(f"function call expects {len(ftype.arg_types)} arguments, got {len(arg_types)}")
+        for i, (want, got) in enumerate(zip(ftype.arg_types, arg_types)):
+            if want != got:
+                raise TypeInferenceError(f"function call argument {i}: expected {want}, found {got}")
+        return ftype.ret_type
+    if isinstance(node, Tuple):
+        return TupleType(tuple(f.checked_type for f in node.fields))
+    if isinstance(node, TupleGetItem):
+        t = node.tuple_value.checked_type
+        if not isinstance(t, TupleType):
+            raise TypeInferenceError(f"TupleGetItem on a non-tuple value of type {t}")
+        if node.index >= len(t.fields):
+            raise TypeInferenceError(f"TupleGetItem index {node.index} out of range for {len(t.fields)} fields")
+        return t.fields[node.index]
+    if isinstance(node, Let):
+        vt = node.var.checked_type
+        if vt != node.value.checked_type:
+            raise TypeInferenceError(f"let %{node.var.name_hint}: annotated {vt}, value has {node.value.checked_type}")
+        return node.body.checked_type
+    if isinstance(node, If):
+        ct = node.cond.checked_type
+        if not (isinstance(ct, TensorType) and ct.ndim == 0 and ct.dtype in ("bool", "int32", "int64", "int8",
+                                                                                 "uint8")):
+            raise TypeInferenceError(f"if condition must be a scalar bool, found {ct}")
+        tt, ft = node.true_branch.checked_type, node.false_branch.checked_type
+        if tt != ft:
+            raise TypeInferenceError(f"if branches disagree: then {tt}, else {ft}")
+        return tt
+    if isinstance(node, Function):
+        body_t = node.body.checked_type
+        if node.ret_type is not None and node.ret_type != body_t:
+            raise TypeInferenceError(f"function declares return type {node.ret_type}, body has {body_t}")
+        return FuncType(tuple(p.checked_type for p in node.params), body_t)
+    if isinstance(node, Op):
+        return FuncType((), TupleType(()))
+    if isinstance(node, GlobalVar):
+        if node.name_hint in global_types:
+            return global_types[node.name_hint]
+        raise TypeInferenceError(f"reference to unknown global function @{node.name_hint}")
+    raise TypeInferenceError(f"cannot type node {type(node).__name__}")
+
+
+def _global_order(mod: IRModule) -> list[str]:
+    """Functions ordered callees first; recursion is reported."""
+    deps: dict[str, list[str]] = {}
+    for gv, f in mod.sorted_items():
+        deps[gv.name_hint] = list(dict.fromkeys(
+            n.name_hint for n in post_order(f) if isinstance(n, GlobalVar) and n.name_hint in mod))
+    order: list[str] = []
+    state: dict[str, int] = {}
+    for start in deps:
+        if state.get(start):
+            continue
+        stack = [(start, 0)]
+        while stack:
+            name, i = stack.pop()
+            if i == 0:
+                if state.get(name) == 2:
+                    continue
+                state[name] = 1
+            if i < len(deps[name]):
+                stack.append((name, i + 1))
+                dep = deps[name][i]
+                if state.get(dep) == 1:
+                    raise TypeInferenceError(f"global function @{dep} is recursive; recursion is not supported")
+                if not state.get(dep):
+                    stack.append((dep, 0))
+            else:
+                state[name] = 2
+                order.append(name)
+    return order
+
+
+def infer_module(mod: IRModule) -> IRModule:
+    global_types: dict[str, Type] = {}
+    for name in _global_order(mod):
+        func = mod[name]
+        try:
+            global_types[name] = infer_expr(func, global_types)
+        except TypeInferenceError as e:
+            e.with_note(f"in function @{name}")
+            raise
+        mod.get_global_var(name)._set_checked_type(global_types[name])
+    return mod
+
+
+class InferType(ModulePass):
+    name = "InferType"
+    opt_level = 0
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return infer_module(mod.copy())
