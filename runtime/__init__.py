@@ -1,0 +1,1 @@
+"""Heterogeneous runtime: executor, compiled-artifact format, profiling."""
