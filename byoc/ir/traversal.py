@@ -9,7 +9,8 @@ from typing import Callable, Iterable
 
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 
-__all__ = ["children", "post_order", "rebuild", "ExprRewriter", "rewrite_post_order", "users_map"]
+__all__ = ["children", "post_order", "rebuild", "ExprRewriter", "rewrite_post_order", "users_map",
+           "let_value_first"]
 
 
 def children(node: Expr) -> tuple[Expr, ...]:
@@ -87,11 +88,15 @@ def rebuild(node: Expr, new_children: tuple[Expr, ...]) -> Expr:
 
 def rewrite_post_order(root: Expr, fn: Callable[[Expr, Expr], Expr | None], *,
                        enter_functions: bool = True,
-                       memo: dict[int, Expr] | None = None) -> Expr:
+                       memo: dict[int, Expr] | None = None,
+                       child_fn: Callable[[Expr], tuple[Expr, ...]] | None = None) -> Expr:
     """Memoized bottom-up rewrite. ``fn(original, rebuilt)`` returns a replacement or ``None`` to keep
-    ``rebuilt`` (the original with already-rewritten operands). Shared sub-expressions are rewritten once."""
+    ``rebuilt`` (the original with already-rewritten operands). Shared sub-expressions are rewritten once.
+
+    ``child_fn`` may reorder (never add or drop) a node's operands to change the visiting order, e.g.
+    ``let_value_first`` so a Let's value is rewritten before its variable is met."""
     memo = {} if memo is None else memo
-    for node in post_order(root, enter_functions=enter_functions):
+    for node in post_order(root, enter_functions=enter_functions, child_fn=child_fn):
         if id(node) in memo:
             continue
         if not enter_functions and isinstance(node, Function):
@@ -119,6 +124,13 @@ class ExprRewriter:
 
     def visit(self, expr: Expr) -> Expr:
         return rewrite_post_order(expr, self.rewrite, enter_functions=self.enter_functions, memo=self.memo)
+
+
+def let_value_first(node: Expr) -> tuple[Expr, ...]:
+    """``children`` with a Let's value before its variable (for passes that substitute let-bound values)."""
+    if isinstance(node, Let):
+        return (node.value, node.var, node.body)
+    return children(node)
 
 
 def users_map(root: Expr) -> dict[int, list[Expr]]:

@@ -1,2 +1,4 @@
 """Importing this module registers every op (each definition module registers its ops on import)."""
 from . import tensor, nn, qnn  # noqa: F401
+from . import conv_transpose, pool, transform_ops, reduce, image, qnn_elemwise, qnn_activation  # noqa: F401
+from . import annotation  # noqa: F401

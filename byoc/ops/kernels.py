@@ -96,6 +96,10 @@ def conv2d_nhwc_hwio(x: np.ndarray, w: np.ndarray, strides, dilation, groups: in
                 patch = xf[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw, :]
                 acc += patch[..., None] * wr[ky, kx]
         out = acc.reshape(n, oh, ow, cout)
+    elif kh == kw == 1 and groups == 1:
+        # Pointwise: no im2col copy, one matrix product over the (strided) pixels.
+        a = xf[:, : (oh - 1) * sh + 1: sh, : (ow - 1) * sw + 1: sw, :].reshape(n * oh * ow, cin)
+        out = (a @ wf.reshape(cin, cout)).reshape(n, oh, ow, cout)
     else:
         cols = np.empty((n, oh, ow, kh, kw, cin), np.float64)
         for ky in range(kh):

@@ -228,3 +228,111 @@ def _batch_norm_compute(args, attrs):
 register_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"), attrs=BatchNormAttrs,
             rel=_batch_norm_rel, fusion=FusionKind.OPAQUE, compute=_batch_norm_compute,
             doc="Inference batch norm; returns (out, mean, var) like Relay. SimplifyInference rewrites it.")
+
+
+def _norm_axis(op: str, arg: str, axis: int, ndim: int) -> int:
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise fail(op, arg, f"an axis of a rank-{ndim} tensor", axis)
+    return a
+
+
+@dataclass(frozen=True)
+class DenseAttrs(Attrs):
+    units: int | None = None
+    out_dtype: str = ""
+
+
+def dense_out_type(name: str, data: TensorType, weight: TensorType, attrs: DenseAttrs, out_dtype: str) -> TensorType:
+    if data.ndim < 1:
+        raise fail(name, "data", "a tensor of rank ≥ 1 ([..., K])", data)
+    if weight.ndim != 2:
+        raise fail(name, "weight", "a 2-D tensor [units, K]", weight)
+    if weight.shape[1] != data.shape[-1]:
+        raise fail(name, "weight", f"[units, {data.shape[-1]}] (K = data's last dimension)", weight.shape)
+    if attrs.units is not None and attrs.units != weight.shape[0]:
+        raise fail(name, "units", f"{weight.shape[0]} (the weight's first dimension)", attrs.units)
+    return TensorType(data.shape[:-1] + (weight.shape[0],), out_dtype)
+
+
+def _dense_rel(types, attrs):
+    data = tensor_arg("nn.dense", ("data", "weight"), types, 0)
+    weight = tensor_arg("nn.dense", ("data", "weight"), types, 1)
+    if data.dtype != weight.dtype and not attrs.out_dtype:
+        raise fail("nn.dense", "weight", f"dtype {data.dtype} (same as data)", weight.dtype)
+    return dense_out_type("nn.dense", data, weight, attrs, attrs.out_dtype or data.dtype)
+
+
+def _dense_compute(args, attrs):
+    x, w = args
+    out_dtype = np.dtype(attrs.out_dtype or x.dtype.name)
+    if x.dtype.kind in "iu":
+        from ..quant.fixedpoint import wrap32
+        from .kernels import exact_int_matmul
+        return wrap32(exact_int_matmul(x, w.T)).astype(out_dtype)
+    return np.matmul(x, w.T).astype(out_dtype)
+
+
+register_op("nn.dense", ("data", "weight"), attrs=DenseAttrs, rel=_dense_rel, fusion=FusionKind.OUT_ELEMWISE_FUSABLE,
+            compute=_dense_compute, doc="data[..., K] × weight[units, K]ᵀ; integer products accumulate in wrapping int32.")
+
+
+@dataclass(frozen=True)
+class SoftmaxAttrs(Attrs):
+    axis: int = -1
+
+
+def _float_unary_rel(name):
+    def rel(types, attrs):
+        t = tensor_arg(name, ("data",), types, 0)
+        if t.dtype not in ("float16", "float32", "float64"):
+            raise fail(name, "data", "a float tensor", t.dtype)
+        if hasattr(attrs, "axis"):
+            _norm_axis(name, "axis", attrs.axis, t.ndim)
+        return t
+    return rel
+
+
+def _softmax_compute(args, attrs):
+    (x,) = args
+    e = np.exp(x - np.max(x, axis=attrs.axis, keepdims=True))
+    return (e / np.sum(e, axis=attrs.axis, keepdims=True)).astype(x.dtype)
+
+
+def _log_softmax_compute(args, attrs):
+    (x,) = args
+    shifted = x - np.max(x, axis=attrs.axis, keepdims=True)
+    return (shifted - np.log(np.sum(np.exp(shifted), axis=attrs.axis, keepdims=True))).astype(x.dtype)
+
+
+register_op("nn.softmax", ("data",), attrs=SoftmaxAttrs, rel=_float_unary_rel("nn.softmax"),
+            fusion=FusionKind.OPAQUE, compute=_softmax_compute, doc="exp(x − max) / Σ exp(x − max) along axis.")
+register_op("nn.log_softmax", ("data",), attrs=SoftmaxAttrs, rel=_float_unary_rel("nn.log_softmax"),
+            fusion=FusionKind.OPAQUE, compute=_log_softmax_compute, doc="x − max − log Σ exp(x − max) along axis.")
+
+
+@dataclass(frozen=True)
+class LeakyReluAttrs(Attrs):
+    alpha: float = 0.01
+
+
+register_op("nn.leaky_relu", ("data",), attrs=LeakyReluAttrs, rel=_float_unary_rel("nn.leaky_relu"),
+            fusion=FusionKind.ELEMWISE,
+            compute=lambda args, attrs: np.where(args[0] >= 0, args[0],
+                                                 args[0] * args[0].dtype.type(attrs.alpha)).astype(args[0].dtype),
+            doc="x if x ≥ 0 else alpha·x (float).")
+
+
+def _batch_flatten_rel(types, attrs):
+    t = tensor_arg("nn.batch_flatten", ("data",), types, 0)
+    if t.ndim < 1:
+        raise fail("nn.batch_flatten", "data", "a tensor of rank ≥ 1", t)
+    rest = 1
+    for d in t.shape[1:]:
+        rest *= d
+    return TensorType((t.shape[0], rest), t.dtype)
+
+
+register_op("nn.batch_flatten", ("data",), rel=_batch_flatten_rel, fusion=FusionKind.INJECTIVE,
+            compute=lambda args, attrs: args[0].reshape(args[0].shape[0], -1),
+            doc="[N, d1, d2, ...] → [N, d1·d2·...].")

@@ -2,7 +2,7 @@
 
 Scales and zero points are operands (constants in practice), as in TVM's qnn dialect. Scale operands are
 float32 or float64: the importer stores exact float64 products where TFLite multiplies scales in double, so the
-integer multipliers derived here are exactly TFLite's. ``requant_params`` is the one place that turns scales
+integer multipliers derived here are exactly TFLite's. ``requant_params`` (byoc.quant.params) is the one place that turns scales
 into (multiplier, shift) pairs; the interpreter, the CPU backend and the NPU compiler all call it.
 """
 from __future__ import annotations
@@ -14,13 +14,15 @@ import numpy as np
 from ..errors import IRError
 from ..ir.attrs import Attrs
 from ..ir.types import TensorType
-from ..quant.fixedpoint import mbqm, quantize_multipliers, rha, wrap32
-from .kernels import to_nhwc
-from .nn import Conv2DAttrs, conv2d_compute, conv2d_out_type
+from ..quant.fixedpoint import mbqm, rha, wrap32
+from ..quant.params import requant_params
+from .conv_transpose import Conv2DTransposeAttrs, conv2d_transpose_compute, conv2d_transpose_out_type
+from .kernels import exact_int_matmul
+from .nn import Conv2DAttrs, DenseAttrs, conv2d_compute, conv2d_out_type, dense_out_type
 from .registry import FusionKind, register_op
 from .rel import INT_DTYPES, dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg
 
-ROUNDING_MODES = ("TFLITE", "TFLITE_FLOAT", "UPWARD", "TONEAREST")
+ROUNDING_MODES = ("TFLITE", "TFLITE_FLOAT", "UPWARD", "TONEAREST", "ONNX")
 
 
 def _conv_rel(types, attrs):
@@ -90,12 +92,6 @@ def _requantize_rel(types, attrs):
     return TensorType(data.shape, attrs.out_dtype)
 
 
-def requant_params(input_scale, output_scale) -> tuple[np.ndarray, np.ndarray]:
-    """(multiplier, shift) per channel = QuantizeMultiplier(double(s_in) / double(s_out)) (TFLite Prepare)."""
-    real = np.asarray(input_scale, np.float64).reshape(-1) / np.float64(np.asarray(output_scale).reshape(-1)[0])
-    return quantize_multipliers(real)
-
-
 def requantize_values(x: np.ndarray, input_scale, input_zp, output_scale, output_zp, axis: int,
                       rounding: str, out_dtype: str) -> np.ndarray:
     xi = x.astype(np.int64) - int(np.asarray(input_zp).reshape(-1)[0])
@@ -108,6 +104,11 @@ def requantize_values(x: np.ndarray, input_scale, input_zp, output_scale, output
     if rounding == "TFLITE":
         m, s = requant_params(scale_in, output_scale)
         y = mbqm(xi, m.reshape(bshape), s.reshape(bshape))
+    elif rounding == "ONNX":
+        # onnxruntime (MlasRequantizeOutput): float32(x) · float32(s_in / s_out), round half to even.
+        from ..quant.onnxrt import f32, rne
+        real = f32(f32(scale_in) / f32(np.asarray(output_scale).reshape(-1)[0]))
+        y = rne(f32(xi.astype(np.float32) * real.reshape(bshape)))
     elif rounding == "TFLITE_FLOAT":
         real = scale_in / np.float64(np.asarray(output_scale).reshape(-1)[0])
         y = rha(xi.astype(np.float64) * real.reshape(bshape)).astype(np.int64)
@@ -134,3 +135,153 @@ register_op("qnn.requantize", ("data", "input_scale", "input_zero_point", "outpu
             attrs=RequantizeAttrs, rel=_requantize_rel, fusion=FusionKind.ELEMWISE, compute=_requantize_compute,
             doc="Rescale integers: TFLITE = double-rounding fixed point (SRDHM + RDBPOT); TFLITE_FLOAT = "
                 "round(double(x)·double scale) as LiteRT's FULLY_CONNECTED; UPWARD/TONEAREST = TVM's.")
+
+
+# ------------------------------------------------------------------------------------------------- qnn.dense
+def _dense_rel(types, attrs):
+    names = ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale", "kernel_scale")
+    data = tensor_arg("qnn.dense", names, types, 0)
+    weight = tensor_arg("qnn.dense", names, types, 1)
+    expect_dtype("qnn.dense", "data", data, ("int8", "uint8", "int16"))
+    expect_dtype("qnn.dense", "weight", weight, ("int8", "uint8"))
+    out = dense_out_type("qnn.dense", data, weight, attrs, attrs.out_dtype or "int32")
+    units = weight.shape[0]
+    expect_scalar_or_vector("qnn.dense", "input_zero_point", types[2], 1)
+    expect_scalar_or_vector("qnn.dense", "kernel_zero_point", types[3], units)
+    expect_scalar_or_vector("qnn.dense", "input_scale", types[4], 1)
+    expect_scalar_or_vector("qnn.dense", "kernel_scale", types[5], units)
+    return out
+
+
+def _dense_compute(args, attrs):
+    x, w, zp_in, zp_w = args[:4]
+    xs = x.astype(np.int64) - np.asarray(zp_in, np.int64).reshape(-1)[0]
+    ws = w.astype(np.int64) - _zp_along(zp_w, 2, 0)
+    return wrap32(exact_int_matmul(xs, ws.T)).astype(attrs.out_dtype or "int32")
+
+
+register_op("qnn.dense", ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale", "kernel_scale"),
+            attrs=DenseAttrs, rel=_dense_rel, fusion=FusionKind.OUT_ELEMWISE_FUSABLE, compute=_dense_compute,
+            doc="Quantized dense: wrapping int32 Σ (x − zp_in)(w[n] − zp_w) over K; weight is [units, K].")
+
+
+# -------------------------------------------------------------------------------------- qnn.conv2d_transpose
+def _conv_transpose_rel(types, attrs):
+    names = ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale", "kernel_scale")
+    data = tensor_arg("qnn.conv2d_transpose", names, types, 0)
+    weight = tensor_arg("qnn.conv2d_transpose", names, types, 1)
+    expect_dtype("qnn.conv2d_transpose", "data", data, ("int8", "uint8", "int16"))
+    expect_dtype("qnn.conv2d_transpose", "weight", weight, ("int8", "uint8"))
+    out = conv2d_transpose_out_type("qnn.conv2d_transpose", data, weight, attrs, attrs.out_dtype or "int32")
+    channels = out.shape[3 if (attrs.out_layout or attrs.data_layout) == "NHWC" else 1]
+    expect_scalar_or_vector("qnn.conv2d_transpose", "input_zero_point", types[2], 1)
+    expect_scalar_or_vector("qnn.conv2d_transpose", "input_scale", types[4], 1)
+    expect_scalar_or_vector("qnn.conv2d_transpose", "kernel_zero_point", types[3], channels)
+    expect_scalar_or_vector("qnn.conv2d_transpose", "kernel_scale", types[5], channels)
+    return out
+
+
+def _conv_transpose_compute(args, attrs):
+    x, w, zp_in, zp_w = args[:4]
+    xs = x.astype(np.int64) - np.asarray(zp_in, np.int64).reshape(-1)[0]
+    ws = w.astype(np.int64) - _zp_along(zp_w, w.ndim, attrs.kernel_layout.index("O"))
+    acc = np.rint(conv2d_transpose_compute(xs, ws, attrs)).astype(np.int64)
+    return wrap32(acc).astype(attrs.out_dtype or "int32")
+
+
+register_op("qnn.conv2d_transpose", ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",
+                                     "kernel_scale"),
+            attrs=Conv2DTransposeAttrs, rel=_conv_transpose_rel, fusion=FusionKind.OUT_ELEMWISE_FUSABLE,
+            compute=_conv_transpose_compute,
+            doc="Quantized transposed conv (TFLite TRANSPOSE_CONV accumulator): wrapping int32 scatter-sum of "
+                "(x − zp_in)(w − zp_w).")
+
+
+# ------------------------------------------------------------------------------------ qnn.quantize / dequantize
+@dataclass(frozen=True)
+class QuantizeAttrs(Attrs):
+    axis: int = -1
+    out_dtype: str = "int8"
+    rounding: str = "TFLITE"  # "ONNX": QuantizeLinear, round half to even (byoc.quant.onnxrt)
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        if self.rounding not in ("TFLITE", "ONNX"):
+            raise IRError(f"qnn.quantize: unknown rounding {self.rounding!r}", hint="'TFLITE' or 'ONNX'")
+
+
+@dataclass(frozen=True)
+class DequantizeAttrs(Attrs):
+    axis: int = -1
+
+
+def _channels(name: str, t: TensorType, axis: int) -> int:
+    if t.ndim == 0:
+        return 1
+    a = axis + t.ndim if axis < 0 else axis
+    if not 0 <= a < t.ndim:
+        raise fail(name, "axis", f"an axis of a rank-{t.ndim} tensor", axis)
+    return t.shape[a]
+
+
+def _along(v, ndim: int, axis: int, dtype) -> np.ndarray:
+    """A scalar or per-channel vector, shaped to broadcast along ``axis`` of a rank-``ndim`` tensor."""
+    v = np.asarray(v, dtype=dtype).reshape(-1)
+    if v.size == 1 or ndim == 0:
+        return v.reshape(())
+    shape = [1] * ndim
+    shape[axis + ndim if axis < 0 else axis] = v.size
+    return v.reshape(shape)
+
+
+def _quantize_rel(types, attrs):
+    names = ("data", "output_scale", "output_zero_point")
+    data = tensor_arg("qnn.quantize", names, types, 0)
+    expect_dtype("qnn.quantize", "data", data, ("float16", "float32", "float64"))
+    c = _channels("qnn.quantize", data, attrs.axis)
+    expect_scalar_or_vector("qnn.quantize", "output_scale", types[1], c)
+    expect_scalar_or_vector("qnn.quantize", "output_zero_point", types[2], c)
+    expect_dtype("qnn.quantize", "out_dtype", TensorType((), attrs.out_dtype), ("int8", "uint8", "int16", "int32"))
+    return TensorType(data.shape, attrs.out_dtype)
+
+
+def _quantize_compute(args, attrs):
+    x, scale, zp = args
+    if attrs.rounding == "ONNX":
+        from ..quant.onnxrt import quantize_linear
+        ax = attrs.axis + x.ndim if attrs.axis < 0 else attrs.axis
+        return quantize_linear(x, np.asarray(scale).reshape(-1), np.asarray(zp).reshape(-1), attrs.out_dtype,
+                               ax if np.asarray(scale).size > 1 else None)
+    s = _along(scale, x.ndim, attrs.axis, np.float32)
+    with np.errstate(all="ignore"):
+        v = x.astype(np.float32) / s  # TFLite AffineQuantize: a float32 division, not a reciprocal multiply
+    r = np.clip(np.nan_to_num(rha(v), nan=0.0), -(2.0**31), 2.0**31 - 1).astype(np.int64)
+    lo, hi = dtype_range(attrs.out_dtype)
+    return np.clip(r + _along(zp, x.ndim, attrs.axis, np.int64), lo, hi).astype(attrs.out_dtype)
+
+
+register_op("qnn.quantize", ("data", "output_scale", "output_zero_point"), attrs=QuantizeAttrs, rel=_quantize_rel,
+            fusion=FusionKind.ELEMWISE, compute=_quantize_compute,
+            doc="q = clamp(round_half_away(float32(x) / float32(s)) + zp) (TFLite QUANTIZE, per channel on axis).")
+
+
+def _dequantize_rel(types, attrs):
+    names = ("data", "input_scale", "input_zero_point")
+    data = tensor_arg("qnn.dequantize", names, types, 0)
+    expect_dtype("qnn.dequantize", "data", data, ("int8", "uint8", "int16", "int32"))
+    c = _channels("qnn.dequantize", data, attrs.axis)
+    expect_scalar_or_vector("qnn.dequantize", "input_scale", types[1], c)
+    expect_scalar_or_vector("qnn.dequantize", "input_zero_point", types[2], c)
+    return TensorType(data.shape, "float32")
+
+
+def _dequantize_compute(args, attrs):
+    q, scale, zp = args
+    s = _along(scale, q.ndim, attrs.axis, np.float64)
+    v = (q.astype(np.int64) - _along(zp, q.ndim, attrs.axis, np.int64)).astype(np.float64)
+    return (s * v).astype(np.float32)
+
+
+register_op("qnn.dequantize", ("data", "input_scale", "input_zero_point"), attrs=DequantizeAttrs,
+            rel=_dequantize_rel, fusion=FusionKind.ELEMWISE, compute=_dequantize_compute,
+            doc="f = float32(double(s)·(q − zp)) (TFLite DEQUANTIZE, per channel on axis).")

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import IRError
+from ..errors import ByocError, IRError, TypeInferenceError
 from ..ir.attrs import Attrs
 from ..ir.expr import Op
 from ..ir.types import Type
@@ -88,8 +88,11 @@ class OpDef:
                           hint=f"{self.name} accepts: {', '.join(sorted(known)) or 'no attributes'}")
         try:
             return self.attrs_type(**attrs)
-        except TypeError as e:
-            raise IRError(f"{self.name}: bad attributes {attrs}: {e}") from e
+        except ByocError:
+            raise
+        except (TypeError, ValueError, IndexError) as e:
+            raise IRError(f"{self.name}: bad attributes {attrs}: {e}",
+                          hint=f"see the fields of {self.attrs_type.__name__}") from e
 
 
 _REGISTRY: dict[str, OpDef] = {}
@@ -101,9 +104,27 @@ def register_op(name: str, arg_names: tuple[str, ...] | list[str], *, attrs: typ
                 compute: Compute | None = None, doc: str = "") -> OpDef:
     if name in _REGISTRY:
         raise IRError(f"op {name} is registered twice")
-    d = OpDef(name, tuple(arg_names), attrs, rel, fusion, compute, doc)
+    d = OpDef(name, tuple(arg_names), attrs, _guarded_rel(name, rel), fusion, compute, doc)
     _REGISTRY[name] = d
     return d
+
+
+def _guarded_rel(name: str, rel: TypeRelation | None) -> TypeRelation | None:
+    """Type relations raise TypeInferenceError; a stray Python error (odd attribute values) becomes one too."""
+    if rel is None:
+        return None
+
+    def guarded(types, attrs):
+        try:
+            return rel(types, attrs)
+        except ByocError:
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
+            raise TypeInferenceError(f"{name}: cannot type this call: {type(e).__name__}: {e}",
+                                     hint=f"check {name}'s attributes and argument types") from e
+
+    guarded.__wrapped__ = rel  # type: ignore[attr-defined]
+    return guarded
 
 
 def _ensure_loaded() -> None:

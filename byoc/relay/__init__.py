@@ -5,11 +5,11 @@ from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Sp
 from ..ir.expr import const as _const
 from ..ir.module import IRModule
 from ..ir.types import FuncType, TensorType, TupleType, Type
-from . import analysis, nn, op, qnn
+from . import analysis, image, nn, op, qnn
 from .op import *  # noqa: F401,F403 - relay.add, relay.clip, ...
 
 __all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Span", "Tuple", "TupleGetItem",
-           "Var", "IRModule", "FuncType", "TensorType", "TupleType", "Type", "var", "const", "analysis", "nn",
+           "Var", "IRModule", "FuncType", "TensorType", "TupleType", "Type", "var", "const", "analysis", "image", "nn",
            "op", "qnn", "transform", "dataflow_pattern", "build_module"]
 
 

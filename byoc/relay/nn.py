@@ -4,7 +4,9 @@ from __future__ import annotations
 from ..ir.expr import _as_expr
 from .op import TupleWrapper, make_call
 
-__all__ = ["conv2d", "pad", "bias_add", "relu", "batch_norm"]
+__all__ = ["conv2d", "pad", "bias_add", "relu", "batch_norm", "dense", "max_pool2d", "avg_pool2d",
+           "global_avg_pool2d", "global_max_pool2d", "softmax", "log_softmax", "leaky_relu", "batch_flatten",
+           "conv2d_transpose"]
 
 
 def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
@@ -31,3 +33,54 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5,
     call = make_call("nn.batch_norm", (data, gamma, beta, moving_mean, moving_var),
                      dict(axis=axis, epsilon=epsilon, center=center, scale=scale))
     return TupleWrapper(call, 3)
+
+
+def dense(data, weight, units=None, out_dtype=""):
+    return make_call("nn.dense", (data, weight), dict(units=units, out_dtype=out_dtype or ""))
+
+
+def max_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=(0, 0), layout="NCHW",
+               out_layout="", ceil_mode=False):
+    return make_call("nn.max_pool2d", (data,), dict(
+        pool_size=pool_size, strides=strides, dilation=dilation, padding=padding, layout=layout,
+        out_layout=out_layout, ceil_mode=ceil_mode))
+
+
+def avg_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=(0, 0), layout="NCHW",
+               out_layout="", ceil_mode=False, count_include_pad=False):
+    return make_call("nn.avg_pool2d", (data,), dict(
+        pool_size=pool_size, strides=strides, dilation=dilation, padding=padding, layout=layout,
+        out_layout=out_layout, ceil_mode=ceil_mode, count_include_pad=count_include_pad))
+
+
+def global_avg_pool2d(data, layout="NCHW", out_layout=""):
+    return make_call("nn.global_avg_pool2d", (data,), dict(layout=layout, out_layout=out_layout))
+
+
+def global_max_pool2d(data, layout="NCHW", out_layout=""):
+    return make_call("nn.global_max_pool2d", (data,), dict(layout=layout, out_layout=out_layout))
+
+
+def softmax(data, axis=-1):
+    return make_call("nn.softmax", (data,), dict(axis=axis))
+
+
+def log_softmax(data, axis=-1):
+    return make_call("nn.log_softmax", (data,), dict(axis=axis))
+
+
+def leaky_relu(data, alpha=0.01):
+    return make_call("nn.leaky_relu", (data,), dict(alpha=float(alpha)))
+
+
+def batch_flatten(data):
+    return make_call("nn.batch_flatten", (data,))
+
+
+def conv2d_transpose(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
+                     kernel_size=None, data_layout="NCHW", kernel_layout="IOHW", out_layout="",
+                     output_padding=(0, 0), out_dtype=""):
+    return make_call("nn.conv2d_transpose", (data, weight), dict(
+        strides=strides, padding=padding, dilation=dilation, groups=groups, channels=channels,
+        kernel_size=kernel_size, data_layout=data_layout, kernel_layout=kernel_layout, out_layout=out_layout,
+        output_padding=output_padding, out_dtype=out_dtype or ""))

@@ -4,7 +4,9 @@ from __future__ import annotations
 from ..ir.expr import Call, Expr, Op, Tuple, TupleGetItem, _as_expr
 
 __all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
-           "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy"]
+           "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",
+           "reshape", "squeeze", "expand_dims", "transpose", "concatenate", "split", "strided_slice", "mean", "sum",
+           "max", "min"]
 
 
 def make_call(op_name: str, args, attrs: dict | None = None, span=None) -> Call:
@@ -73,3 +75,66 @@ sigmoid = _unary("sigmoid")
 round = _unary("round")  # noqa: A001
 floor = _unary("floor")
 copy = _unary("copy")
+
+
+def reshape(data, newshape):
+    if isinstance(newshape, int):
+        newshape = (newshape,)
+    return make_call("reshape", (data,), {"newshape": tuple(newshape)})
+
+
+def squeeze(data, axis=None):
+    return make_call("squeeze", (data,), {"axis": axis})
+
+
+def expand_dims(data, axis, num_newaxis=1):
+    return make_call("expand_dims", (data,), {"axis": int(axis), "num_newaxis": int(num_newaxis)})
+
+
+def transpose(data, axes=None):
+    return make_call("transpose", (data,), {"axes": None if axes is None else tuple(axes)})
+
+
+def _as_tuple(data) -> Expr:
+    if isinstance(data, Expr):
+        return data
+    return Tuple(tuple(_as_expr(d) for d in data))
+
+
+def concatenate(data, axis):
+    """``relay.concatenate([a, b], axis)``: a list/tuple of expressions or a ``relay.Tuple``."""
+    return make_call("concatenate", (_as_tuple(data),), {"axis": int(axis)})
+
+
+def split(data, indices_or_sections, axis=0):
+    """Returns a ``TupleWrapper``; index it (``split(x, 2)[0]``) or call ``astuple()``."""
+    if isinstance(indices_or_sections, (list, tuple)):
+        indices_or_sections = tuple(int(i) for i in indices_or_sections)
+        size = len(indices_or_sections) + 1
+    else:
+        indices_or_sections = int(indices_or_sections)
+        size = indices_or_sections
+    call = make_call("split", (data,), {"indices_or_sections": indices_or_sections, "axis": int(axis)})
+    return TupleWrapper(call, size)
+
+
+def strided_slice(data, begin, end, strides=None, axes=None, slice_mode="end"):
+    return make_call("strided_slice", (data,), {
+        "begin": tuple(begin), "end": tuple(end), "strides": None if strides is None else tuple(strides),
+        "axes": None if axes is None else tuple(axes), "slice_mode": slice_mode})
+
+
+def _reduce(name):
+    def f(data, axis=None, keepdims=False, exclude=False):
+        if isinstance(axis, int):
+            axis = (axis,)
+        return make_call(name, (data,), {"axis": None if axis is None else tuple(axis), "keepdims": bool(keepdims),
+                                         "exclude": bool(exclude)})
+    f.__name__ = name
+    return f
+
+
+mean = _reduce("mean")
+sum = _reduce("sum")  # noqa: A001 - Relay spelling
+max = _reduce("max")  # noqa: A001
+min = _reduce("min")  # noqa: A001

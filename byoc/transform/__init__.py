@@ -3,7 +3,19 @@ from .pass_infra import (FunctionPass, ModulePass, Pass, PassContext, PassInfo, 
                          PrintAfter, PrintBefore, Sequential, function_pass, module_pass)
 from .infer_type import InferType
 from .bind import bind, bind_params_by_name
+from .fold_constant import FoldConstant
+from .dead_code import DeadCodeElimination
+from .eliminate_common_subexpr import EliminateCommonSubexpr
+from .simplify_inference import SimplifyInference
+from .normal_form import ToANormalForm, ToGraphNormalForm
+from .merge_composite import MergeComposite
+from .annotate_target import AnnotateTarget
+from .merge_compiler_regions import MergeCompilerRegions
+from .partition_graph import PartitionGraph
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
-           "InferType", "bind", "bind_params_by_name"]
+           "InferType", "bind", "bind_params_by_name",
+           "FoldConstant", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyInference", "ToANormalForm",
+           "ToGraphNormalForm",
+           "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph"]

@@ -27,11 +27,11 @@ def _describe(node: Expr) -> str:
 def infer_expr(expr: Expr, global_types: dict[str, Type] | None = None, root: Expr | None = None) -> Type:
     """Type every node under ``expr``; ``global_types`` gives the types of called global functions."""
     global_types = global_types or {}
-    let_value: dict[int, Expr] = {}
-    for node in post_order(expr, child_fn=_type_children):
+    order = post_order(expr, child_fn=_type_children)
+    # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
+    let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
+    for node in order:
         if node._checked_type is not None:  # type: ignore[attr-defined]
-            if isinstance(node, Let):
-                let_value[id(node.var)] = node.value
             continue
         try:
             t = _infer_node(node, global_types, let_value)
@@ -58,6 +58,8 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
     if isinstance(node, Var):
         if node.type_annotation is not None:
             return node.type_annotation
+        if id(node) in let_value:
+            return let_value[id(node)].checked_type
         raise TypeInferenceError(f"variable %{node.name_hint} has no type annotation",
                                  hint="give it one: relay.var(name, shape=..., dtype=...)")
     if isinstance(node, Call):

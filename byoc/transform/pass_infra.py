@@ -141,9 +141,8 @@ class Pass:
 
 
 def _run_pass(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
+    # As in TVM, opt_level / disabled_pass filter the passes of a Sequential; a pass called directly runs.
     info = p.info
-    if not isinstance(p, Sequential) and not ctx.pass_enabled(info):
-        return mod
     for inst in ctx.instruments:
         if not inst.should_run(mod, info):
             return mod
@@ -160,6 +159,13 @@ def _run_pass(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
         raise
     except RecursionError as e:  # pragma: no cover - a bug, reported with the pass name
         raise PassError(f"pass {info.name} exceeded the recursion limit") from e
+    except Exception as e:  # an internal bug: still say which pass failed, keep the cause chained
+        if isinstance(p, Sequential):
+            raise
+        ran = ", ".join(before[-5:]) or "none"
+        raise PassError(f"pass {info.name} failed: {type(e).__name__}: {e}",
+                        notes=(f"passes run before it: {ran}",),
+                        hint="this is a bug in the pass; please report it with the input module") from e
     if not isinstance(p, Sequential):
         ctx.history.append(info.name)
     for inst in ctx.instruments:
@@ -182,7 +188,7 @@ class FunctionPass(Pass):
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod.copy()
         for gv, func in mod.items():
-            if self.skip_external and ("Compiler" in func.attrs or "SkipOptimization" in func.attrs):
+            if self.skip_external and any(k in func.attrs for k in ("Compiler", "Extern", "SkipOptimization")):
                 continue
             out[gv] = self.transform_function(func, mod, ctx)
         return out
@@ -207,6 +213,8 @@ class Sequential(Pass):
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         for p in self.passes:
+            if not isinstance(p, Sequential) and not ctx.pass_enabled(p.info):
+                continue
             mod = _run_pass(p, mod, ctx)
         return mod
 

@@ -1,0 +1,149 @@
+"""NPU simulator vs Arm Vela on MobileNetV2 (ethos-u55-256), and the simulator's host speed.
+
+Runs Vela 5.x (``pip install -e '.[dev]'``) on the same .tflite for ethos-u55-256 with its default system
+(Ethos_U55_High_End_Embedded, Shared_Sram), matches layers by OFM tensor name (npu-model.md §6) and prints the
+per-layer cycle ratio (ours / Vela) for the ``ethos-u55-256-like`` preset, the network total ratio, the host time
+of simulating the whole network and the simulated MACs per host second. Ours per layer is the layer's exclusive
+cycles (what it adds to the network; these sum to the total, as Vela's Op Cycles do).
+"""
+from __future__ import annotations
+
+import csv
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODEL = ROOT.parent / "shared" / "models" / "mobilenet_v2_quantized_1x3x224x224.tflite"
+PRESET = "ethos-u55-256-like"
+BIG_LAYER = 10_000           # compute layers with at least this many Vela cycles are scored
+LAYER_TOL, TOTAL_TOL = 0.25, 0.15
+
+
+def _vela_exe() -> list[str] | None:
+    exe = pathlib.Path(sys.executable).with_name("vela")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("vela")
+    return [found] if found else None
+
+
+def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path) -> tuple[dict[str, dict], int] | None:
+    """{OFM name: {cycles, macs, op}} and Vela's network total, or None when Vela is not installed."""
+    stem = model.stem
+    csv_path = out_dir / f"{stem}_per-layer.csv"
+    if not csv_path.exists():
+        exe = _vela_exe()
+        if exe is None:
+            return None
+        out_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(exe + [str(model), "--accelerator-config", "ethos-u55-256", "--output-dir", str(out_dir),
+                              "--verbose-performance"], check=True, capture_output=True, cwd=out_dir)
+    layers: dict[str, dict] = {}
+    total = 0
+    with open(csv_path, newline="") as f:
+        for row in csv.DictReader(f):
+            cycles = int(float(row["Op Cycles"]))
+            total += cycles
+            name = row["Name"].removesuffix("_intermediate")
+            d = layers.setdefault(name, {"cycles": 0, "macs": 0, "op": row["Original Operator"]})
+            d["cycles"] += cycles
+            d["macs"] += int(float(row["MAC Count"]))
+    return layers, total
+
+
+def build_program(preset: str = PRESET):
+    import npu_sim
+    from byoc.frontend import from_tflite
+
+    from benchmarks.npu_partition import npu_partition
+
+    mod, _ = from_tflite(str(MODEL), semantics="tflm")  # fixed-point FC requantization, as on Ethos-U
+    fn, _, _ = npu_partition(mod)
+    return fn, npu_sim.compile(fn, preset)
+
+
+def compare(stats, vela: dict[str, dict]) -> list[dict]:
+    rows = []
+    for s in stats.per_layer:
+        v = vela.get(s.name)
+        rows.append({"name": s.name, "kind": s.kind, "ours": s.exclusive_cycles, "span": s.cycles,
+                     "vela": v["cycles"] if v else None, "vela_op": v["op"] if v else "",
+                     "ratio": s.exclusive_cycles / v["cycles"] if v and v["cycles"] else None, "bound": s.bound,
+                     "macs_match": (v["macs"] == s.macs) if v and s.kind in ("conv", "depthwise", "dense") else None})
+    return rows
+
+
+def run() -> list[dict]:
+    import npu_sim
+
+    t0 = time.perf_counter()
+    fn, prog = build_program()
+    compile_s = time.perf_counter() - t0
+    x = np.random.default_rng(0).integers(-128, 128, size=prog.inputs[0].shape).astype(np.int8)
+    best = None
+    for _ in range(3):
+        t0 = time.perf_counter()
+        outs, stats = npu_sim.simulate(prog, {prog.inputs[0].name: x})
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    rows_out = [
+        {"name": "MobileNetV2 simulate (functional + timing), host", "value": best, "unit": "s",
+         "target": "<= 2 s"},
+        {"name": "MobileNetV2 simulated MACs per host second", "value": stats.total_macs / best, "unit": "MAC/s"},
+        {"name": "MobileNetV2 compile, host", "value": compile_s, "unit": "s"},
+        {"name": "MobileNetV2 commands", "value": stats.command_count, "unit": "commands"},
+        {"name": f"MobileNetV2 simulated cycles ({PRESET})", "value": stats.total_cycles, "unit": "cycles"},
+    ]
+    cache = pathlib.Path(os.environ.get("BYOC_VELA_CACHE", pathlib.Path(tempfile.gettempdir()) / "byoc_vela"))
+    vela = vela_per_layer(MODEL, cache / "u55_256")
+    if vela is None:
+        print("vela is not installed (pip install -e '.[dev]'): no comparison")
+        return rows_out
+    per_layer, vela_total = vela
+    rows = compare(stats, per_layer)
+    print(f"{'layer':38s} {'kind':10s} {'ours':>9s} {'vela':>9s} {'ratio':>6s}  bound")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "  -  "
+        vela_c = str(r["vela"]) if r["vela"] is not None else "-"
+        print(f"{r['name'][:38]:38s} {r['kind']:10s} {r['ours']:9d} {vela_c:>9s} {ratio:>6s}  {r['bound']}")
+    scored = [r for r in rows if r["vela"] is not None and r["vela"] >= BIG_LAYER and
+              r["kind"] in ("conv", "depthwise", "dense", "add", "mul", "mean", "max_pool", "avg_pool")]
+    within = [r for r in scored if abs(r["ratio"] - 1) <= LAYER_TOL]
+    matched_vela = sum(r["vela"] for r in rows if r["vela"] is not None)
+    excluded = vela_total - matched_vela  # Vela rows we do not run on the NPU (the NCHW→NHWC transpose)
+    total_ratio = stats.total_cycles / matched_vela
+    geo = float(np.exp(np.mean([np.log(r["ratio"]) for r in scored]))) if scored else float("nan")
+    macs_ok = sum(1 for r in rows if r["macs_match"])
+    macs_n = sum(1 for r in rows if r["macs_match"] is not None)
+    print(f"\nnetwork: ours {stats.total_cycles} vs Vela {matched_vela} (Vela total {vela_total}, of which "
+          f"{excluded} in ops not on our NPU) -> ratio {total_ratio:.3f}")
+    print(f"compute layers >= {BIG_LAYER} Vela cycles within ±{LAYER_TOL:.0%}: {len(within)}/{len(scored)}; "
+          f"geometric mean ratio {geo:.3f}; MAC counts equal on {macs_ok}/{macs_n} MAC layers")
+    print(f"simulate {best:.3f} s host, {stats.total_macs / best / 1e6:.1f} M simulated MAC/s, "
+          f"{stats.command_count} commands")
+    rows_out += [
+        {"name": "MobileNetV2 network cycles, ours/Vela (ethos-u55-256)", "value": total_ratio, "unit": "ratio",
+         "peer": "Vela 5.2 regor", "peer_value": matched_vela, "ratio": total_ratio, "target": "within ±15%"},
+        {"name": f"compute layers (>= {BIG_LAYER} cycles) within ±25% of Vela", "value": len(within) / len(scored),
+         "unit": f"fraction of {len(scored)}", "target": ">= 0.9"},
+        {"name": "geometric mean of per-layer ratios ours/Vela", "value": geo, "unit": "ratio",
+         "target": "[0.85, 1.15]"},
+    ]
+    return rows_out
+
+
+def main() -> None:
+    for r in run():
+        print(r)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    main()

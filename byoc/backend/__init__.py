@@ -1,0 +1,1 @@
+"""Code generation backends. ``byoc.backend.llvm`` is the CPU backend (llvmlite)."""

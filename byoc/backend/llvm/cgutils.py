@@ -1,0 +1,198 @@
+"""LLVM IR idioms used by every lowering (numba's ``cgutils`` habit): typed constants, loops as context
+managers, allocas in the entry block, and TFLite's fixed-point primitives on i32 values.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+from llvmlite import ir
+
+__all__ = [
+    "I1", "I8", "I16", "I32", "I64", "F16", "F32", "F64", "VOID", "PTR", "llvm_type", "const_int", "const_of",
+    "for_range", "loop_nest", "if_then", "alloca_once", "Loop", "srdhm", "rdbpot", "mbqm", "saturate",
+    "int_min_max", "is_signed", "is_float", "cast_value", "smax", "smin", "select_max", "select_min",
+]
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F16 = ir.HalfType()
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+VOID = ir.VoidType()
+PTR = ir.PointerType()
+
+_TYPES = {"bool": I8, "int8": I8, "uint8": I8, "int16": I16, "uint16": I16, "int32": I32, "uint32": I32,
+          "int64": I64, "float16": F16, "float32": F32, "float64": F64}
+
+
+def llvm_type(dtype: str) -> ir.Type:
+    """The LLVM storage type of a tensor element (signedness lives in the dtype, not the type)."""
+    return _TYPES[dtype]
+
+
+def is_signed(dtype: str) -> bool:
+    return dtype.startswith("int")
+
+
+def is_float(dtype: str) -> bool:
+    return dtype.startswith("float")
+
+
+def int_min_max(dtype: str) -> tuple[int, int]:
+    if dtype == "bool":
+        return 0, 1
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def const_int(ty: ir.IntType, value: int) -> ir.Constant:
+    """An integer constant, wrapped to the type's width (so -1 and 2**32-1 both work for i32)."""
+    bits = ty.width
+    v = int(value) & ((1 << bits) - 1)
+    if v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return ir.Constant(ty, v)
+
+
+def const_of(dtype: str, value) -> ir.Constant:
+    ty = llvm_type(dtype)
+    if is_float(dtype):
+        return ir.Constant(ty, float(value))
+    return const_int(ty, int(value))
+
+
+@dataclass(frozen=True)
+class Loop:
+    index: ir.Value
+
+
+@contextmanager
+def for_range(builder: ir.IRBuilder, start, stop, step: int = 1, name: str = "i") -> Iterator[Loop]:
+    """``for i in range(start, stop, step)`` over i64; the body is emitted inside the ``with``."""
+    start = start if isinstance(start, ir.Value) else ir.Constant(I64, int(start))
+    stop = stop if isinstance(stop, ir.Value) else ir.Constant(I64, int(stop))
+    pre = builder.block
+    cond_bb = builder.append_basic_block(f"{name}.cond")
+    body_bb = builder.append_basic_block(f"{name}.body")
+    end_bb = builder.append_basic_block(f"{name}.end")
+    builder.branch(cond_bb)
+    builder.position_at_end(cond_bb)
+    idx = builder.phi(I64, name=name)
+    idx.add_incoming(start, pre)
+    builder.cbranch(builder.icmp_signed("<", idx, stop), body_bb, end_bb)
+    builder.position_at_end(body_bb)
+    yield Loop(idx)
+    nxt = builder.add(idx, ir.Constant(I64, step), name=f"{name}.next", flags=("nsw",))
+    idx.add_incoming(nxt, builder.block)
+    builder.branch(cond_bb)
+    builder.position_at_end(end_bb)
+
+
+@contextmanager
+def loop_nest(builder: ir.IRBuilder, shape, name: str = "i") -> Iterator[list[ir.Value]]:
+    """Nested ``for_range`` over every dimension of ``shape`` (outermost first); yields the index list."""
+    with _nest(builder, list(shape), 0, [], name) as idx:
+        yield idx
+
+
+@contextmanager
+def _nest(builder, shape, d, acc, name):
+    if d == len(shape):
+        yield list(acc)
+        return
+    with for_range(builder, 0, shape[d], name=f"{name}{d}") as loop:
+        with _nest(builder, shape, d + 1, acc + [loop.index], name) as idx:
+            yield idx
+
+
+@contextmanager
+def if_then(builder: ir.IRBuilder, pred: ir.Value, likely: bool | None = None):
+    with builder.if_then(pred, likely=likely):
+        yield
+
+
+def alloca_once(builder: ir.IRBuilder, ty: ir.Type, size: int = 1, name: str = "", align: int = 64) -> ir.Value:
+    """An alloca placed in the entry block, so loops never grow the stack."""
+    with builder.goto_entry_block():
+        slot = builder.alloca(ty, size=None if size == 1 else ir.Constant(I64, size), name=name)
+        slot.align = align
+    return slot
+
+
+def smax(builder, a, b):
+    return builder.select(builder.icmp_signed(">", a, b), a, b)
+
+
+def smin(builder, a, b):
+    return builder.select(builder.icmp_signed("<", a, b), a, b)
+
+
+select_max = smax
+select_min = smin
+
+
+def saturate(builder: ir.IRBuilder, value: ir.Value, lo: int, hi: int) -> ir.Value:
+    """Clamp a signed integer value to [lo, hi] (bounds in its own width)."""
+    ty = value.type
+    value = smax(builder, value, const_int(ty, lo))
+    return smin(builder, value, const_int(ty, hi))
+
+
+def cast_value(builder: ir.IRBuilder, value: ir.Value, src: str, dst: str) -> ir.Value:
+    """Integer↔integer (sign- or zero-extend by ``src``, wrap on narrowing), int↔float, float↔float."""
+    st, dt = llvm_type(src), llvm_type(dst)
+    if is_float(src) and is_float(dst):
+        if st == dt:
+            return value
+        return builder.fpext(value, dt) if _fbits(st) < _fbits(dt) else builder.fptrunc(value, dt)
+    if is_float(src):
+        return builder.fptosi(value, dt) if is_signed(dst) else builder.fptoui(value, dt)
+    if is_float(dst):
+        return builder.sitofp(value, dt) if is_signed(src) else builder.uitofp(value, dt)
+    if st.width == dt.width:
+        return value
+    if st.width > dt.width:
+        return builder.trunc(value, dt)
+    return builder.sext(value, dt) if is_signed(src) else builder.zext(value, dt)
+
+
+def _fbits(t: ir.Type) -> int:
+    return {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(t)]
+
+
+# --- TFLite fixed point on i32 (quant-semantics.md §1) -----------------------------------------------------
+
+def srdhm(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, b_may_be_min: bool = True) -> ir.Value:
+    """SaturatingRoundingDoublingHighMul = (a·b + 2^30) >> 31, saturating only INT32_MIN·INT32_MIN."""
+    p = builder.mul(builder.sext(a, I64), builder.sext(b, I64))
+    r = builder.trunc(builder.ashr(builder.add(p, const_int(I64, 1 << 30)), const_int(I64, 31)), I32)
+    if not b_may_be_min:
+        return r
+    mn = const_int(I32, -(1 << 31))
+    both = builder.and_(builder.icmp_signed("==", a, mn), builder.icmp_signed("==", b, mn))
+    return builder.select(both, const_int(I32, (1 << 31) - 1), r)
+
+
+def rdbpot(builder: ir.IRBuilder, x: ir.Value, e: ir.Value) -> ir.Value:
+    """RoundingDivideByPOT: x / 2^e rounded half away from zero (0 ≤ e ≤ 31), all in i32."""
+    one = const_int(I32, 1)
+    mask = builder.sub(builder.shl(one, e), one)
+    rem = builder.and_(x, mask)
+    neg = builder.zext(builder.icmp_signed("<", x, const_int(I32, 0)), I32)
+    thr = builder.add(builder.ashr(mask, one), neg)
+    up = builder.zext(builder.icmp_signed(">", rem, thr), I32)
+    return builder.add(builder.ashr(x, e), up)
+
+
+def mbqm(builder: ir.IRBuilder, x: ir.Value, m: ir.Value, shift: ir.Value, m_may_be_min: bool = True) -> ir.Value:
+    """MultiplyByQuantizedMultiplier (double rounding): RDBPOT(SRDHM(wrap32(x·2^left), M), right)."""
+    zero = const_int(I32, 0)
+    left = smax(builder, shift, zero)
+    right = smax(builder, builder.sub(zero, shift), zero)
+    return rdbpot(builder, srdhm(builder, builder.shl(x, left), m, m_may_be_min), right)

@@ -1,0 +1,249 @@
+"""Compile a function's fused groups into kernels and run them: the CPU graph executor.
+
+Buffers are planned once at build time (one numpy array per group output, inputs copied into fixed buffers),
+so a run is a list of ctypes calls with prebuilt argument arrays. Calls to functions owned by another codegen
+(``Compiler`` attribute) run through the external runner registered for that compiler.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ...errors import CodegenError, ExecutionError
+from ...ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from ...ir.traversal import post_order
+from ...ir.types import TensorType, TupleType
+from .codegen import CodeLibrary, get_codegen
+from .fuse_ops import FusedGroup, check_supported, fuse_groups
+from .kernel import ERROR_MESSAGES, emit_group
+
+__all__ = ["CpuExecutable", "compile_function", "KernelStep"]
+
+_KERNEL_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+# Below this many output elements a kernel is not worth splitting across threads.
+_PARALLEL_MIN_ELEMENTS = 1 << 14
+
+
+@dataclass
+class KernelStep:
+    name: str
+    symbol: str
+    fn: Any
+    argv: Any
+    extent: int
+    work: int
+    keep_alive: tuple
+    group: Any = None
+
+
+@dataclass
+class ExternStep:
+    name: str
+    run: Callable
+    inputs: list
+    outputs: list
+
+
+def _alloc(t) -> Any:
+    if isinstance(t, TupleType):
+        return [_alloc(f) for f in t.fields]
+    if not isinstance(t, TensorType):
+        raise CodegenError(f"cannot allocate a buffer for a value of type {t}")
+    return np.empty(t.shape, dtype=np.dtype("bool" if t.dtype == "bool" else t.dtype))
+
+
+class CpuExecutable:
+    """A built function: ``run(inputs) -> list[np.ndarray]`` plus TVM's set_input / run / get_output habits."""
+
+    def __init__(self, func: Function, steps: list, values: dict[int, Any], library: CodeLibrary,
+                 groups: list[FusedGroup], num_threads: int = 1):
+        self.func = func
+        self.steps = steps
+        self._values = values
+        self.library = library
+        self.groups = groups
+        self.input_names = [p.name_hint for p in func.params]
+        self._inputs = {p.name_hint: values[id(p)] for p in func.params}
+        self._outputs: list[np.ndarray] = []
+        self.num_threads = max(1, int(num_threads))
+        self._pool = ThreadPoolExecutor(self.num_threads - 1) if self.num_threads > 1 else None
+        self._lock = threading.Lock()
+
+    @property
+    def kernel_symbols(self) -> list[str]:
+        return [s.symbol for s in self.steps if isinstance(s, KernelStep)]
+
+    @property
+    def ir_texts(self) -> dict[str, str]:
+        return self.library.ir_texts
+
+    def set_input(self, name: str | None = None, value=None, **kwargs) -> None:
+        items = dict(kwargs)
+        if name is not None:
+            items[name] = value
+        problems = []
+        for k, v in items.items():
+            if k not in self._inputs:
+                problems.append(f"unknown input {k!r}")
+                continue
+            dst = self._inputs[k]
+            arr = np.asarray(v)
+            if arr.shape != dst.shape:
+                problems.append(f"input %{k}: expected shape {dst.shape}, found {arr.shape}")
+            elif arr.dtype != dst.dtype:
+                problems.append(f"input %{k}: expected dtype {dst.dtype}, found {arr.dtype}")
+            else:
+                np.copyto(dst, arr)
+        if problems:
+            raise ExecutionError("bad inputs: " + "; ".join(problems),
+                                 hint=f"inputs: {', '.join(self.input_names)}")
+
+    def run(self, inputs: dict | None = None, **kwargs) -> list[np.ndarray]:
+        with self._lock:
+            feed = dict(inputs or {})
+            feed.update(kwargs)
+            if feed:
+                missing = [n for n in self.input_names if n not in feed]
+                if missing:
+                    raise ExecutionError(f"missing input(s) {', '.join(missing)}",
+                                         hint=f"inputs: {', '.join(self.input_names)}")
+                self.set_input(**feed)
+            for step in self.steps:
+                if isinstance(step, KernelStep):
+                    self._run_kernel(step)
+                else:
+                    outs = step.run([np.asarray(v) for v in step.inputs])
+                    for dst, src in zip(step.outputs, outs):
+                        np.copyto(dst, src)
+            self._outputs = [np.array(v, copy=True) for v in _flatten(self._result())]
+            return list(self._outputs)
+
+    def _run_kernel(self, step: KernelStep) -> None:
+        if self._pool is None or step.extent < 2 or step.work < _PARALLEL_MIN_ELEMENTS:
+            rc = step.fn(step.argv, 0, step.extent)
+        else:
+            # Static split of the parallel loop; every element is computed the same way whoever runs it.
+            n = min(self.num_threads, step.extent)
+            bounds = [step.extent * i // n for i in range(n + 1)]
+            futures = [self._pool.submit(step.fn, step.argv, bounds[i], bounds[i + 1]) for i in range(1, n)]
+            rc = step.fn(step.argv, bounds[0], bounds[1])
+            for f in futures:
+                rc = rc or f.result()
+        if rc:
+            raise ExecutionError(f"kernel {step.name} failed: {ERROR_MESSAGES.get(rc, f'error code {rc}')}")
+
+    def _result(self):
+        return self._values[id(self.func.body)]
+
+    def get_output(self, index: int) -> np.ndarray:
+        if not 0 <= index < len(self._outputs):
+            raise ExecutionError(f"output index {index} out of range ({len(self._outputs)} outputs)",
+                                 hint="call run() first")
+        return self._outputs[index]
+
+    def get_num_outputs(self) -> int:
+        return len(_flatten(self._result()))
+
+    def __call__(self, inputs: dict | None = None, **kwargs):
+        return self.run(inputs, **kwargs)
+
+
+def _flatten(value) -> list[np.ndarray]:
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+        else:
+            out.append(v)
+    return out
+
+
+def _is_extern_call(node: Expr, mod) -> bool:
+    if not isinstance(node, Call):
+        return False
+    callee = node.op
+    if isinstance(callee, GlobalVar) and mod is not None and callee.name_hint in mod:
+        callee = mod[callee.name_hint]
+    return isinstance(callee, Function) and "Compiler" in callee.attrs
+
+
+def compile_function(func: Function, externs: dict[str, Callable] | None = None, mod=None,
+                     num_threads: int = 1) -> CpuExecutable:
+    """Fuse, generate, compile (or load from cache) and plan buffers for ``func`` (typed, params bound)."""
+    externs = externs or {}
+    cg = get_codegen()
+    check_supported(func, allow=lambda n: _is_extern_call(n, mod))
+    groups = fuse_groups(func)
+    library = cg.create_library("main")
+    specs = []
+    for g in groups:
+        spec = emit_group(cg, g)
+        specs.append((g, spec, library.add_kernel(spec.module)))
+    library.finalize()
+
+    group_by_root = {id(g.root): (g, spec, sym) for g, spec, sym in specs}
+    values: dict[int, Any] = {}
+    steps: list = []
+    for node in post_order(func.body, enter_functions=False):
+        key = id(node)
+        if key in values:
+            continue
+        if isinstance(node, Var):
+            values[key] = _alloc(node.checked_type)
+        elif isinstance(node, Constant):
+            values[key] = node.data
+        elif isinstance(node, Tuple):
+            values[key] = [values[id(f)] for f in node.fields]
+        elif isinstance(node, TupleGetItem):
+            values[key] = values[id(node.tuple_value)][node.index]
+        elif key in group_by_root:
+            g, spec, sym = group_by_root[key]
+            out = _alloc(node.checked_type)
+            values[key] = out
+            steps.append(_kernel_step(library, g, spec, sym, out, values))
+        elif _is_extern_call(node, mod):
+            out = _alloc(node.checked_type)
+            values[key] = out
+            steps.append(_extern_step(node, mod, externs, values, out))
+    return CpuExecutable(func, steps, values, library, groups, num_threads)
+
+
+def _kernel_step(library: CodeLibrary, g: FusedGroup, spec, symbol: str, out, values) -> KernelStep:
+    outs = out if isinstance(out, list) else [out]
+    arrays = []
+    for slot in spec.slots:
+        if slot.kind == "out":
+            arrays.append(outs[slot.ref])
+        elif slot.kind == "in":
+            v = values[id(slot.ref)]
+            if isinstance(v, list):
+                raise CodegenError(f"kernel {g.name}: a tuple value was passed where a tensor was expected")
+            arrays.append(v)
+        else:
+            arrays.append(slot.ref)
+    for a in arrays:
+        if not a.flags.c_contiguous:
+            raise CodegenError(f"kernel {g.name}: non-contiguous buffer")
+    argv = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+    fn = _KERNEL_FN(library.get_address(symbol))
+    work = sum(int(o.size) for o in outs)
+    return KernelStep(g.name, symbol, fn, argv, spec.parallel_extent, work, tuple(arrays), g)
+
+
+def _extern_step(node: Call, mod, externs, values, out) -> ExternStep:
+    callee = node.op
+    name = callee.name_hint if isinstance(callee, GlobalVar) else "fn"
+    func = mod[callee.name_hint] if isinstance(callee, GlobalVar) else callee
+    compiler = func.attrs["Compiler"]
+    if compiler not in externs:
+        raise CodegenError(f"function @{name} is for compiler {compiler!r}, which has no registered codegen",
+                           hint="register one with byoc.build.register_codegen(name, fn)")
+    runner = externs[compiler](func, name)
+    inputs = [values[id(a)] for a in node.args]
+    return ExternStep(name, runner, inputs, _flatten(out))

@@ -1,0 +1,347 @@
+"""Fast schedules for the quantized anchors: int8 GEMM with dot-product instructions, vectorised depthwise.
+
+GEMM (qnn.conv2d with groups = 1, qnn.dense), with constant weights whose ``w − zp_w`` fits int8:
+
+* ``Σ (x − zp_x)(w − zp_w) = Σ u·w' − (zp_x + 128)·Σ w'`` with ``u = x + 128`` (uint8; for uint8 data u = x and
+  the offset is zp_x), ``w' = w − zp_w``. Everything is modular int32 arithmetic, so the split is exact even
+  where the reference accumulator wraps. The per-channel correction is folded at build time.
+* Weights are packed on the host into blocks of 16 output channels × 4 reduction steps (64 bytes), the layout
+  of ``vpdpbusd`` (AVX-512 VNNI): one instruction does 64 multiply-adds. Without VNNI the same dot step is
+  generic IR (widen, multiply, add groups of four) with identical results.
+* Each parallel tile packs MR output pixels' receptive fields (im2col, with padded taps = zp_x, K padded to a
+  multiple of 4 with zeros) into a stack buffer and multiplies it with NB blocks of 16 channels at a time held in
+  MR×NB vector accumulators; the fused epilogue then runs over the tile, channels innermost.
+
+Depthwise (groups = channels): per output pixel, taps outer and channels inner, so the channel loop vectorises;
+products fit int16 when ``w − zp_w`` fits int8.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from .cgutils import I8, I16, I32, I64, alloca_once, const_int, for_range
+from .lower_elemwise import emit_cast
+
+__all__ = ["try_emit_qnn_conv_fast", "try_emit_qnn_dense_fast", "pack_gemm_weights"]
+
+V16I32 = ir.VectorType(I32, 16)
+V64I8 = ir.VectorType(I8, 64)
+_MAX_TILE_BYTES = 1 << 19
+
+
+def _fits_int8(w: np.ndarray) -> bool:
+    return w.size == 0 or (int(w.min()) >= -128 and int(w.max()) <= 127)
+
+
+def pack_gemm_weights(wmat: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """[Cout, K] int8 → ([nblk, Kp/4, 16, 4] int8, Kp, nblk); zero padding in K and in channels."""
+    cout, k = wmat.shape
+    kp = (k + 3) // 4 * 4
+    nblk = (cout + 15) // 16
+    padded = np.zeros((nblk * 16, kp), np.int8)
+    padded[:cout, :k] = wmat
+    packed = padded.reshape(nblk, 16, kp // 4, 4).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(packed), kp, nblk
+
+
+def _correction(wmat: np.ndarray, offset: int, nblk: int) -> np.ndarray:
+    s = wmat.astype(np.int64).sum(axis=1) * -int(offset)
+    out = np.zeros(nblk * 16, np.int64)
+    out[:wmat.shape[0]] = s
+    return (((out + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)).astype(np.int32)
+
+
+def _tile_shape(nblk: int) -> tuple[int, int]:
+    nb = min(4, nblk)
+    mr = {1: 8, 2: 8, 3: 6, 4: 6}[nb]
+    return mr, nb
+
+
+def _dot4(builder: ir.IRBuilder, acc, a, b, vnni: bool):
+    """acc[l] += Σ_{i<4} u8(a[4l+i])·s8(b[4l+i]) (wrapping int32)."""
+    if vnni:
+        mod = builder.module
+        fn = mod.globals.get("llvm.x86.avx512.vpdpbusd.512")
+        if fn is None:
+            fn = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, V64I8, V64I8]), "llvm.x86.avx512.vpdpbusd.512")
+        return builder.call(fn, [acc, a, b])
+    wide = ir.VectorType(I32, 64)
+    prod = builder.mul(builder.zext(a, wide), builder.sext(b, wide))
+    for i in range(4):
+        lane = builder.shuffle_vector(prod, ir.Constant(wide, ir.Undefined), ir.Constant(
+            ir.VectorType(I32, 16), [4 * l + i for l in range(16)]))
+        acc = builder.add(acc, lane)
+    return acc
+
+
+def _splat_i32(builder, v):
+    vec = builder.insert_element(ir.Constant(V16I32, ir.Undefined), v, const_int(I32, 0))
+    return builder.shuffle_vector(vec, ir.Constant(V16I32, ir.Undefined), ir.Constant(V16I32, [0] * 16))
+
+
+def _vnni_ok(ctx) -> bool:
+    return ctx.kernel.codegen.vnni512
+
+
+def _emit_gemm_tile(ctx, builder, a_tile, kp: int, wbuf, corr, nblk: int, cout: int, mr: int, nb: int,
+                    rows_valid, row_index, out_dtype: str):
+    """C[r, oc] = Σ_k A[r, k]·W[oc, k] + corr[oc] for the tile's rows, then the epilogue per element."""
+    vnni = _vnni_ok(ctx)
+    kq = kp // 4
+    accs = [[alloca_once(builder, V16I32, name=f"acc{r}_{j}") for j in range(nb)] for r in range(mr)]
+    tile = alloca_once(builder, I32, size=mr * nb * 16, name="ctile")
+
+    def body(ngroup: int, blk0):
+        for r in range(mr):
+            for j in range(ngroup):
+                builder.store(ir.Constant(V16I32, [0] * 16), accs[r][j])
+        with for_range(builder, 0, kq, name="kq") as k:
+            bs = []
+            for j in range(ngroup):
+                off = builder.mul(builder.add(builder.mul(builder.add(blk0, ir.Constant(I64, j)), ir.Constant(I64, kq)),
+                                              k.index), ir.Constant(I64, 64))
+                p = builder.gep(wbuf.ptr, [off], inbounds=True, source_etype=I8)
+                v = builder.load(p, typ=V64I8)
+                v.align = 1
+                bs.append(v)
+            for r in range(mr):
+                ap = builder.gep(a_tile, [builder.add(ir.Constant(I64, r * kp), builder.mul(k.index, ir.Constant(I64, 4)))],
+                                 inbounds=True, source_etype=I8)
+                av = builder.load(ap, typ=I32)
+                av.align = 1
+                a = builder.bitcast(_splat_i32(builder, av), V64I8)
+                for j in range(ngroup):
+                    builder.store(_dot4(builder, builder.load(accs[r][j]), a, bs[j], vnni), accs[r][j])
+        for r in range(mr):
+            for j in range(ngroup):
+                p = builder.gep(tile, [ir.Constant(I64, (r * nb + j) * 16)], inbounds=True, source_etype=I32)
+                st = builder.store(builder.load(accs[r][j]), builder.bitcast(p, V16I32.as_pointer()))
+                st.align = 4
+        c0 = builder.mul(blk0, ir.Constant(I64, 16))
+        width = builder.sub(ir.Constant(I64, cout), c0)
+        width = builder.select(builder.icmp_signed("<", width, ir.Constant(I64, ngroup * 16)), width,
+                               ir.Constant(I64, ngroup * 16))
+        with for_range(builder, 0, rows_valid, name="er") as r:
+            base_index = row_index(r.index)
+            with for_range(builder, 0, width, name="ec") as c:
+                tp = builder.gep(tile, [builder.add(builder.mul(r.index, ir.Constant(I64, nb * 16)), c.index)],
+                                 inbounds=True, source_etype=I32)
+                oc = builder.add(c0, c.index)
+                v = builder.add(builder.load(tp), corr.load(builder, [oc]))
+                ctx.emit_output(builder, base_index + [oc], emit_cast(builder, v, "int32", out_dtype))
+
+    full, tail = divmod(nblk, nb)
+    if full:
+        with for_range(builder, 0, full, name="blk") as g:
+            body(nb, builder.mul(g.index, ir.Constant(I64, nb)))
+    if tail:
+        body(tail, ir.Constant(I64, full * nb))
+
+
+def try_emit_qnn_conv_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: np.ndarray) -> bool:
+    from .kernel import ConstBuffer
+    from .lower_nn import ConvGeometry
+    a = node.attrs
+    if not isinstance(weight, ConstBuffer) or data.dtype not in ("int8", "uint8"):
+        return False
+    if a.data_layout != "NHWC" or (a.out_layout or "NHWC") != "NHWC":
+        return False
+    g = ConvGeometry(data.shape, weight.shape, node.checked_type.shape, a)
+    from ...ops.kernels import kernel_to_hwio
+    w_hwio = kernel_to_hwio(np.asarray(weight.value), a.kernel_layout).astype(np.int64)
+    zpw = np.asarray(zp_w, np.int64).reshape(-1)
+    wq = w_hwio - (zpw if zpw.size > 1 else zpw[0])  # per output channel on the last (O) axis
+    out_dtype = a.out_dtype or "int32"
+    if g.groups == 1:
+        if not _fits_int8(wq):
+            return False
+        wmat = wq.reshape(g.kh * g.kw * g.cig, g.cout).T.astype(np.int8)
+        return _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype)
+    if g.cig == 1 and g.groups == g.c:
+        return _emit_depthwise(ctx, builder, g, data, wq, zp_in, out_dtype)
+    return False
+
+
+def _offset_and_pad(dtype: str, zp_in: int) -> tuple[int, bool]:
+    """(zero-point offset of u, whether u = x ^ 0x80)."""
+    if dtype == "int8":
+        return zp_in + 128, True
+    return zp_in, False
+
+
+def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
+    packed, kp, nblk = pack_gemm_weights(wmat)
+    mr, nb = _tile_shape(nblk)
+    if mr * kp > _MAX_TILE_BYTES:
+        return False
+    offset, flip = _offset_and_pad(data.dtype, zp_in)
+    if not 0 <= offset <= 255:
+        return False
+    wbuf = ctx.data(packed)
+    corr = ctx.data(_correction(wmat, offset, nblk))
+    k = wmat.shape[1]
+    P = g.n * g.oh * g.ow
+    ntiles = (P + mr - 1) // mr
+    a_tile = alloca_once(builder, I8, size=mr * kp, name="atile")
+    c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
+    pad_byte = ir.Constant(I8, offset if offset < 128 else offset - 256)
+    no_pad = not any(g.attrs.padding)
+
+    def pixel(p):
+        ox = builder.urem(p, c64(g.ow))
+        t = builder.udiv(p, c64(g.ow))
+        return builder.udiv(t, c64(g.oh)), builder.urem(t, c64(g.oh)), ox
+
+    with ctx.parallel(builder, ntiles, name="tile") as tile:
+        p0 = builder.mul(tile, c64(mr))
+        rows = builder.sub(c64(P), p0)
+        rows = builder.select(builder.icmp_signed("<", rows, c64(mr)), rows, c64(mr))
+        # im2col of the tile's pixels (rows beyond P are zero).
+        with for_range(builder, 0, mr, name="pr") as r:
+            row_ptr = builder.gep(a_tile, [builder.mul(r.index, c64(kp))], inbounds=True, source_etype=I8)
+            valid = builder.icmp_signed("<", r.index, rows)
+            with builder.if_else(valid) as (then, otherwise):
+                with then:
+                    n, oy, ox = pixel(builder.add(p0, r.index))
+                    with for_range(builder, 0, g.kh, name="pky") as ky, for_range(builder, 0, g.kw, name="pkx") as kx:
+                        iy = builder.add(builder.mul(oy, c64(g.sh)), builder.sub(builder.mul(ky.index, c64(g.dh)), c64(g.pt)))
+                        ix = builder.add(builder.mul(ox, c64(g.sw)), builder.sub(builder.mul(kx.index, c64(g.dw)), c64(g.pl)))
+                        col = builder.mul(builder.add(builder.mul(ky.index, c64(g.kw)), kx.index), c64(g.cig))
+                        if no_pad:
+                            inside = ir.Constant(ir.IntType(1), 1)
+                        else:
+                            inside = builder.and_(
+                                builder.and_(builder.icmp_signed(">=", iy, c64(0)), builder.icmp_signed("<", iy, c64(g.h))),
+                                builder.and_(builder.icmp_signed(">=", ix, c64(0)), builder.icmp_signed("<", ix, c64(g.w))))
+                        cy = builder.select(inside, iy, c64(0))
+                        cx = builder.select(inside, ix, c64(0))
+                        src = data.offset(builder, [n, cy, cx, c64(0)])
+                        with for_range(builder, 0, g.cig, name="pc") as c:
+                            v = data.load_at(builder, builder.add(src, c.index))
+                            if flip:
+                                v = builder.xor(v, ir.Constant(I8, -128))
+                            v = builder.select(inside, v, pad_byte)
+                            dst = builder.gep(row_ptr, [builder.add(col, c.index)], inbounds=True, source_etype=I8)
+                            builder.store(v, dst)
+                    with for_range(builder, k, kp, name="pz") as z:
+                        builder.store(ir.Constant(I8, 0), builder.gep(row_ptr, [z.index], inbounds=True,
+                                                                      source_etype=I8))
+                with otherwise:
+                    with for_range(builder, 0, kp, name="zz") as z:
+                        builder.store(ir.Constant(I8, 0), builder.gep(row_ptr, [z.index], inbounds=True,
+                                                                      source_etype=I8))
+
+        def row_index(r):
+            n, oy, ox = pixel(builder.add(p0, r))
+            return [n, oy, ox]
+
+        _emit_gemm_tile(ctx, builder, a_tile, kp, wbuf, corr, nblk, wmat.shape[0], mr, nb, rows, row_index,
+                        out_dtype)
+    return True
+
+
+def _emit_depthwise(ctx, builder, g, data, wq_hwio, zp_in, out_dtype) -> bool:
+    mult = g.cog  # output channel oc reads input channel oc // mult
+    taps = g.kh * g.kw
+    w = wq_hwio.reshape(taps, g.cout)
+    narrow = _fits_int8(w)
+    wtab = ctx.data(w.astype(np.int16 if narrow else np.int32))
+    acc_ty = I32
+    acc = alloca_once(builder, acc_ty, size=g.cout, name="dwacc")
+    c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
+    no_pad = not any(g.attrs.padding)
+    signed = data.dtype.startswith("int")
+    prod_ty = I16 if narrow else I32
+    with ctx.parallel(builder, g.n * g.oh, name="row") as row:
+        n = builder.udiv(row, c64(g.oh))
+        oy = builder.urem(row, c64(g.oh))
+        with for_range(builder, 0, g.ow, name="ox") as ox:
+            with for_range(builder, 0, g.cout, name="z") as c:
+                builder.store(const_int(I32, 0), builder.gep(acc, [c.index], inbounds=True, source_etype=I32))
+            for t in range(taps):
+                ky, kx = divmod(t, g.kw)
+                iy = builder.add(builder.mul(oy, c64(g.sh)), c64(ky * g.dh - g.pt))
+                ix = builder.add(builder.mul(ox.index, c64(g.sw)), c64(kx * g.dw - g.pl))
+
+                def accumulate():
+                    src = data.offset(builder, [n, iy, ix, c64(0)])
+                    with for_range(builder, 0, g.cout, name=f"t{t}c") as c:
+                        cin = c.index if mult == 1 else builder.udiv(c.index, c64(mult))
+                        xv = data.load_at(builder, builder.add(src, cin))
+                        xv = (builder.sext if signed else builder.zext)(xv, prod_ty)
+                        xs = builder.sub(xv, ir.Constant(prod_ty, zp_in))
+                        wv = wtab.load_at(builder, builder.add(c64(t * g.cout), c.index))
+                        prod = builder.mul(xs, wv)
+                        if prod_ty != I32:
+                            prod = builder.sext(prod, I32)
+                        p = builder.gep(acc, [c.index], inbounds=True, source_etype=I32)
+                        builder.store(builder.add(builder.load(p), prod), p)
+
+                if no_pad:
+                    accumulate()
+                else:
+                    inside = builder.and_(
+                        builder.and_(builder.icmp_signed(">=", iy, c64(0)), builder.icmp_signed("<", iy, c64(g.h))),
+                        builder.and_(builder.icmp_signed(">=", ix, c64(0)), builder.icmp_signed("<", ix, c64(g.w))))
+                    with builder.if_then(inside):
+                        accumulate()
+            with for_range(builder, 0, g.cout, name="e") as c:
+                v = builder.load(builder.gep(acc, [c.index], inbounds=True, source_etype=I32))
+                ctx.emit_output(builder, [n, oy, ox.index, c.index], emit_cast(builder, v, "int32", out_dtype))
+    return True
+
+
+def try_emit_qnn_dense_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: np.ndarray) -> bool:
+    from .kernel import ConstBuffer
+    if not isinstance(weight, ConstBuffer) or data.dtype not in ("int8", "uint8"):
+        return False
+    zpw = np.asarray(zp_w, np.int64).reshape(-1)
+    wq = np.asarray(weight.value).astype(np.int64) - (zpw.reshape(-1, 1) if zpw.size > 1 else zpw[0])
+    if not _fits_int8(wq):
+        return False
+    wmat = wq.astype(np.int8)
+    packed, kp, nblk = pack_gemm_weights(wmat)
+    offset, flip = _offset_and_pad(data.dtype, zp_in)
+    if not 0 <= offset <= 255:
+        return False
+    k = wmat.shape[1]
+    lead = data.shape[:-1]
+    M = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    mr, nb = _tile_shape(nblk)
+    mr = min(mr, max(M, 1))
+    if mr * kp > _MAX_TILE_BYTES:
+        return False
+    wbuf = ctx.data(packed)
+    corr = ctx.data(_correction(wmat, offset, nblk))
+    ntiles = (M + mr - 1) // mr
+    a_tile = alloca_once(builder, I8, size=mr * kp, name="atile")
+    c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
+    out_dtype = node.attrs.out_dtype or "int32"
+
+    def unravel(p):
+        idx = []
+        for d in reversed(lead):
+            idx.append(builder.urem(p, c64(d)))
+            p = builder.udiv(p, c64(d))
+        return list(reversed(idx))
+
+    with ctx.parallel(builder, ntiles, name="tile") as tile:
+        p0 = builder.mul(tile, c64(mr))
+        rows = builder.sub(c64(M), p0)
+        rows = builder.select(builder.icmp_signed("<", rows, c64(mr)), rows, c64(mr))
+        with for_range(builder, 0, mr, name="pr") as r:
+            row_ptr = builder.gep(a_tile, [builder.mul(r.index, c64(kp))], inbounds=True, source_etype=I8)
+            valid = builder.icmp_signed("<", r.index, rows)
+            src = builder.mul(builder.add(p0, builder.select(valid, r.index, c64(0))), c64(k))
+            with for_range(builder, 0, k, name="pc") as c:
+                v = data.load_at(builder, builder.add(src, c.index))
+                if flip:
+                    v = builder.xor(v, ir.Constant(I8, -128))
+                v = builder.select(valid, v, ir.Constant(I8, 0))
+                builder.store(v, builder.gep(row_ptr, [c.index], inbounds=True, source_etype=I8))
+            with for_range(builder, k, kp, name="pz") as z:
+                builder.store(ir.Constant(I8, 0), builder.gep(row_ptr, [z.index], inbounds=True, source_etype=I8))
+        _emit_gemm_tile(ctx, builder, a_tile, kp, wbuf, corr, nblk, wmat.shape[0], mr, nb, rows,
+                        lambda r: unravel(builder.add(p0, r)), out_dtype)
+    return True

@@ -1,0 +1,289 @@
+"""Element lowerings of the quantized elementwise ops (byoc/ops/qnn.py semantics, quant-semantics.md §1-3).
+
+Multipliers and shifts always come from the op's one shared parameter function (e.g.
+``byoc.ops.qnn.requant_params``); per-channel values become tables passed by pointer.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ...ops import qnn as qnn_ops
+from .cgutils import F64, I32, I64, const_int, int_min_max, mbqm, rdbpot, saturate, srdhm
+from .lower_elemwise import channel_value, round_half_away
+from .lowering import lower_element
+
+__all__ = ["emit_requantize", "scalar_int"]
+
+
+def scalar_int(a) -> int:
+    return int(np.asarray(a).reshape(-1)[0])
+
+
+def _axis(axis: int, ndim: int) -> int:
+    return axis if axis >= 0 else axis + ndim
+
+
+def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, input_scale, input_zp, output_scale,
+                    output_zp, axis: int, rounding: str, out_dtype: str) -> ir.Value:
+    """``requantize_values`` of one element (its channel is ``ctx.index[axis]``)."""
+    signed_in = not in_dtype.startswith("uint")
+    xi = (builder.sext if signed_in else builder.zext)(x, I64) if x.type.width < 64 else x
+    xi = builder.sub(xi, const_int(I64, scalar_int(input_zp)))
+    scale_in = np.asarray(input_scale, np.float64).reshape(-1)
+    ax = _axis(axis, len(ctx.index))
+    if rounding == "TFLITE":
+        m, s = qnn_ops.requant_params(scale_in, output_scale)
+        mv = channel_value(ctx, builder, m, "int32", ax)
+        sv = channel_value(ctx, builder, s, "int32", ax)
+        y = builder.sext(mbqm(builder, builder.trunc(xi, I32), mv, sv, m_may_be_min=bool(np.any(m == -(1 << 31)))),
+                         I64)
+    elif rounding == "TFLITE_FLOAT":
+        real = scale_in / np.float64(np.asarray(output_scale).reshape(-1)[0])
+        rv = channel_value(ctx, builder, real, "float64", ax)
+        y = builder.fptosi(round_half_away(builder, builder.fmul(builder.sitofp(xi, F64), rv)), I64)
+    else:
+        m, s = qnn_ops.requant_params(scale_in, output_scale)
+        mv = channel_value(ctx, builder, m, "int64", ax)
+        total = builder.sub(const_int(I64, 31), channel_value(ctx, builder, s, "int64", ax))
+        prod = builder.mul(xi, mv)
+        rnd = builder.shl(const_int(I64, 1), builder.sub(total, const_int(I64, 1)))
+        if rounding == "TONEAREST":
+            rnd = builder.select(builder.icmp_signed("<", prod, const_int(I64, 0)),
+                                 builder.sub(rnd, const_int(I64, 1)), rnd)
+        y = builder.ashr(builder.add(prod, rnd), total)
+    lo, hi = int_min_max(out_dtype)
+    y = saturate(builder, builder.add(y, const_int(I64, scalar_int(output_zp))), lo, hi)
+    return builder.trunc(y, ir.IntType(np.dtype(out_dtype).itemsize * 8)) if out_dtype != "int64" else y
+
+
+@lower_element("qnn.requantize", const_args=(1, 2, 3, 4))
+def _requantize(ctx, builder, node, args):
+    x, s_in, zp_in, s_out, zp_out = args
+    a = node.attrs
+    return emit_requantize(ctx, builder, x, ctx.arg_types[0].dtype, s_in, zp_in, s_out, zp_out, a.axis, a.rounding,
+                           a.out_dtype)
+
+
+# --- qnn.add / qnn.subtract / qnn.mul ------------------------------------------------------------------------
+
+def _binary_axis(node) -> int | None:
+    from ...ops.qnn_elemwise import binary_channel_axis
+    types = [a.checked_type for a in node.args]
+    return binary_channel_axis(node.op.name, types[0], types[1], len(node.checked_type.shape), types, node.attrs)
+
+
+def _ext64(builder, v, dtype):
+    return (builder.zext if dtype.startswith("uint") else builder.sext)(v, I64)
+
+
+def _binary_qnn(op_name: str):
+    @lower_element(op_name, const_args=(2, 3, 4, 5, 6, 7))
+    def _lower(ctx, builder, node, args):
+        x, y, s1, z1, s2, z2, so, zo = args
+        dt = ctx.arg_types[0].dtype
+        if node.attrs.rounding == "ONNX":
+            return _onnx_binary(ctx, builder, node, x, y, dt)
+        axis = _binary_axis(node)
+        ax = 0 if axis is None else axis
+
+        def chan(v, dtype):
+            return channel_value(ctx, builder, np.broadcast_to(np.asarray(v).reshape(-1), (n_ch,)), dtype, ax)
+
+        n_ch = max(np.asarray(a).size for a in (s1, z1, s2, z2, so))
+        a = builder.sub(_ext64(builder, x, dt), chan(z1, "int64"))
+        b = builder.sub(_ext64(builder, y, dt), chan(z2, "int64"))
+        a32, b32 = builder.trunc(a, I32), builder.trunc(b, I32)
+        if op_name == "qnn.mul":
+            m, e = qnn_mul_params(s1, s2, so)
+            raw = mbqm(builder, builder.mul(a32, b32), chan(m, "int32"), chan(e, "int32"),
+                       m_may_be_min=bool(np.any(m == -(1 << 31))))
+        else:
+            p = qnn_add_params(s1, s2, so, 20, op_name)
+            ls = const_int(I32, p.left_shift)
+            zero = const_int(I32, 0)
+
+            def scaled(v, m, e):
+                return rdbpot(builder, srdhm(builder, builder.shl(v, ls), chan(m, "int32"), False),
+                              builder.sub(zero, chan(e, "int32")))
+
+            sa = scaled(a32, p.lhs_multiplier, p.lhs_shift)
+            sb = scaled(b32, p.rhs_multiplier, p.rhs_shift)
+            total = builder.add(sa, sb) if op_name == "qnn.add" else builder.sub(sa, sb)
+            raw = rdbpot(builder, srdhm(builder, total, chan(p.output_multiplier, "int32"), False),
+                         builder.sub(zero, chan(p.output_shift, "int32")))
+        lo, hi = int_min_max(dt)
+        r = saturate(builder, builder.add(builder.sext(raw, I64), const_int(I64, scalar_int(zo))), lo, hi)
+        return builder.trunc(r, x.type)
+    return _lower
+
+
+def qnn_add_params(s1, s2, so, left_shift, op):
+    from ...quant.params import add_params
+    return add_params(s1, s2, so, left_shift, op=op)
+
+
+def qnn_mul_params(s1, s2, so):
+    from ...quant.params import mul_params
+    return mul_params(s1, s2, so)
+
+
+for _name in ("qnn.add", "qnn.subtract", "qnn.mul"):
+    _binary_qnn(_name)
+
+
+def _roundeven(builder, v):
+    from .lower_elemwise import call_intrinsic
+    return call_intrinsic(builder, "roundeven", [v])
+
+
+def _onnx_binary(ctx, builder, node, x, y, dt):
+    """onnxruntime QLinearAdd (AVX2, fused multiply-adds) / QLinearMul (byoc.quant.onnxrt), in float32."""
+    from ...errors import CodegenError
+    from .lower_elemwise import call_intrinsic
+    s1, z1, s2, z2, so, zo = (np.asarray(node.args[i].data).reshape(-1) for i in range(2, 8))
+    f32 = np.float32
+    za, zb, zc = int(z1[0]), int(z2[0]), int(zo[0])
+    F = ir.FloatType()
+
+    def c(v):
+        return ir.Constant(F, float(f32(v)))
+
+    def tof(v):
+        return builder.sitofp(_ext64(builder, v, dt), F)
+
+    def fma(a, b, cc):
+        return call_intrinsic(builder, "fma", [a, b, cc])
+
+    if node.op.name == "qnn.mul":
+        ratio = f32(f32(f32(s1[0]) * f32(s2[0])) / f32(so[0]))
+        prod = builder.mul(builder.sub(_ext64(builder, x, dt), const_int(I64, za)),
+                           builder.sub(_ext64(builder, y, dt), const_int(I64, zb)))
+        v = builder.fadd(builder.fmul(builder.sitofp(prod, F), c(ratio)), c(zc))
+        clip_lo, clip_hi = None, None
+    elif node.op.name == "qnn.add":
+        from ...quant.onnxrt import fma_f32
+        ra = f32(f32(s1[0]) / f32(so[0]))
+        rb = f32(f32(s2[0]) / f32(so[0]))
+        fixed = f32(f32(zc) - fma_f32(ra, f32(za), f32(rb * f32(zb))))
+        a_size = node.args[0].checked_type.size
+        b_size = node.args[1].checked_type.size
+        if b_size == 1 and a_size != 1 or (a_size == 1 and b_size == 1):
+            fx = builder.fadd(c(fixed), builder.fmul(tof(y), c(rb)))
+            v = fma(tof(x), c(ra), fx)
+        elif a_size == 1:
+            fixed2 = f32(f32(zc) - fma_f32(rb, f32(zb), f32(ra * f32(za))))
+            fx = builder.fadd(c(fixed2), builder.fmul(tof(x), c(ra)))
+            v = fma(tof(y), c(rb), fx)
+        else:
+            v = fma(tof(x), c(ra), fma(tof(y), c(rb), c(fixed)))
+        clip_lo, clip_hi = -(1 << 20), 1 << 20
+    else:
+        raise CodegenError(f"{node.op.name} has no rounding='ONNX' semantics")
+    r = builder.fptosi(_roundeven(builder, v), I64)
+    if clip_lo is not None:
+        r = saturate(builder, r, clip_lo, clip_hi)
+    lo, hi = int_min_max(dt)
+    return builder.trunc(saturate(builder, r, lo, hi), x.type)
+
+
+# --- quantize / dequantize -------------------------------------------------------------------------------------
+
+@lower_element("qnn.quantize", const_args=(1, 2))
+def _quantize(ctx, builder, node, args):
+    from .lower_elemwise import emit_cast
+    x, scale, zp = args
+    a = node.attrs
+    nd = len(ctx.index)
+    ax = _axis(a.axis, nd) if nd else 0
+    F = ir.FloatType()
+    xf = emit_cast(builder, x, ctx.arg_types[0].dtype, "float32")
+    s = channel_value(ctx, builder, np.asarray(scale, np.float32), "float32", ax)
+    v = builder.fdiv(xf, s)
+    lo, hi = int_min_max(a.out_dtype)
+    if a.rounding == "ONNX":
+        q = _roundeven(builder, v)
+        bounds = (float(lo - 2 ** 20), float(hi + 2 ** 20))
+    else:
+        q = round_half_away(builder, v)
+        bounds = (-(2.0 ** 31), 2.0 ** 31 - 1)
+    from .lower_elemwise import float_max, float_min
+    isnan = builder.fcmp_unordered("uno", q, q)
+    q = builder.select(isnan, ir.Constant(F, 0.0), q)
+    q = float_min(builder, float_max(builder, q, ir.Constant(F, bounds[0])), ir.Constant(F, bounds[1]))
+    r = builder.add(builder.fptosi(q, I64), channel_value(ctx, builder, np.asarray(zp, np.int64), "int64", ax))
+    r = saturate(builder, r, lo, hi)
+    return builder.trunc(r, ir.IntType(np.dtype(a.out_dtype).itemsize * 8))
+
+
+@lower_element("qnn.dequantize", const_args=(1, 2))
+def _dequantize(ctx, builder, node, args):
+    q, scale, zp = args
+    nd = len(ctx.index)
+    ax = _axis(node.attrs.axis, nd) if nd else 0
+    v = builder.sub(_ext64(builder, q, ctx.arg_types[0].dtype),
+                    channel_value(ctx, builder, np.asarray(zp, np.int64), "int64", ax))
+    s = channel_value(ctx, builder, np.asarray(scale, np.float64), "float64", ax)
+    return builder.fptrunc(builder.fmul(s, builder.sitofp(v, F64)), ir.FloatType())
+
+
+# --- table lookups for int8/uint8 activations ----------------------------------------------------------------
+
+def lut_lookup(ctx, builder, x: ir.Value, dtype: str, table: np.ndarray) -> ir.Value:
+    """table[q − qmin] for an 8-bit q; the table is computed at build time."""
+    lo, _ = int_min_max(dtype)
+    idx = builder.sub(_ext64(builder, x, dtype), const_int(I64, lo))
+    return ctx.kernel.data(np.ascontiguousarray(table)).load(builder, [idx])
+
+
+def _domain_table(node, dtype: str) -> np.ndarray:
+    """The op's own reference compute over every 8-bit input: the exact definition, tabulated."""
+    lo, hi = int_min_max(dtype)
+    domain = np.arange(lo, hi + 1, dtype=np.int64).astype(dtype)
+    consts = [np.asarray(a.data) for a in node.args[1:]]
+    return np.asarray(node.op.op_def.compute([domain] + consts, node.attrs)).astype(node.checked_type.dtype)
+
+
+def _lut_activation(kind: str):
+    @lower_element(f"qnn.{kind}", const_args=(1, 2, 3, 4))
+    def _lower(ctx, builder, node, args):
+        x, s_in, zp_in, s_out, zp_out = args
+        dt = ctx.arg_types[0].dtype
+        if node.attrs.rounding == "TFLITE":
+            from ...quant.params import lut_for
+            table = lut_for(kind, s_in, zp_in, s_out, zp_out, dt)
+        else:
+            table = _domain_table(node, dt)
+        return lut_lookup(ctx, builder, x, dt, table)
+    return _lower
+
+
+for _kind in ("sigmoid", "tanh"):
+    _lut_activation(_kind)
+
+
+@lower_element("qnn.hardswish", const_args=(1, 2, 3, 4))
+def _hardswish(ctx, builder, node, args):
+    dt = ctx.arg_types[0].dtype
+    return lut_lookup(ctx, builder, args[0], dt, _domain_table(node, dt))
+
+
+@lower_element("qnn.leaky_relu", const_args=(1, 2, 3, 4))
+def _leaky_relu(ctx, builder, node, args):
+    x, s_in, zp_in, s_out, zp_out = args
+    dt = ctx.arg_types[0].dtype
+    if dt in ("int8", "uint8"):
+        return lut_lookup(ctx, builder, x, dt, _domain_table(node, dt))
+    from ...quant.params import leaky_relu_params
+    p = leaky_relu_params(s_in, node.attrs.alpha, s_out)
+    v = builder.sub(_ext64(builder, x, dt), const_int(I64, scalar_int(zp_in)))
+    v32 = builder.trunc(v, I32)
+    pos = mbqm(builder, v32, const_int(I32, p.identity_multiplier), const_int(I32, p.identity_shift))
+    neg = mbqm(builder, v32, const_int(I32, abs(p.alpha_multiplier)), const_int(I32, p.alpha_shift))
+    neg = builder.sext(neg, I64)
+    if p.alpha_multiplier < 0:
+        neg = builder.sub(const_int(I64, 0), neg)
+    r = builder.select(builder.icmp_signed(">=", v, const_int(I64, 0)), builder.sext(pos, I64), neg)
+    lo, hi = int_min_max(dt)
+    r = saturate(builder, builder.add(r, const_int(I64, scalar_int(zp_out))), lo, hi)
+    return builder.trunc(r, x.type)

@@ -1,0 +1,84 @@
+"""The lowering registry: one small function per op, keyed by op name, in one of two shapes.
+
+* element lowerings (ELEMWISE / BROADCAST / INJECTIVE ops) compute one output element:
+  ``compute(ctx, builder, node, args) -> ir.Value`` where ``args[i]`` is the operand's element (an
+  ``ir.Value``) or, for ``const_args``, the operand's numpy value known at compile time. An optional
+  ``index_map(ctx, builder, node, out_index)`` says which element of each operand the output element reads
+  (default: numpy broadcasting). Chains of these fuse into one loop nest.
+* kernel lowerings emit a whole loop nest: ``emit(ctx, builder, node, args) -> None`` where ``args[i]`` is a
+  ``Buffer`` (a list of them for tuple operands) or a numpy constant; results go through
+  ``ctx.emit_output(builder, index, value)``, which applies any fused elementwise epilogue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ...ops.registry import FusionKind, get_op_def
+
+__all__ = ["ElementLowering", "KernelLowering", "lower_element", "lower_kernel", "get_lowering",
+           "registered_lowerings", "effective_kind", "INJECTIVE_KINDS"]
+
+INJECTIVE_KINDS = (FusionKind.ELEMWISE, FusionKind.BROADCAST, FusionKind.INJECTIVE)
+
+
+@dataclass(frozen=True)
+class ElementLowering:
+    op: str
+    compute: Callable
+    const_args: tuple[int, ...] = ()
+    index_map: Callable | None = None
+
+
+@dataclass(frozen=True)
+class KernelLowering:
+    op: str
+    emit: Callable
+    const_args: tuple[int, ...] = ()
+    epilogue: bool = True  # fused elementwise ops may follow it
+
+
+_LOWERINGS: dict[str, ElementLowering | KernelLowering] = {}
+
+
+def lower_element(op: str, const_args: tuple[int, ...] = (), index_map: Callable | None = None):
+    def register(fn):
+        _LOWERINGS[op] = ElementLowering(op, fn, tuple(const_args), index_map)
+        return fn
+    return register
+
+
+def lower_kernel(op: str, const_args: tuple[int, ...] = (), epilogue: bool = True):
+    def register(fn):
+        _LOWERINGS[op] = KernelLowering(op, fn, tuple(const_args), epilogue)
+        return fn
+    return register
+
+
+def _ensure_loaded() -> None:
+    from . import lower_elemwise, lower_injective, lower_nn, lower_qnn, lower_reduce, lower_tuple  # noqa: F401
+
+
+def get_lowering(op: str) -> ElementLowering | KernelLowering | None:
+    _ensure_loaded()
+    return _LOWERINGS.get(op)
+
+
+def registered_lowerings() -> list[str]:
+    _ensure_loaded()
+    return sorted(_LOWERINGS)
+
+
+def effective_kind(op: str) -> FusionKind:
+    """The registry's fusion kind, demoted when the CPU lowering is a whole kernel (it cannot be pulled
+    element by element, so it anchors a group instead)."""
+    kind = get_op_def(op).fusion
+    low = get_lowering(op)
+    if isinstance(low, KernelLowering):
+        if not low.epilogue:
+            return FusionKind.OPAQUE
+        return kind if kind in (FusionKind.OUT_ELEMWISE_FUSABLE, FusionKind.COMM_REDUCE) else \
+            FusionKind.OUT_ELEMWISE_FUSABLE
+    if kind not in INJECTIVE_KINDS:
+        return FusionKind.INJECTIVE
+    return kind

@@ -1,0 +1,328 @@
+"""Float ONNX ops → IR (NCHW layout kept). Each converter returns the node's output value(s)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ModelError
+from ...ir.expr import Constant, Span, Tuple, TupleGetItem
+from ...relay.op import make_call
+from .model import node_label
+
+__all__ = ["FLOAT_CONVERTERS", "conv_padding", "pool_padding"]
+
+
+def _call(op, args, attrs=None, node=None):
+    return make_call(op, args, attrs, span=Span(node.name or node.output[0]) if node is not None else None)
+
+
+def _inputs(imp, node, n_min, n_max=None):
+    ins = list(node.input)
+    n_max = n_min if n_max is None else n_max
+    present = len([i for i in ins if i])
+    if not n_min <= len(ins) <= max(n_max, n_min) or present < n_min:
+        raise ModelError(f"{node_label(node)} takes {n_min}..{n_max} inputs, found {len(ins)}")
+    return ins
+
+
+def conv_padding(node, attrs, in_hw, kernel_hw, strides, dilations) -> tuple[int, int, int, int]:
+    """ONNX pads/auto_pad → (top, left, bottom, right)."""
+    auto = attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        pads = list(attrs.get("pads", [0, 0, 0, 0]))
+        if len(pads) != 4 or min(pads) < 0:
+            raise ModelError(f"{node_label(node)}: pads must be 4 non-negative values for 2-D, found {pads}")
+        return (pads[0], pads[1], pads[2], pads[3])
+    if auto == "VALID":
+        return (0, 0, 0, 0)
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise ModelError(f"{node_label(node)}: unknown auto_pad {auto!r}")
+    out = []
+    for size, k, s, d in zip(in_hw, kernel_hw, strides, dilations):
+        o = -(-size // s)
+        total = max(0, (o - 1) * s + (k - 1) * d + 1 - size)
+        small, big = total // 2, total - total // 2
+        out.append((small, big) if auto == "SAME_UPPER" else (big, small))
+    return (out[0][0], out[1][0], out[0][1], out[1][1])
+
+
+def _spatial_attrs(node, attrs, rank_needed=2):
+    strides = tuple(attrs.get("strides", [1] * rank_needed))
+    dil = tuple(attrs.get("dilations", [1] * rank_needed))
+    if len(strides) != rank_needed or len(dil) != rank_needed:
+        raise ModelError(f"{node_label(node)}: only 2-D (NCHW) spatial ops are supported",
+                         hint=f"strides={strides}, dilations={dil}")
+    return strides, dil
+
+
+def _conv(imp, node, attrs):
+    ins = _inputs(imp, node, 2, 3)
+    x = imp.expr(ins[0])
+    w = imp.expr(ins[1])
+    xs = imp.shape_of(x)
+    ws = imp.shape_of(w)
+    if len(xs) != 4 or len(ws) != 4:
+        raise ModelError(f"{node_label(node)}: only 2-D convolution (4-D NCHW input) is supported, input {xs}, "
+                         f"weight {ws}")
+    strides, dil = _spatial_attrs(node, attrs)
+    group = int(attrs.get("group", 1))
+    pad = conv_padding(node, attrs, xs[2:], ws[2:], strides, dil)
+    out = _call("nn.conv2d", (x, w), dict(strides=strides, padding=pad, dilation=dil, groups=group,
+                                          channels=ws[0], kernel_size=ws[2:], data_layout="NCHW",
+                                          kernel_layout="OIHW"), node)
+    if len(ins) > 2 and ins[2]:
+        out = _call("nn.bias_add", (out, imp.expr(ins[2])), {"axis": 1}, node)
+    return out
+
+
+def _batch_norm(imp, node, attrs):
+    _inputs(imp, node, 5)
+    if attrs.get("training_mode", 0):
+        raise ModelError(f"{node_label(node)}: training-mode BatchNormalization is not supported")
+    args = tuple(imp.expr(n) for n in node.input[:5])
+    bn = _call("nn.batch_norm", args, {"axis": 1, "epsilon": float(attrs.get("epsilon", 1e-5))}, node)
+    return TupleGetItem(bn, 0)
+
+
+def _unary(op):
+    def conv(imp, node, attrs):
+        _inputs(imp, node, 1)
+        return _call(op, (imp.expr(node.input[0]),), None, node)
+    return conv
+
+
+def _binary(op):
+    def conv(imp, node, attrs):
+        _inputs(imp, node, 2)
+        return _call(op, (imp.expr(node.input[0]), imp.expr(node.input[1])), None, node)
+    return conv
+
+
+def clip_bounds(imp, node, attrs) -> tuple[float, float]:
+    lo, hi = float("-inf"), float("inf")
+    if imp.opset < 11:
+        lo, hi = float(attrs.get("min", lo)), float(attrs.get("max", hi))
+    else:
+        ins = list(node.input)
+        if len(ins) > 1 and ins[1]:
+            lo = float(imp.const(ins[1], node, "min").reshape(-1)[0])
+        if len(ins) > 2 and ins[2]:
+            hi = float(imp.const(ins[2], node, "max").reshape(-1)[0])
+    return lo, hi
+
+
+def _clip(imp, node, attrs):
+    lo, hi = clip_bounds(imp, node, attrs)
+    return _call("clip", (imp.expr(node.input[0]),), {"a_min": lo, "a_max": hi}, node)
+
+
+def pool_padding(node, attrs, in_hw, kernel, strides, dilations):
+    if attrs.get("ceil_mode", 0):
+        raise ModelError(f"{node_label(node)}: ceil_mode=1 is not supported")
+    return conv_padding(node, attrs, in_hw, kernel, strides, dilations)
+
+
+def _pool(op):
+    def conv(imp, node, attrs):
+        _inputs(imp, node, 1)
+        if len(node.output) > 1 and node.output[1]:
+            raise ModelError(f"{node_label(node)}: the Indices output of MaxPool is not supported")
+        x = imp.expr(node.input[0])
+        xs = imp.shape_of(x)
+        kernel = tuple(attrs.get("kernel_shape", ()))
+        if len(xs) != 4 or len(kernel) != 2:
+            raise ModelError(f"{node_label(node)}: only 2-D pooling of NCHW tensors is supported, input {xs}, "
+                             f"kernel {kernel}")
+        strides, dil = _spatial_attrs(node, attrs)
+        pad = pool_padding(node, attrs, xs[2:], kernel, strides, dil)
+        a = dict(pool_size=kernel, strides=strides, dilation=dil, padding=pad, layout="NCHW")
+        if op == "nn.avg_pool2d":
+            if dil != (1, 1):
+                raise ModelError(f"{node_label(node)}: dilated AveragePool is not supported")
+            a["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
+        elif attrs.get("storage_order", 0):
+            raise ModelError(f"{node_label(node)}: storage_order=1 is not supported")
+        return _call(op, (x,), a, node)
+    return conv
+
+
+def _global_avg_pool(imp, node, attrs):
+    x = imp.expr(node.input[0])
+    if len(imp.shape_of(x)) != 4:
+        raise ModelError(f"{node_label(node)}: only 4-D NCHW input is supported")
+    return _call("nn.global_avg_pool2d", (x,), {"layout": "NCHW"}, node)
+
+
+def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0):
+    """a[M, K] @ w_kn[K, N] (+ bias): nn.dense takes the weight as [N, K]."""
+    wt = _call("transpose", (w_kn,), {"axes": (1, 0)}, node) if not isinstance(w_kn, np.ndarray) else \
+        Constant(np.ascontiguousarray(w_kn.T))
+    units = imp.shape_of(wt)[0]
+    out = _call("nn.dense", (a, wt), {"units": units}, node)
+    if alpha != 1.0:
+        out = _call("multiply", (out, Constant(np.array(alpha, np.float32))), None, node)
+    if bias is not None:
+        if beta != 1.0:
+            bias = _call("multiply", (bias, Constant(np.array(beta, np.float32))), None, node)
+        out = _call("add", (out, bias), None, node)
+    return out
+
+
+def _gemm(imp, node, attrs):
+    ins = _inputs(imp, node, 2, 3)
+    a = imp.expr(ins[0])
+    if attrs.get("transA", 0):
+        a = _call("transpose", (a,), {"axes": (1, 0)}, node)
+    bval = imp.values[ins[1]]
+    if isinstance(bval, np.ndarray):
+        b = bval.T if attrs.get("transB", 0) else bval
+    else:
+        b = imp.expr(ins[1])
+        if attrs.get("transB", 0):
+            b = _call("transpose", (b,), {"axes": (1, 0)}, node)
+    bias = imp.expr(ins[2]) if len(ins) > 2 and ins[2] else None
+    return _dense(imp, node, a, b, bias, float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0)))
+
+
+def _matmul(imp, node, attrs):
+    _inputs(imp, node, 2)
+    a = imp.expr(node.input[0])
+    b = imp.values[node.input[1]]
+    if not isinstance(b, np.ndarray) or b.ndim != 2:
+        raise ModelError(f"{node_label(node)}: MatMul needs a constant 2-D right operand",
+                         hint="batched or activation×activation MatMul is not supported")
+    ash = imp.shape_of(a)
+    if len(ash) < 2 or ash[-1] != b.shape[0]:
+        raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
+    a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (-1, ash[-1])}, node)
+    out = _dense(imp, node, a2, b, None)
+    if len(ash) != 2:
+        out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
+    return out
+
+
+def reshape_target(imp, node, in_shape, attrs) -> tuple[int, ...]:
+    if node.op_type == "Flatten":
+        axis = int(attrs.get("axis", 1))
+        axis = axis + len(in_shape) if axis < 0 else axis
+        if not 0 <= axis <= len(in_shape):
+            raise ModelError(f"{node_label(node)}: axis {attrs.get('axis')} out of range for rank {len(in_shape)}")
+        return (int(np.prod(in_shape[:axis], dtype=np.int64)), int(np.prod(in_shape[axis:], dtype=np.int64)))
+    if node.op_type == "Reshape":
+        shape = [int(d) for d in imp.const(node.input[1], node, "shape").reshape(-1)]
+        allow_zero = int(attrs.get("allowzero", 0))
+        out = [in_shape[i] if d == 0 and not allow_zero and i < len(in_shape) else d for i, d in enumerate(shape)]
+        total = int(np.prod(in_shape, dtype=np.int64))
+        if out.count(-1) > 1 or any(d < -1 for d in out):
+            raise ModelError(f"{node_label(node)}: invalid target shape {shape}")
+        if -1 in out:
+            known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+            if known == 0 or total % known:
+                raise ModelError(f"{node_label(node)}: cannot reshape {in_shape} to {shape}")
+            out[out.index(-1)] = total // known
+        if int(np.prod(out, dtype=np.int64)) != total:
+            raise ModelError(f"{node_label(node)}: cannot reshape {in_shape} ({total} elements) to {shape}")
+        return tuple(out)
+    axes = _axes(imp, node, attrs)
+    if node.op_type == "Squeeze":
+        axes = [a + len(in_shape) if a < 0 else a for a in axes] if axes else \
+            [i for i, d in enumerate(in_shape) if d == 1]
+        if any(not 0 <= a < len(in_shape) or in_shape[a] != 1 for a in axes):
+            raise ModelError(f"{node_label(node)}: cannot squeeze axes {axes} of shape {in_shape}")
+        return tuple(d for i, d in enumerate(in_shape) if i not in axes)
+    # Unsqueeze
+    rank = len(in_shape) + len(axes)
+    axes = sorted(a + rank if a < 0 else a for a in axes)
+    out = list(in_shape)
+    for a in axes:
+        if not 0 <= a <= len(out):
+            raise ModelError(f"{node_label(node)}: unsqueeze axis out of range")
+        out.insert(a, 1)
+    return tuple(out)
+
+
+def _axes(imp, node, attrs):
+    if imp.opset >= 13 and node.op_type in ("Squeeze", "Unsqueeze"):
+        if len(node.input) > 1 and node.input[1]:
+            return [int(a) for a in imp.const(node.input[1], node, "axes").reshape(-1)]
+        return []
+    return [int(a) for a in attrs.get("axes", [])]
+
+
+def _reshape_like(imp, node, attrs):
+    x = imp.expr(node.input[0])
+    return _call("reshape", (x,), {"newshape": reshape_target(imp, node, imp.shape_of(x), attrs)}, node)
+
+
+def transpose_axes(imp, node, attrs, rank):
+    perm = tuple(int(p) for p in attrs.get("perm", range(rank - 1, -1, -1)))
+    if sorted(perm) != list(range(rank)):
+        raise ModelError(f"{node_label(node)}: perm {perm} is not a permutation of rank {rank}")
+    return perm
+
+
+def _transpose(imp, node, attrs):
+    x = imp.expr(node.input[0])
+    return _call("transpose", (x,), {"axes": transpose_axes(imp, node, attrs, len(imp.shape_of(x)))}, node)
+
+
+def _concat(imp, node, attrs):
+    if "axis" not in attrs:
+        raise ModelError(f"{node_label(node)}: Concat needs an axis attribute")
+    xs = [imp.expr(n) for n in node.input if n]
+    return _call("concatenate", (Tuple(tuple(xs)),), {"axis": int(attrs["axis"])}, node)
+
+
+def _softmax(imp, node, attrs):
+    x = imp.expr(node.input[0])
+    shape = imp.shape_of(x)
+    axis = int(attrs.get("axis", -1 if imp.opset >= 13 else 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    if imp.opset < 13 and axis != len(shape) - 1:
+        # Opsets < 13 flatten to 2-D at `axis` and normalise over the whole tail.
+        flat = _call("reshape", (x,), {"newshape": (int(np.prod(shape[:axis])), -1)}, node)
+        out = _call("nn.softmax", (flat,), {"axis": 1}, node)
+        return _call("reshape", (out,), {"newshape": shape}, node)
+    return _call("nn.softmax", (x,), {"axis": axis}, node)
+
+
+def _pad(imp, node, attrs):
+    mode = attrs.get("mode", "constant")
+    if mode != "constant":
+        raise ModelError(f"{node_label(node)}: Pad mode {mode!r} is not supported", hint="only 'constant'")
+    x = imp.expr(node.input[0])
+    rank = len(imp.shape_of(x))
+    if imp.opset >= 11:
+        pads = [int(p) for p in imp.const(node.input[1], node, "pads").reshape(-1)]
+        value = imp.const(node.input[2], node, "constant_value").reshape(-1)[0] if len(node.input) > 2 and \
+            node.input[2] else 0
+        if len(node.input) > 3 and node.input[3]:
+            raise ModelError(f"{node_label(node)}: the axes input of Pad is not supported")
+    else:
+        pads = [int(p) for p in attrs.get("pads", [])]
+        value = attrs.get("value", 0.0)
+    if len(pads) != 2 * rank or min(pads, default=0) < 0:
+        raise ModelError(f"{node_label(node)}: pads {pads} must be {2 * rank} non-negative values")
+    width = tuple((pads[i], pads[i + rank]) for i in range(rank))
+    dtype = imp.dtype_of(x)
+    return _call("nn.pad", (x, Constant(np.array(value, dtype))), {"pad_width": width}, node)
+
+
+def _identity(imp, node, attrs):
+    return imp.values[node.input[0]]
+
+
+def _constant(imp, node, attrs):
+    if "value" not in attrs:
+        raise ModelError(f"{node_label(node)}: only Constant nodes with a tensor 'value' are supported")
+    return attrs["value"]
+
+
+FLOAT_CONVERTERS = {
+    "Conv": _conv, "BatchNormalization": _batch_norm, "Relu": _unary("nn.relu"), "Sigmoid": _unary("sigmoid"),
+    "Tanh": _unary("tanh"), "Clip": _clip, "Add": _binary("add"), "Sub": _binary("subtract"),
+    "Mul": _binary("multiply"), "Div": _binary("divide"), "MaxPool": _pool("nn.max_pool2d"),
+    "AveragePool": _pool("nn.avg_pool2d"), "GlobalAveragePool": _global_avg_pool, "Gemm": _gemm,
+    "MatMul": _matmul, "Reshape": _reshape_like, "Flatten": _reshape_like, "Squeeze": _reshape_like,
+    "Unsqueeze": _reshape_like, "Concat": _concat, "Transpose": _transpose, "Softmax": _softmax, "Pad": _pad,
+    "Identity": _identity, "Constant": _constant,
+}

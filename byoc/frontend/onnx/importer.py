@@ -1,0 +1,305 @@
+"""``from_onnx``: ONNX graph → IRModule.
+
+The importer walks the (topologically sorted) node list once, keeping for every ONNX tensor name a value:
+
+* a numpy array (initializers and ``Constant`` outputs, so shapes and weights stay inspectable),
+* an ``Expr`` (a float or integer tensor),
+* a ``QTensor`` (an integer tensor with its scale and zero point: a ``QuantizeLinear`` or ``QLinear*`` output),
+* a ``Dequantized`` (a ``DequantizeLinear`` output, materialised as ``qnn.dequantize`` only if a float consumer
+  needs it).
+
+QDQ folding follows onnxruntime's graph optimizer: a node whose data inputs are ``DequantizeLinear`` outputs and
+whose only consumer is a ``QuantizeLinear`` becomes the integer op chain onnxruntime runs for it (``QLinearConv``
+→ ``qnn.conv2d → nn.bias_add → qnn.requantize``, ...; see ``qdq.py``), and the ``QuantizeLinear`` node is
+absorbed. Everything else runs in float between ``qnn.dequantize`` and ``qnn.quantize``, as onnxruntime does.
+
+Layout: ONNX is NCHW and the IR keeps it (``data_layout="NCHW"``, ``kernel_layout="OIHW"``); a layout
+conversion pass can move to NHWC later without the importer guessing.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import ByocError, ModelError, UnsupportedOpsError
+from ...ir.expr import Constant, Expr, Function, Span, Tuple, Var
+from ...ir.module import IRModule
+from ...ir.types import TensorType
+from ...relay.op import make_call
+from .model import input_types, load_model, node_attrs, node_label, tensor_to_numpy
+
+__all__ = ["from_onnx", "QTensor", "Dequantized", "Importer"]
+
+
+@dataclass(frozen=True)
+class QTensor:
+    """An integer tensor and its quantization: real = scale · (q − zero_point), per channel along ``axis``."""
+    expr: Expr
+    scale: np.ndarray
+    zero_point: np.ndarray
+    axis: int
+    dtype: str
+
+    @property
+    def per_channel(self) -> bool:
+        return self.scale.size > 1
+
+
+@dataclass(frozen=True)
+class Dequantized:
+    """The float output of ``DequantizeLinear(q)``."""
+    q: QTensor
+
+
+def from_onnx(model_or_path, shape: dict | None = None):
+    """Import an ONNX model (path, bytes or ``onnx.ModelProto``). Returns ``(IRModule, params)``.
+
+    ``shape`` gives static shapes for inputs with symbolic dimensions. Weights are embedded as constants
+    (what the pattern tables match), so ``params`` is empty; it is returned for TVM's signature.
+    """
+    model = load_model(model_or_path)
+    return Importer(model, shape).run(), {}
+
+
+def _sanitize(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    return s if s and not s[0].isdigit() else "v" + s
+
+
+class Importer:
+    def __init__(self, model, shape: dict | None):
+        self.model = model
+        self.graph = model.graph
+        self.shape_override = shape
+        self.opset = 1
+        for imp in model.opset_import:
+            if imp.domain in ("", "ai.onnx"):
+                self.opset = int(imp.version)
+        self.values: dict[str, object] = {}
+        self.consumers: dict[str, list[int]] = {}
+        self.absorbed: set[int] = set()  # node indices folded into an earlier node (membership only)
+        self.graph_outputs = {o.name for o in self.graph.output}
+        self._dequant_memo: dict[int, Expr] = {}
+
+    # ---------------------------------------------------------------------------------------------- driver
+    def run(self) -> IRModule:
+        from .float_ops import FLOAT_CONVERTERS
+        from .qdq import QUANT_CONVERTERS, QOPERATOR_CONVERTERS
+        self._check_supported(FLOAT_CONVERTERS, QOPERATOR_CONVERTERS)
+        for t in self.graph.initializer:
+            self.values[t.name] = tensor_to_numpy(t, f"initializer {t.name!r}")
+        params = []
+        for name, shp, dtype in input_types(self.graph, set(self.values), self.shape_override):
+            v = Var(_sanitize(name), TensorType(shp, dtype), Span(name))
+            self.values[name] = v
+            params.append(v)
+        nodes = list(self.graph.node)
+        for i, n in enumerate(nodes):
+            for inp in n.input:
+                if inp:
+                    self.consumers.setdefault(inp, []).append(i)
+        for i, node in enumerate(nodes):
+            if i in self.absorbed:
+                continue
+            for inp in node.input:
+                if inp and inp not in self.values:
+                    raise ModelError(f"{node_label(node)} reads tensor {inp!r}, which no earlier node, input or "
+                                     "initializer defines", hint="the graph is not topologically sorted or is "
+                                     "missing a producer")
+            try:
+                self._convert(i, node, nodes, FLOAT_CONVERTERS, QUANT_CONVERTERS, QOPERATOR_CONVERTERS)
+            except ModelError as e:
+                if node_label(node) not in e.message:
+                    e.with_note(f"while converting {node_label(node)}")
+                raise
+            except ByocError as e:
+                raise ModelError(f"{node_label(node)}: {e.message}", hint=e.hint, notes=e.notes) from e
+            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as e:
+                raise ModelError(f"{node_label(node)}: malformed node ({type(e).__name__}: {e})",
+                                 hint="check the node's inputs, attributes and shapes") from e
+        outs = []
+        for o in self.graph.output:
+            if o.name not in self.values:
+                raise ModelError(f"graph output {o.name!r} is not produced by any node")
+            outs.append(self.expr(o.name, integer_ok=True))
+        body = outs[0] if len(outs) == 1 else Tuple(tuple(outs))
+        mod = IRModule()
+        mod["main"] = Function(tuple(params), body)
+        from ...transform.infer_type import infer_module
+        try:
+            infer_module(mod)
+        except ByocError as e:
+            raise ModelError(f"the imported graph does not type-check: {e.message}", hint=e.hint,
+                             notes=e.notes) from e
+        return mod
+
+    def _check_supported(self, float_conv, qop_conv) -> None:
+        missing: Counter = Counter()
+        names: dict[str, list[str]] = {}
+        for n in self.graph.node:
+            key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+            if n.domain in ("", "ai.onnx") and n.op_type in float_conv:
+                continue
+            if n.domain in ("", "ai.onnx", "com.microsoft") and n.op_type in qop_conv:
+                continue
+            missing[key] += 1
+            names.setdefault(key, []).append(n.name or (n.output[0] if n.output else "?"))
+        if missing:
+            lines = [f"{op} ×{cnt}: {', '.join(names[op][:5])}{', ...' if cnt > 5 else ''}"
+                     for op, cnt in sorted(missing.items())]
+            raise UnsupportedOpsError(
+                f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines),
+                hint="supported: " + ", ".join(sorted(set(float_conv) | set(qop_conv))))
+
+    def _convert(self, i, node, nodes, float_conv, quant_conv, qop_conv) -> None:
+        attrs = node_attrs(node)
+        if node.op_type in qop_conv:
+            outs = qop_conv[node.op_type](self, node, attrs)
+        else:
+            outs = None
+            if node.op_type in quant_conv:
+                q_indices = self._quantize_consumers(node, nodes)
+                if q_indices:
+                    out_q = self.quant_params_of(nodes[q_indices[0]])
+                    if out_q is not None and all(_same_qparams(out_q, self.quant_params_of(nodes[j]))
+                                                 for j in q_indices[1:]):
+                        res = quant_conv[node.op_type](self, node, attrs, out_q)
+                        if res is not None:
+                            self._type_check(res)
+                            for j in q_indices:
+                                self.absorbed.add(j)
+                                self.values[nodes[j].output[0]] = res
+                            return
+            outs = float_conv[node.op_type](self, node, attrs)
+        if not isinstance(outs, (list, tuple)):
+            outs = [outs]
+        for name, v in zip(node.output, outs):
+            if name:
+                self.values[name] = v
+                self._type_check(v)
+
+    def _type_check(self, v) -> None:
+        # Type each new value now, so a shape/attribute error is reported against the node that made it.
+        e = v.expr if isinstance(v, QTensor) else v.q.expr if isinstance(v, Dequantized) else v
+        if isinstance(e, Expr):
+            _infer_new(e)
+
+    def _quantize_consumers(self, node, nodes) -> list[int]:
+        """The QuantizeLinear nodes reading this node's single output, when they are its only consumers."""
+        if len(node.output) != 1 or node.output[0] in self.graph_outputs:
+            return []
+        users = self.consumers.get(node.output[0], [])
+        for j in users:
+            q = nodes[j]
+            if q.op_type != "QuantizeLinear" or q.domain not in ("", "ai.onnx") or q.input[0] != node.output[0]:
+                return []
+        return users
+
+    # ---------------------------------------------------------------------------------------------- values
+    def quant_params_of(self, qnode) -> tuple[np.ndarray, np.ndarray, int, str] | None:
+        """(scale, zero_point, axis, dtype) of a Quantize/DequantizeLinear node with constant parameters."""
+        scale = self.values.get(qnode.input[1]) if len(qnode.input) > 1 else None
+        if not isinstance(scale, np.ndarray):
+            return None
+        zp = self.values.get(qnode.input[2]) if len(qnode.input) > 2 and qnode.input[2] else None
+        if zp is None:
+            zp_arr, dtype = np.zeros(scale.shape, np.int64), "uint8"
+            if len(qnode.input) > 2 and qnode.input[2]:
+                return None
+        elif isinstance(zp, np.ndarray):
+            zp_arr, dtype = zp.astype(np.int64), zp.dtype.name
+        else:
+            return None
+        attrs = node_attrs(qnode)
+        if "output_dtype" in attrs and attrs["output_dtype"]:
+            raise ModelError(f"{node_label(qnode)}: output_dtype attribute is not supported",
+                             hint="give the zero point tensor instead")
+        if attrs.get("block_size", 0):
+            raise ModelError(f"{node_label(qnode)}: blocked quantization is not supported")
+        if dtype not in ("int8", "uint8", "int16", "uint16", "int32"):
+            raise ModelError(f"{node_label(qnode)}: zero point type {dtype} is not supported",
+                             hint="int8, uint8, int16, uint16 (int32 for biases)")
+        if scale.dtype != np.float32:
+            raise ModelError(f"{node_label(qnode)}: scale must be float32, found {scale.dtype}")
+        if scale.size == 1 and zp_arr.size == 1:
+            scale, zp_arr = scale.reshape(()), zp_arr.reshape(())
+        elif zp_arr.size == 1 and scale.ndim == 1:
+            zp_arr = np.full(scale.shape, int(zp_arr.reshape(-1)[0]), np.int64)
+        if scale.ndim > 1 or zp_arr.shape != scale.shape:
+            raise ModelError(f"{node_label(qnode)}: scale {scale.shape} and zero point {zp_arr.shape} must be "
+                             "matching scalars or 1-D vectors")
+        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            raise ModelError(f"{node_label(qnode)}: scales must be positive and finite, found {scale.reshape(-1)[:4]}")
+        return scale, zp_arr, int(attrs.get("axis", 1)), dtype
+
+    def expr(self, name: str, integer_ok: bool = True) -> Expr:
+        """The value of a tensor as an expression (constants embedded, DequantizeLinear outputs materialised)."""
+        v = self.values[name]
+        if isinstance(v, Expr):
+            return v
+        if isinstance(v, np.ndarray):
+            return Constant(_ir_array(v, name))
+        if isinstance(v, QTensor):
+            return v.expr
+        if isinstance(v, Dequantized):
+            return self.dequantize(v.q, name)
+        raise ModelError(f"tensor {name!r} has no expression value")
+
+    def dequantize(self, q: QTensor, name: str = "") -> Expr:
+        key = id(q)
+        if key not in self._dequant_memo:
+            axis = q.axis if q.per_channel else -1
+            self._dequant_memo[key] = make_call(
+                "qnn.dequantize", (q.expr, Constant(q.scale.astype(np.float32)),
+                                   Constant(q.zero_point.astype(np.int32))), {"axis": axis},
+                span=Span(name) if name else None)
+        return self._dequant_memo[key]
+
+    def const(self, name: str, node, what: str) -> np.ndarray:
+        v = self.values.get(name)
+        if not isinstance(v, np.ndarray):
+            raise ModelError(f"{node_label(node)}: {what} ({name!r}) must be a constant initializer",
+                             hint="computed shapes/parameters are not supported; constant-fold the model first")
+        return v
+
+    def shape_of(self, e: Expr) -> tuple[int, ...]:
+        t = _infer_new(e)
+        if not isinstance(t, TensorType):
+            raise ModelError(f"expected a tensor, found {t}")
+        return t.shape
+
+    def dtype_of(self, e: Expr) -> str:
+        t = _infer_new(e)
+        if not isinstance(t, TensorType):
+            raise ModelError(f"expected a tensor, found {t}")
+        return t.dtype
+
+
+def _infer_new(e: Expr):
+    """Type the not-yet-typed part of ``e`` only (everything the importer built earlier is typed already), so
+    importing stays linear in the graph size."""
+    from ...ir.traversal import post_order
+    from ...transform.infer_type import _infer_node, _type_children
+    if e._checked_type is None:  # type: ignore[attr-defined]
+        untyped = lambda n: tuple(c for c in _type_children(n) if c._checked_type is None)  # noqa: E731
+        for n in post_order(e, child_fn=untyped):
+            if n._checked_type is None:  # type: ignore[attr-defined]
+                n._set_checked_type(_infer_node(n, {}, {}))
+    return e.checked_type
+
+
+def _same_qparams(a, b) -> bool:
+    return b is not None and a[3] == b[3] and a[0].shape == b[0].shape and np.array_equal(a[0], b[0]) and \
+        np.array_equal(a[1], b[1]) and (a[0].size == 1 or a[2] == b[2])
+
+
+def _ir_array(v: np.ndarray, name: str) -> np.ndarray:
+    if v.dtype == np.int64:
+        # Shapes and indices: the IR computes in int32 where it needs integers at all.
+        if v.size and (v.min() < -(1 << 31) or v.max() >= (1 << 31)):
+            raise ModelError(f"int64 tensor {name!r} has values outside int32")
+        return v.astype(np.int32)
+    return v

@@ -1,0 +1,214 @@
+"""The per-operator conversion context and the converter registry of the TFLite importer.
+
+A converter is ``fn(ctx: OpContext) -> list[Expr]`` (one expression per TFLite output tensor), registered with
+``@converter("CONV_2D", quant=(IR ops it emits), float=(...))`` so the importer can report every op whose IR ops
+are not registered (yet) in one ``UnsupportedOpsError`` before converting anything.
+
+Every node a converter builds through the context is typed on construction (the op's type relation runs
+immediately) and carries ``Span(<output tensor name>)``; weights carry the span of their own tensor.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ByocError, ModelError
+from ..ir.expr import Call, Constant, Expr, Op, Span, Tuple, TupleGetItem
+from ..ir.types import TensorType, TupleType
+from .tflite_quant import ACTIVATION_NAMES, activation_bounds, dtype_limits, float_activation_bounds
+from .tflite_reader import OperatorInfo, TensorInfo, TFLiteModel
+
+__all__ = ["ConverterSpec", "CONVERTERS", "converter", "OpContext", "QUANT_DTYPES", "tensor_name"]
+
+QUANT_DTYPES = ("int8", "uint8", "int16")
+_IR_DTYPES = ("float32", "float16", "int32", "uint8", "int64", "bool", "int16", "int8", "float64")
+
+
+@dataclass(frozen=True)
+class ConverterSpec:
+    name: str
+    fn: Callable
+    quant_ops: tuple[str, ...]
+    float_ops: tuple[str, ...]
+
+
+CONVERTERS: dict[str, ConverterSpec] = {}
+
+
+def converter(*names: str, quant: tuple[str, ...] = (), float: tuple[str, ...] = ()):  # noqa: A002
+    """Register ``fn`` as the converter of the given TFLite builtin op names."""
+    def register(fn):
+        for n in names:
+            CONVERTERS[n] = ConverterSpec(n, fn, tuple(quant), tuple(float))
+        return fn
+    return register
+
+
+def tensor_name(t: TensorInfo) -> str:
+    """The tensor's name, or a stable generated one (t<index>) for unnamed tensors."""
+    return t.name if t.name else f"t{t.index}"
+
+
+class OpContext:
+    """What a converter sees: the operator, its tensors, and typed-node builders."""
+
+    def __init__(self, importer, op: OperatorInfo):
+        self.importer = importer
+        self.model: TFLiteModel = importer.model
+        self.op = op
+        self.options = op.options
+        self.semantics: str = importer.semantics
+        out_name = tensor_name(self.model.tensors[op.outputs[0]]) if op.outputs else f"op{op.index}"
+        self.span = Span(out_name)
+
+    # ------------------------------------------------------------ errors
+    def fail(self, problem: str, hint: str | None = None) -> ModelError:
+        return ModelError(f"TFLite {self.op.label} at file offset {self.op.offset}: {problem}", hint=hint)
+
+    # ------------------------------------------------------------ tensors
+    def check_arity(self, min_inputs: int, max_inputs: int | None = None, outputs: int = 1) -> None:
+        n = len(self.op.inputs)
+        hi = min_inputs if max_inputs is None else max_inputs
+        if not min_inputs <= n <= hi:
+            want = str(min_inputs) if hi == min_inputs else f"{min_inputs} to {hi}"
+            raise self.fail(f"expected {want} inputs, found {n}")
+        if outputs >= 0 and len(self.op.outputs) != outputs:
+            raise self.fail(f"expected {outputs} output(s), found {len(self.op.outputs)}")
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.op.inputs) and self.op.inputs[i] >= 0
+
+    def tensor(self, i: int) -> TensorInfo:
+        if not self.has_input(i):
+            raise self.fail(f"input {i} is missing")
+        return self.model.tensors[self.op.inputs[i]]
+
+    def out_tensor(self, j: int = 0) -> TensorInfo:
+        return self.model.tensors[self.op.outputs[j]]
+
+    def input(self, i: int) -> Expr:
+        """The expression of input ``i``: a graph input, an earlier op's output, or a constant."""
+        return self.importer.expr_of(self.tensor(i), self)
+
+    def const_value(self, i: int, what: str) -> np.ndarray:
+        """The constant data of input ``i`` (e.g. a shape vector), which must be in the file."""
+        t = self.tensor(i)
+        value = self.model.constant(t)
+        if value is None:
+            raise self.fail(f"{what} ({t.label}) must be a constant tensor",
+                            hint="dynamic shapes/axes are not supported")
+        return value
+
+    def int_vector(self, i: int, what: str, length: int | None = None) -> list[int]:
+        t = self.tensor(i)
+        if t.dtype not in ("int32", "int64"):
+            raise self.fail(f"{what} ({t.label}) must be int32 or int64, found {t.dtype}")
+        v = [int(x) for x in self.const_value(i, what).reshape(-1)]
+        if length is not None and len(v) != length:
+            raise self.fail(f"{what} ({t.label}) must have {length} values, found {len(v)}")
+        return v
+
+    # ------------------------------------------------------------ quantization
+    def quant(self, t: TensorInfo, what: str) -> tuple[float, int]:
+        """(scale, zero point) of a per-tensor quantized activation, validated."""
+        q = t.quant
+        if q is None:
+            raise self.fail(f"{what} {t.label} ({t.dtype}) has no quantization parameters",
+                            hint="a quantized op needs scale and zero point on its activations")
+        if q.scale.size != 1:
+            raise self.fail(f"{what} {t.label} has {q.scale.size} scales; activations must be quantized per tensor")
+        scale = float(q.scale[0])
+        if not (np.isfinite(scale) and scale > 0):
+            raise self.fail(f"{what} {t.label} has scale {scale}; scales must be positive and finite")
+        zp = int(q.zero_point[0])
+        lo, hi = dtype_limits(t.dtype) if t.dtype in QUANT_DTYPES else (-(2**31), 2**31 - 1)
+        if not lo <= zp <= hi:
+            raise self.fail(f"{what} {t.label} has zero point {zp}, outside the {t.dtype} range [{lo}, {hi}]")
+        return scale, zp
+
+    def weight_quant(self, t: TensorInfo, axis: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """(scales, zero points) of a weight quantized per tensor or per channel along ``axis``."""
+        q = t.quant
+        if q is None:
+            raise self.fail(f"{what} {t.label} has no quantization parameters")
+        scales = np.asarray(q.scale, np.float32)
+        if not (np.all(np.isfinite(scales)) and np.all(scales > 0)):
+            raise self.fail(f"{what} {t.label} has a non-positive or non-finite scale")
+        if scales.size != 1:
+            if q.quantized_dimension != axis or t.shape[axis] != scales.size:
+                raise self.fail(f"{what} {t.label} has {scales.size} scales on quantized_dimension "
+                                f"{q.quantized_dimension}; expected one per channel of axis {axis} "
+                                f"({t.shape[axis] if axis < len(t.shape) else '?'} channels)")
+        zps = np.asarray(q.zero_point, np.int64)
+        lo, hi = dtype_limits(t.dtype) if t.dtype in QUANT_DTYPES else (-(2**31), 2**31 - 1)
+        if np.any(zps < lo) or np.any(zps > hi):
+            raise self.fail(f"{what} {t.label} has a zero point outside the {t.dtype} range")
+        return scales, zps
+
+    def is_quantized(self, t: TensorInfo) -> bool:
+        return t.dtype in QUANT_DTYPES
+
+    def activation(self) -> int:
+        act = int(self.options.get("fused_activation_function", 0))
+        if act not in ACTIVATION_NAMES:
+            raise self.fail(f"fused_activation_function {act} is not a TFLite ActivationFunctionType",
+                            hint="valid values: " + ", ".join(f"{k}={v}" for k, v in ACTIVATION_NAMES.items()))
+        return act
+
+    def apply_activation(self, expr: Expr, out: TensorInfo, act: int | None = None) -> Expr:
+        """The fused-activation clip (§2.2); nothing when it would be the full range."""
+        act = self.activation() if act is None else act
+        if out.dtype in QUANT_DTYPES:
+            scale, zp = self.quant(out, "output")
+            lo, hi = activation_bounds(act, scale, zp, out.dtype)
+            if (lo, hi) == dtype_limits(out.dtype):
+                return expr
+            return self.call("clip", [expr], {"a_min": float(lo), "a_max": float(hi)})
+        bounds = float_activation_bounds(act)
+        if bounds is None:
+            return expr
+        return self.call("clip", [expr], {"a_min": bounds[0], "a_max": bounds[1]})
+
+    # ------------------------------------------------------------ node builders
+    def call(self, op_name: str, args, attrs: dict | None = None) -> Call:
+        """A typed call with this op's span; type errors become ModelErrors naming the operator."""
+        try:
+            node = Call(Op.get(op_name), tuple(args), attrs, self.span)
+            node._set_checked_type(node.op.op_def.type_rel([a.checked_type for a in node.args], node.attrs))
+        except ModelError:
+            raise
+        except ByocError as e:
+            raise self.fail(f"building {op_name}: {e.message}", hint=e.hint) from None
+        return node
+
+    def const(self, value, dtype: str) -> Constant:
+        arr = np.array(value, dtype=dtype)
+        arr.setflags(write=False)  # Constant keeps a read-only array as is (no second copy)
+        c = Constant(arr, self.span)
+        c._set_checked_type(TensorType(arr.shape, dtype))
+        return c
+
+    def tuple(self, fields) -> Tuple:
+        t = Tuple(tuple(fields), self.span)
+        t._set_checked_type(TupleType(tuple(f.checked_type for f in t.fields)))
+        return t
+
+    def item(self, tup: Expr, index: int, span: Span | None = None) -> TupleGetItem:
+        node = TupleGetItem(tup, index, span or self.span)
+        node._set_checked_type(tup.checked_type.fields[index])
+        return node
+
+    def weight(self, i: int, reshape: tuple[int, ...] | None = None) -> Constant:
+        """Input ``i`` as a constant (zero-copy view of the file), optionally reshaped."""
+        t = self.tensor(i)
+        value = self.model.constant(t)
+        if value is None:
+            raise self.fail(f"weight {t.label} must be a constant tensor")
+        return self.importer.constant_of(t, value, reshape)
+
+    def type_of(self, t: TensorInfo) -> TensorType:
+        if t.dtype not in _IR_DTYPES:
+            raise self.fail(f"{t.label} has unsupported type {t.dtype}")
+        return TensorType(t.shape, t.dtype)

@@ -1,0 +1,237 @@
+"""TFLite converters for the weighted ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV.
+
+Quantized chains follow TVM's frontend (docs/architecture.md): ``[nn.pad →] qnn.conv2d → nn.bias_add →
+qnn.requantize [→ clip]``. The requantize input scale is the exact float64 product double(s_in)·double(s_w[c]),
+so the (M, shift) the op derives equals TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's
+reference kernel) or, with ``semantics="tflm"``, with the float32-product multiplier and ``TFLITE`` rounding.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.expr import Expr
+from .tflite_context import QUANT_DTYPES, OpContext, converter
+from .tflite_quant import conv_scale_products, float32_scale_products, same_padding
+
+_CONV_Q = ("nn.pad", "qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip")
+_CONV_F = ("nn.pad", "nn.conv2d", "nn.bias_add", "clip")
+
+
+def _padding_mode(ctx: OpContext) -> str:
+    p = int(ctx.options.get("padding", 0))
+    if p not in (0, 1):
+        raise ctx.fail(f"padding {p} is not SAME (0) or VALID (1)")
+    return "SAME" if p == 0 else "VALID"
+
+
+def _positive(ctx: OpContext, *names: str) -> tuple[int, ...]:
+    vals = tuple(int(ctx.options.get(n, 0)) for n in names)
+    for n, v in zip(names, vals):
+        if v <= 0:
+            raise ctx.fail(f"{n} is {v}; it must be positive")
+    return vals
+
+
+def _rank(ctx: OpContext, i: int, rank: int, what: str):
+    t = ctx.tensor(i)
+    if len(t.shape) != rank:
+        raise ctx.fail(f"{what} {t.label} has shape {list(t.shape)}; expected rank {rank}")
+    if 0 in t.shape:
+        raise ctx.fail(f"{what} {t.label} has an empty dimension in shape {list(t.shape)}")
+    return t
+
+
+def _scalar_or_vector(values: np.ndarray):
+    """A per-channel array, collapsed to a scalar when every channel is equal (per-tensor quantization)."""
+    values = np.asarray(values).reshape(-1)
+    return values[0] if values.size == 1 or np.all(values == values[0]) else values
+
+
+def _quantized_kernel_zp(ctx: OpContext, w_t, zps: np.ndarray):
+    if w_t.dtype == "int8" and np.any(zps != 0):
+        raise ctx.fail(f"int8 filter {w_t.label} has a non-zero zero point; TFLite's int8 kernels require 0",
+                       hint="LiteRT rejects this model too")
+    return _scalar_or_vector(zps)
+
+
+def _bias(ctx: OpContext, y: Expr, i: int, channels: int, axis: int, quantized: bool) -> Expr:
+    if not ctx.has_input(i):
+        return y
+    b_t = ctx.tensor(i)
+    want = "int32" if quantized else "float32"
+    if b_t.dtype != want:
+        raise ctx.fail(f"bias {b_t.label} is {b_t.dtype}; expected {want}"
+                       + (" (int16 activations with int64 bias are not supported)" if quantized else ""))
+    if b_t.shape != (channels,):
+        raise ctx.fail(f"bias {b_t.label} has shape {list(b_t.shape)}; expected [{channels}]")
+    # Bias quantization is never read by TFLite's int8 kernels (and is malformed in person_detect): ignore it.
+    return ctx.call("nn.bias_add", [y, ctx.weight(i)], {"axis": axis})
+
+
+def _requantize(ctx: OpContext, y: Expr, s_in: float, w_scales: np.ndarray, axis: int, rounding: str = "TFLITE",
+                products=conv_scale_products) -> Expr:
+    out = ctx.out_tensor()
+    s_out, zp_out = ctx.quant(out, "output")
+    if out.dtype not in QUANT_DTYPES:
+        raise ctx.fail(f"output {out.label} is {out.dtype}; a quantized op needs an int8/uint8/int16 output")
+    scale = _scalar_or_vector(products(s_in, w_scales))
+    return ctx.call("qnn.requantize", [y, ctx.const(scale, "float64"), ctx.const(0, "int32"),
+                                       ctx.const(s_out, "float32"), ctx.const(zp_out, "int32")],
+                    {"axis": axis, "rounding": rounding, "out_dtype": out.dtype})
+
+
+def _conv_like(ctx: OpContext, depthwise: bool) -> list[Expr]:
+    ctx.check_arity(2, 3)
+    x_t = _rank(ctx, 0, 4, "input")
+    w_t = _rank(ctx, 1, 4, "filter")
+    out_t = ctx.out_tensor()
+    n, h, w, cin = x_t.shape
+    padding = _padding_mode(ctx)
+    sw, sh = _positive(ctx, "stride_w", "stride_h")
+    dw, dh = _positive(ctx, "dilation_w_factor", "dilation_h_factor")
+    if depthwise:
+        one, kh, kw, cout = w_t.shape
+        if one != 1 or cout % cin:
+            raise ctx.fail(f"depthwise filter {w_t.label} has shape {list(w_t.shape)}; expected [1, KH, KW, "
+                           f"{cin}·multiplier] for {cin} input channels")
+        groups, channel_axis = cin, 3
+        weight = ctx.weight(1, (kh, kw, 1, cout))
+        layout = {"kernel_layout": "HWIO"}
+    else:
+        cout, kh, kw, wcin = w_t.shape
+        if cin % wcin or cout % (cin // wcin):
+            raise ctx.fail(f"filter {w_t.label} has {wcin} input channels and {cout} outputs, which does not "
+                           f"divide the {cin} channels of {x_t.label} into groups")
+        groups, channel_axis = cin // wcin, 0
+        weight = ctx.weight(1)
+        layout = {"kernel_layout": "OHWI"}
+    oh, pt, pb = same_padding(h, kh, sh, dh, padding)
+    ow, pl, pr = same_padding(w, kw, sw, dw, padding)
+    if oh <= 0 or ow <= 0:
+        raise ctx.fail(f"input {x_t.label} of {h}x{w} is smaller than the dilated {kh}x{kw} filter")
+    attrs = dict(strides=(sh, sw), padding=(0, 0, 0, 0), dilation=(dh, dw), groups=groups, channels=cout,
+                 kernel_size=(kh, kw), data_layout="NHWC", **layout)
+    x = ctx.input(0)
+    quantized = x_t.dtype in QUANT_DTYPES
+    if quantized:
+        s_in, zp_in = ctx.quant(x_t, "input")
+        w_scales, w_zps = ctx.weight_quant(w_t, channel_axis, "filter")
+        kzp = _quantized_kernel_zp(ctx, w_t, w_zps)
+        pad_value = ctx.const(zp_in, x_t.dtype)
+    else:
+        pad_value = ctx.const(0, x_t.dtype)
+    if pt or pb or pl or pr:
+        x = ctx.call("nn.pad", [x, pad_value], {"pad_width": ((0, 0), (pt, pb), (pl, pr), (0, 0))})
+    if not quantized:
+        y = ctx.call("nn.conv2d", [x, weight], attrs)
+        y = _bias(ctx, y, 2, cout, 3, False)
+        return [ctx.apply_activation(y, out_t)]
+    y = ctx.call("qnn.conv2d", [x, weight, ctx.const(zp_in, "int32"), ctx.const(kzp, "int32"),
+                                ctx.const(s_in, "float32"), ctx.const(_scalar_or_vector(w_scales), "float32")],
+                 dict(attrs, out_dtype="int32"))
+    y = _bias(ctx, y, 2, cout, 3, True)
+    y = _requantize(ctx, y, s_in, w_scales, 3)
+    return [ctx.apply_activation(y, out_t)]
+
+
+@converter("CONV_2D", quant=_CONV_Q, float=_CONV_F)
+def convert_conv2d(ctx: OpContext) -> list[Expr]:
+    return _conv_like(ctx, depthwise=False)
+
+
+@converter("DEPTHWISE_CONV_2D", quant=_CONV_Q, float=_CONV_F)
+def convert_depthwise_conv2d(ctx: OpContext) -> list[Expr]:
+    # The depth multiplier comes from the shapes (Cout / Cin), as TFLite's kernels take it; the option is unused.
+    return _conv_like(ctx, depthwise=True)
+
+
+@converter("FULLY_CONNECTED", quant=("reshape", "qnn.dense", "nn.bias_add", "qnn.requantize", "clip"),
+           float=("reshape", "nn.dense", "nn.bias_add", "clip"))
+def convert_fully_connected(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2, 3)
+    x_t = ctx.tensor(0)
+    w_t = _rank(ctx, 1, 2, "weights")
+    out_t = ctx.out_tensor()
+    if int(ctx.options.get("weights_format", 0)) != 0:
+        raise ctx.fail("shuffled weights formats are not supported", hint="re-export with the DEFAULT format")
+    units, k = w_t.shape
+    size = int(np.prod(x_t.shape, dtype=np.int64)) if x_t.shape else 1
+    if size == 0 or size % k:
+        raise ctx.fail(f"input {x_t.label} with shape {list(x_t.shape)} cannot be flattened to rows of {k}")
+    keep = bool(ctx.options.get("keep_num_dims", 0))
+    if keep and (not x_t.shape or x_t.shape[-1] != k):
+        raise ctx.fail(f"keep_num_dims needs the last input dimension to be {k}, found {list(x_t.shape)}")
+    batch = size // k
+    x = ctx.input(0)
+    if tuple(x_t.shape) != (batch, k):
+        x = ctx.call("reshape", [x], {"newshape": (batch, k)})
+    weight = ctx.weight(1)
+    if x_t.dtype in QUANT_DTYPES:
+        s_in, zp_in = ctx.quant(x_t, "input")
+        w_scales, w_zps = ctx.weight_quant(w_t, 0, "weights")
+        y = ctx.call("qnn.dense", [x, weight, ctx.const(zp_in, "int32"),
+                                   ctx.const(_scalar_or_vector(w_zps), "int32"), ctx.const(s_in, "float32"),
+                                   ctx.const(_scalar_or_vector(w_scales), "float32")],
+                     {"units": units, "out_dtype": "int32"})
+        y = _bias(ctx, y, 2, units, 1, True)
+        if ctx.semantics == "tflm":
+            y = _requantize(ctx, y, s_in, w_scales, 1, "TFLITE", float32_scale_products)
+        else:
+            y = _requantize(ctx, y, s_in, w_scales, 1, "TFLITE_FLOAT")
+    else:
+        y = ctx.call("nn.dense", [x, weight], {"units": units})
+        y = _bias(ctx, y, 2, units, 1, False)
+    y = ctx.apply_activation(y, out_t)
+    if keep and len(x_t.shape) != 2:
+        y = ctx.call("reshape", [y], {"newshape": tuple(x_t.shape[:-1]) + (units,)})
+    return [y]
+
+
+@converter("TRANSPOSE_CONV", quant=("qnn.conv2d_transpose", "nn.bias_add", "qnn.requantize", "clip"),
+           float=("nn.conv2d_transpose", "nn.bias_add", "clip"))
+def convert_transpose_conv(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(3, 4)
+    out_shape = tuple(ctx.int_vector(0, "output_shape", 4))
+    w_t = _rank(ctx, 1, 4, "filter")
+    x_t = _rank(ctx, 2, 4, "input")
+    out_t = ctx.out_tensor()
+    if out_shape != tuple(out_t.shape):
+        raise ctx.fail(f"output_shape {list(out_shape)} disagrees with output {out_t.label} "
+                       f"{list(out_t.shape)}")
+    n, h, w, cin = x_t.shape
+    cout, kh, kw, wcin = w_t.shape
+    if wcin != cin or out_shape[0] != n or out_shape[3] != cout:
+        raise ctx.fail(f"filter {w_t.label} {list(w_t.shape)} does not map input {list(x_t.shape)} to "
+                       f"output {list(out_shape)}")
+    padding = _padding_mode(ctx)
+    sw, sh = _positive(ctx, "stride_w", "stride_h")
+    # TFLite pads as if the *output* were the input of a conv (transpose_conv.cc); the extra pixel goes after.
+    oh, ow = out_shape[1], out_shape[2]
+    pads = []
+    for size, k, s, out in ((h, kh, sh, oh), (w, kw, sw, ow)):
+        _, before, _ = same_padding(out, k, s, 1, padding)
+        after = (size - 1) * s + k - before - out
+        pads.append((before, max(after, 0), max(-after, 0)))
+    (pt, pb, oph), (pl, pr, opw) = pads
+    if oph >= sh or opw >= sw:
+        raise ctx.fail(f"output {list(out_shape)} is larger than the transposed convolution can produce from "
+                       f"input {list(x_t.shape)} with stride {(sh, sw)}")
+    attrs = dict(channels=cout, kernel_size=(kh, kw), strides=(sh, sw), padding=(pt, pl, pb, pr),
+                 output_padding=(oph, opw), data_layout="NHWC", kernel_layout="OHWI")
+    x = ctx.input(2)
+    weight = ctx.weight(1)
+    out_act = ctx.activation()
+    if x_t.dtype in QUANT_DTYPES:
+        s_in, zp_in = ctx.quant(x_t, "input")
+        w_scales, w_zps = ctx.weight_quant(w_t, 0, "filter")
+        kzp = _quantized_kernel_zp(ctx, w_t, w_zps)
+        y = ctx.call("qnn.conv2d_transpose", [x, weight, ctx.const(zp_in, "int32"), ctx.const(kzp, "int32"),
+                                              ctx.const(s_in, "float32"),
+                                              ctx.const(_scalar_or_vector(w_scales), "float32")],
+                     dict(attrs, out_dtype="int32"))
+        y = _bias(ctx, y, 3, cout, 3, True)
+        y = _requantize(ctx, y, s_in, w_scales, 3)
+    else:
+        y = ctx.call("nn.conv2d_transpose", [x, weight], attrs)
+        y = _bias(ctx, y, 3, cout, 3, False)
+    return [ctx.apply_activation(y, out_t, out_act)]

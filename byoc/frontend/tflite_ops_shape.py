@@ -1,0 +1,235 @@
+"""TFLite converters for data movement: PAD, PADV2, RESHAPE, SQUEEZE, TRANSPOSE, CONCATENATION, SPLIT,
+STRIDED_SLICE and RESIZE_NEAREST_NEIGHBOR. None of them rescales, except uint8 CONCATENATION with differing
+input parameters (LiteRT's float32 rescale; int8 inputs must match the output exactly, as LiteRT requires).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.expr import Expr, Span
+from .tflite_context import QUANT_DTYPES, OpContext, converter, tensor_name
+
+_INT_MAX = 2**31 - 1
+_INT_MIN = -(2**31)
+
+
+def _pad(ctx: OpContext, v2: bool) -> list[Expr]:
+    ctx.check_arity(2, 3 if v2 else 2)
+    x_t, out_t = ctx.tensor(0), ctx.out_tensor()
+    rank = len(x_t.shape)
+    p_t = ctx.tensor(1)
+    if p_t.dtype not in ("int32", "int64") or p_t.shape != (rank, 2):
+        raise ctx.fail(f"paddings {p_t.label} must be an int32/int64 [{rank}, 2] tensor, found {p_t.dtype} "
+                       f"{list(p_t.shape)}")
+    p = ctx.const_value(1, "paddings")
+    if np.any(p < 0) or np.any(p > _INT_MAX):
+        raise ctx.fail(f"paddings {p.tolist()} must be non-negative")
+    if x_t.dtype != out_t.dtype:
+        raise ctx.fail(f"output {out_t.label} is {out_t.dtype} but input {x_t.label} is {x_t.dtype}")
+    if v2 and ctx.has_input(2):
+        c_t = ctx.tensor(2)
+        value = ctx.const_value(2, "constant_values").reshape(-1)
+        if c_t.dtype != x_t.dtype or value.size != 1:
+            raise ctx.fail(f"constant_values {c_t.label} must hold one {x_t.dtype} value")
+        pad_value = value[0]
+    elif x_t.dtype in QUANT_DTYPES and out_t.quant is not None:
+        pad_value = ctx.quant(out_t, "output")[1]  # TFLite pads with the output zero point
+    else:
+        pad_value = 0
+    pad_width = tuple((int(a), int(b)) for a, b in p)
+    return [ctx.call("nn.pad", [ctx.input(0), ctx.const(pad_value, x_t.dtype)], {"pad_width": pad_width})]
+
+
+@converter("PAD", quant=("nn.pad",), float=("nn.pad",))
+def convert_pad(ctx: OpContext) -> list[Expr]:
+    return _pad(ctx, v2=False)
+
+
+@converter("PADV2", quant=("nn.pad",), float=("nn.pad",))
+def convert_padv2(ctx: OpContext) -> list[Expr]:
+    return _pad(ctx, v2=True)
+
+
+def _resolve_shape(ctx: OpContext, shape: list[int], size: int) -> tuple[int, ...]:
+    if shape.count(-1) > 1 or any(d < -1 for d in shape):
+        raise ctx.fail(f"new shape {shape} may hold at most one -1 and no other negative value")
+    known = 1
+    for d in shape:
+        if d != -1:
+            known *= d
+    if -1 in shape:
+        if known == 0 or size % known:
+            raise ctx.fail(f"new shape {shape} is incompatible with {size} elements")
+        shape = [size // known if d == -1 else d for d in shape]
+    elif known != size:
+        raise ctx.fail(f"new shape {shape} holds {known} elements, the input {size}")
+    if 0 in shape:
+        raise ctx.fail(f"new shape {shape} has an empty dimension")
+    return tuple(shape)
+
+
+@converter("RESHAPE", quant=("reshape",), float=("reshape",))
+def convert_reshape(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(1, 2)
+    x_t, out_t = ctx.tensor(0), ctx.out_tensor()
+    if ctx.has_input(1) and ctx.model.constant(ctx.tensor(1)) is not None:
+        shape = ctx.int_vector(1, "shape")
+    elif ctx.options.get("new_shape") is not None:
+        shape = list(ctx.options["new_shape"])
+    else:
+        shape = list(out_t.shape)
+    size = int(np.prod(x_t.shape, dtype=np.int64)) if x_t.shape else 1
+    newshape = _resolve_shape(ctx, shape, size)
+    return [ctx.call("reshape", [ctx.input(0)], {"newshape": newshape})]
+
+
+@converter("SQUEEZE", quant=("squeeze",), float=("squeeze",))
+def convert_squeeze(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(1)
+    x_t = ctx.tensor(0)
+    rank = len(x_t.shape)
+    dims = ctx.options.get("squeeze_dims") or ()
+    axes = []
+    for a in dims:
+        if not -rank <= a < rank or x_t.shape[a % rank] != 1:
+            raise ctx.fail(f"cannot squeeze axis {a} of input {x_t.label} with shape {list(x_t.shape)}")
+        if a % rank not in axes:
+            axes.append(a % rank)
+    return [ctx.call("squeeze", [ctx.input(0)], {"axis": tuple(sorted(axes)) if axes else None})]
+
+
+@converter("TRANSPOSE", quant=("transpose",), float=("transpose",))
+def convert_transpose(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t = ctx.tensor(0)
+    perm = ctx.int_vector(1, "perm")
+    if sorted(perm) != list(range(len(x_t.shape))):
+        raise ctx.fail(f"perm {perm} is not a permutation of the {len(x_t.shape)} axes of {x_t.label}")
+    return [ctx.call("transpose", [ctx.input(0)], {"axes": tuple(perm)})]
+
+
+@converter("CONCATENATION", quant=("qnn.concatenate",), float=("concatenate",))
+def convert_concatenation(ctx: OpContext) -> list[Expr]:
+    n = len(ctx.op.inputs)
+    ctx.check_arity(1, max(n, 1))
+    ctx.activation()  # validated, then ignored as TFLite's kernels ignore it
+    tensors = [ctx.tensor(i) for i in range(n)]
+    out_t = ctx.out_tensor()
+    rank = len(out_t.shape)
+    axis = int(ctx.options.get("axis", 0))
+    if not -rank <= axis < rank:
+        raise ctx.fail(f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    for t in tensors:
+        if t.dtype != out_t.dtype:
+            raise ctx.fail(f"input {t.label} is {t.dtype}, the output {out_t.dtype}")
+    xs = ctx.tuple([ctx.input(i) for i in range(n)])
+    if out_t.dtype not in QUANT_DTYPES:
+        return [ctx.call("concatenate", [xs], {"axis": axis})]
+    s_out, zp_out = ctx.quant(out_t, "output")
+    scales, zps = [], []
+    for t in tensors:
+        s, zp = ctx.quant(t, "input")
+        if out_t.dtype != "uint8" and (np.float32(s) != np.float32(s_out) or zp != zp_out):
+            raise ctx.fail(f"input {t.label} has (scale {s}, zero point {zp}) but the output has ({s_out}, "
+                           f"{zp_out}); {out_t.dtype} concatenation requires equal parameters",
+                           hint="LiteRT rejects this model too")
+        scales.append(ctx.const(s, "float32"))
+        zps.append(ctx.const(zp, "int32"))
+    return [ctx.call("qnn.concatenate", [xs, ctx.tuple(scales), ctx.tuple(zps), ctx.const(s_out, "float32"),
+                                         ctx.const(zp_out, "int32")], {"axis": axis})]
+
+
+@converter("SPLIT", quant=("split",), float=("split",))
+def convert_split(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2, 2, outputs=-1)
+    axis_v = ctx.int_vector(0, "axis", 1)[0]
+    x_t = ctx.tensor(1)
+    rank = len(x_t.shape)
+    if not -rank <= axis_v < rank:
+        raise ctx.fail(f"axis {axis_v} is out of range for input {x_t.label} of rank {rank}")
+    axis = axis_v % rank
+    num = int(ctx.options.get("num_splits", 0))
+    if num <= 0 or num != len(ctx.op.outputs) or x_t.shape[axis] % num:
+        raise ctx.fail(f"num_splits {num} with {len(ctx.op.outputs)} outputs cannot split axis {axis} of size "
+                       f"{x_t.shape[axis]}")
+    tup = ctx.call("split", [ctx.input(1)], {"indices_or_sections": num, "axis": axis})
+    return [ctx.item(tup, j, Span(tensor_name(ctx.out_tensor(j)))) for j in range(num)]
+
+
+def _slice_bounds(begin: int, end: int, stride: int, dim: int, begin_masked: bool, end_masked: bool,
+                  shrink: bool) -> tuple[int, int]:
+    """TFLite's StartForAxis / StopForAxis (strided_slice_logic.h), offset=False."""
+    start = begin
+    if begin_masked:
+        start = _INT_MIN if stride > 0 else _INT_MAX
+    if start < 0:
+        start += dim
+    start = min(max(start, 0), dim) if stride > 0 else min(max(start, -1), dim - 1)
+    if shrink:
+        return start, start + 1
+    stop = end
+    if end_masked:
+        stop = _INT_MAX if stride > 0 else _INT_MIN
+    if stop < 0:
+        stop += dim
+    stop = min(max(stop, 0), dim) if stride > 0 else min(max(stop, -1), dim - 1)
+    return start, stop
+
+
+@converter("STRIDED_SLICE", quant=("strided_slice", "reshape"), float=("strided_slice", "reshape"))
+def convert_strided_slice(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(4)
+    x_t, out_t = ctx.tensor(0), ctx.out_tensor()
+    o = ctx.options
+    for key in ("ellipsis_mask", "new_axis_mask", "offset"):
+        if int(o.get(key, 0)):
+            raise ctx.fail(f"{key} is not supported")
+    rank = len(x_t.shape)
+    begin, end, strides = (ctx.int_vector(i, name) for i, name in ((1, "begin"), (2, "end"), (3, "strides")))
+    if not len(begin) == len(end) == len(strides) <= rank:
+        raise ctx.fail(f"begin/end/strides have {len(begin)}/{len(end)}/{len(strides)} values for rank {rank}")
+    bm, em, sm = (int(o.get(k, 0)) for k in ("begin_mask", "end_mask", "shrink_axis_mask"))
+    b_out, e_out, s_out, shape = [], [], [], []
+    for i, dim in enumerate(x_t.shape):
+        if i >= len(begin):
+            b_out.append(0), e_out.append(dim), s_out.append(1), shape.append(dim)
+            continue
+        s = strides[i]
+        if s == 0:
+            raise ctx.fail(f"stride of axis {i} is 0")
+        shrink = bool(sm >> i & 1)
+        start, stop = _slice_bounds(begin[i], end[i], s, dim, bool(bm >> i & 1), bool(em >> i & 1), shrink)
+        if shrink and not 0 <= start < dim:
+            raise ctx.fail(f"shrink_axis index {begin[i]} is out of range for axis {i} of size {dim}")
+        count = max(0, -(-(stop - start) // s)) if s > 0 else max(0, -(-(start - stop) // -s))
+        if count == 0 or (s < 0 and start < 0):
+            raise ctx.fail(f"axis {i} slices to an empty range; empty tensors are not supported")
+        # Python-slice spelling: a negative stride's stop of -1 means "through index 0".
+        b_out.append(start), e_out.append(stop if stop >= 0 else -(dim + 1)), s_out.append(s)
+        if not shrink:
+            shape.append(count)
+    y = ctx.call("strided_slice", [ctx.input(0)], {"begin": tuple(b_out), "end": tuple(e_out),
+                                                    "strides": tuple(s_out)})
+    if sm:
+        y = ctx.call("reshape", [y], {"newshape": tuple(shape)})
+    return [y]
+
+
+@converter("RESIZE_NEAREST_NEIGHBOR", quant=("image.resize2d",), float=("image.resize2d",))
+def convert_resize_nearest(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t = ctx.tensor(0)
+    if len(x_t.shape) != 4 or 0 in x_t.shape:
+        raise ctx.fail(f"input {x_t.label} has shape {list(x_t.shape)}; expected a non-empty NHWC tensor")
+    size = ctx.int_vector(1, "size", 2)
+    if min(size) <= 0:
+        raise ctx.fail(f"size {size} must be positive")
+    align, half = bool(ctx.options.get("align_corners", 0)), bool(ctx.options.get("half_pixel_centers", 0))
+    if align and half:
+        raise ctx.fail("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
+    mode, rounding = (("align_corners", "") if align else ("half_pixel", "round_prefer_ceil") if half
+                      else ("asymmetric", ""))
+    return [ctx.call("image.resize2d", [ctx.input(0)], {
+        "size": tuple(size), "layout": "NHWC", "method": "nearest_neighbor",
+        "coordinate_transformation_mode": mode, "rounding_method": rounding})]

@@ -1,0 +1,215 @@
+"""Quantized activations with TFLite reference-kernel arithmetic (quant-semantics.md §3.8-3.11).
+
+qnn.softmax: gemmlowp fixed-point exp / reciprocal (int8 → int8 or int16, uint8 → uint8 or int16).
+qnn.sigmoid / qnn.tanh: ``rounding="TFLITE"`` is LiteRT's 256-entry float32 table (int8, uint8);
+``rounding="TFLM"`` is TFLite-Micro's fixed-point reference_integer_ops::Logistic / Tanh (int8), which assumes
+the standard output parameters (1/256, −128 for sigmoid; 1/128, 0 for tanh) and never reads them.
+qnn.hardswish: the 16-bit fixed-point HARD_SWISH path. qnn.leaky_relu: LEAKY_RELU with two multipliers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ExecutionError, IRError
+from ..ir.attrs import Attrs
+from ..ir.types import TensorType
+from ..quant import gemmlowp
+from ..quant.fixedpoint import (mbqm, mbqm_greater_than_one, rdbpot, saturating_left_shift, srdhm, srdhm16, tdiv,
+                                wrap16, wrap32)
+from ..quant.params import (fixed_point_activation_params, hardswish_params, leaky_relu_params, lut_for,
+                            softmax_params)
+from .registry import FusionKind, register_op
+from .rel import dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg
+
+__all__ = ["QnnSoftmaxAttrs", "QnnLutAttrs", "QnnLeakyReluAttrs", "softmax_rows"]
+
+_ACT_ARGS = ("data", "scale", "zero_point", "output_scale", "output_zero_point")
+_UNARY_ARGS = ("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point")
+
+
+def _unary_operands(name: str, types, arg_names) -> TensorType:
+    data = tensor_arg(name, arg_names, types, 0)
+    for i in range(1, 5):
+        expect_scalar_or_vector(name, arg_names[i], types[i], 1)
+    return data
+
+
+def _scalar_int(v) -> int:
+    return int(np.asarray(v).reshape(-1)[0])
+
+
+# ------------------------------------------------------------------------------------------------- softmax
+@dataclass(frozen=True)
+class QnnSoftmaxAttrs(Attrs):
+    axis: int = -1
+    beta: float = 1.0
+    out_dtype: str = ""
+
+
+_SOFTMAX_OUT = {"int8": ("int8", "int16"), "uint8": ("uint8", "int16")}
+
+
+def _softmax_rel(types, attrs):
+    name = "qnn.softmax"
+    data = _unary_operands(name, types, _ACT_ARGS)
+    expect_dtype(name, "data", data, tuple(_SOFTMAX_OUT))
+    if data.ndim == 0:
+        raise fail(name, "data", "a tensor of rank ≥ 1", data)
+    a = attrs.axis + data.ndim if attrs.axis < 0 else attrs.axis
+    if not 0 <= a < data.ndim:
+        raise fail(name, "axis", f"an axis of a rank-{data.ndim} tensor", attrs.axis)
+    out = attrs.out_dtype or data.dtype
+    if out not in _SOFTMAX_OUT[data.dtype]:
+        raise fail(name, "out_dtype", " or ".join(_SOFTMAX_OUT[data.dtype]) + f" for {data.dtype} input", out)
+    return TensorType(data.shape, out)
+
+
+def softmax_rows(q: np.ndarray, input_scale, beta: float, out_dtype: str) -> np.ndarray:
+    """TFLite's reference integer softmax over the last axis of ``q`` (any leading shape)."""
+    p = softmax_params(input_scale, beta)
+    x = q.astype(np.int64)
+    diff = x - x.max(axis=-1, keepdims=True)
+    valid = diff >= p.diff_min
+    scaled = mbqm_greater_than_one(diff, p.input_multiplier, p.input_left_shift)
+    exps = gemmlowp.exp_on_negative_values(scaled, 5)
+    # Rescale<12> from Q0.31 to Q12.19 is a rounding shift by 12; the accumulator adds wrap.
+    sum_of_exps = wrap32(np.where(valid, rdbpot(exps, 12), 0).sum(axis=-1, keepdims=True))
+    recip, bits_over_unit = gemmlowp.get_reciprocal(sum_of_exps, 12)
+    out_bits = np.dtype(out_dtype).itemsize * 8
+    exponent = bits_over_unit + 31 - out_bits
+    if np.any((exponent < 0) | (exponent > 31)):
+        raise ExecutionError("qnn.softmax: the sum of exponentials is out of the kernel's range",
+                             hint="TFLite CHECK-fails here too (rows too long for this output type)")
+    lo, hi = dtype_range(out_dtype)
+    res = np.clip(rdbpot(srdhm(recip, exps), exponent) + lo, lo, hi)
+    return np.where(valid, res, lo).astype(out_dtype)
+
+
+def _softmax_compute(args, attrs):
+    x, scale = args[0], args[1]
+    moved = np.moveaxis(x, attrs.axis, -1)
+    out = softmax_rows(moved, scale, attrs.beta, attrs.out_dtype or x.dtype.name)
+    return np.ascontiguousarray(np.moveaxis(out, -1, attrs.axis))
+
+
+register_op("qnn.softmax", _ACT_ARGS, attrs=QnnSoftmaxAttrs, rel=_softmax_rel, fusion=FusionKind.OPAQUE,
+            compute=_softmax_compute,
+            doc="TFLite SOFTMAX (REF): gemmlowp fixed-point exp and reciprocal; the output parameters are implied "
+                "(1/256 with zp −128 for int8, 0 for uint8; 1/65536 with zp −32768 for int16).")
+
+
+# ------------------------------------------------------------------------------------------- sigmoid / tanh
+_LUT_ROUNDING = ("TFLITE", "TFLM")
+
+
+@dataclass(frozen=True)
+class QnnLutAttrs(Attrs):
+    rounding: str = "TFLITE"
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        if self.rounding not in _LUT_ROUNDING:
+            raise IRError(f"unknown rounding {self.rounding!r} for qnn.sigmoid/qnn.tanh",
+                          hint="TFLITE (LiteRT's float LUT) or TFLM (TFLite-Micro's fixed point)")
+
+
+def _lut_rel(name):
+    def rel(types, attrs):
+        data = _unary_operands(name, types, _ACT_ARGS)
+        allowed = ("int8",) if attrs.rounding == "TFLM" else ("int8", "uint8")
+        expect_dtype(name, "data", data, allowed)
+        return data
+    return rel
+
+
+def _fixed_point_activation(kind: str, q: np.ndarray, scale, zero_point) -> np.ndarray:
+    p = fixed_point_activation_params(kind, scale)
+    v = q.astype(np.int64) - _scalar_int(zero_point)
+    q4 = mbqm(v, p.input_multiplier, p.input_left_shift)
+    if kind == "sigmoid":
+        r = rdbpot(gemmlowp.logistic(q4, 4), 31 - 8) - 128
+    else:
+        r = rdbpot(gemmlowp.tanh(q4, 4), 31 - 7)
+    r = np.clip(r, -128, 127)
+    r = np.where(v <= -p.input_range_radius, -128, np.where(v >= p.input_range_radius, 127, r))
+    return r.astype(np.int8)
+
+
+def _lut_compute(kind: str):
+    def compute(args, attrs):
+        x, s_in, zp_in, s_out, zp_out = args
+        if attrs.rounding == "TFLM":
+            return _fixed_point_activation(kind, x, s_in, zp_in)
+        table = lut_for(kind, s_in, zp_in, s_out, zp_out, x.dtype.name)
+        return table[x.astype(np.int64) - np.iinfo(x.dtype).min]
+    return compute
+
+
+for _kind in ("sigmoid", "tanh"):
+    register_op(f"qnn.{_kind}", _ACT_ARGS, attrs=QnnLutAttrs, rel=_lut_rel(f"qnn.{_kind}"),
+                fusion=FusionKind.ELEMWISE, compute=_lut_compute(_kind),
+                doc=f"Quantized {_kind}: TFLITE = LiteRT's float32 LUT; TFLM = TFLite-Micro's fixed point.")
+
+
+# ------------------------------------------------------------------------------------------------ hardswish
+def _hardswish_rel(types, attrs):
+    data = _unary_operands("qnn.hardswish", types, _ACT_ARGS)
+    expect_dtype("qnn.hardswish", "data", data, ("int8", "uint8"))
+    return data
+
+
+def _hardswish_compute(args, attrs):
+    x, s_in, zp_in, s_out, zp_out = args
+    p = hardswish_params(s_in, s_out)
+    v = wrap16(x.astype(np.int64) - _scalar_int(zp_in))
+    hires = wrap16(v * 128)
+    preshift_out = srdhm16(hires, p.output_multiplier_int16)
+    r = hires
+    if p.reluish_exponent > 0:
+        r = saturating_left_shift(r, p.reluish_exponent - 1, 16)
+    r = srdhm16(r, p.reluish_multiplier_int16)
+    if p.reluish_exponent > 0:
+        r = saturating_left_shift(r, 1, 16)
+    elif p.reluish_exponent < 0:
+        r = rdbpot(r, -p.reluish_exponent)
+    r = (r + (1 << 15)) >> 1
+    y = wrap16(tdiv(r * preshift_out, 1 << 15))  # SaturatingDoublingHighMul: truncating; r ≥ 0, no saturation
+    out = wrap16(rdbpot(y, -p.output_exponent) + _scalar_int(zp_out))
+    lo, hi = dtype_range(x.dtype.name)
+    return np.clip(out, lo, hi).astype(x.dtype)
+
+
+register_op("qnn.hardswish", _ACT_ARGS, rel=_hardswish_rel, fusion=FusionKind.ELEMWISE, compute=_hardswish_compute,
+            doc="TFLite HARD_SWISH: the int16 fixed-point path (hires input, reluish multiplier).")
+
+
+# ----------------------------------------------------------------------------------------------- leaky_relu
+@dataclass(frozen=True)
+class QnnLeakyReluAttrs(Attrs):
+    alpha: float = 0.01
+
+
+def _leaky_relu_rel(types, attrs):
+    data = _unary_operands("qnn.leaky_relu", types, _UNARY_ARGS)
+    expect_dtype("qnn.leaky_relu", "data", data, ("int8", "uint8", "int16"))
+    return data
+
+
+def _leaky_relu_compute(args, attrs):
+    x, s_in, zp_in, s_out, zp_out = args
+    p = leaky_relu_params(s_in, attrs.alpha, s_out)
+    v = x.astype(np.int64) - _scalar_int(zp_in)
+    pos = mbqm(v, p.identity_multiplier, p.identity_shift)
+    neg = mbqm(v, abs(p.alpha_multiplier), p.alpha_shift)
+    if p.alpha_multiplier < 0:
+        neg = -neg
+    out = _scalar_int(zp_out) + np.where(v >= 0, pos, neg)
+    lo, hi = dtype_range(x.dtype.name)
+    return np.clip(out, lo, hi).astype(x.dtype)
+
+
+register_op("qnn.leaky_relu", _UNARY_ARGS, attrs=QnnLeakyReluAttrs, rel=_leaky_relu_rel, fusion=FusionKind.ELEMWISE,
+            compute=_leaky_relu_compute,
+            doc="TFLite LEAKY_RELU: identity multiplier for x ≥ zp, alpha multiplier below.")

@@ -1,0 +1,264 @@
+"""``byoc.partition_for(target, mod, params)``: the BYOC pipeline for one target, with a placement report.
+
+bind params → FoldConstant(fold_qnn=True) → InferType → MergeComposite(table) → AnnotateTarget(target) →
+MergeCompilerRegions → PartitionGraph, then optional post-partition policies that give small or
+compute-free partitions back to the CPU. With ``return_report=True`` the result is ``(mod, report)``: every
+op or composite the pipeline saw, where it runs, and for each op left on the CPU the rule that refused it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import PartitionError
+from .ir.expr import Call, Expr, Function, GlobalVar, Op, Span, Tuple, TupleGetItem
+from .ir.module import IRModule
+from .ir.traversal import children as _children, post_order, rewrite_post_order
+from .transform.bind import bind, bind_params_by_name
+from .transform.infer_type import InferType
+from .transform.pass_infra import PassContext, Sequential
+from .transform.placement import LOG_KEY, PlacementLog
+
+__all__ = ["partition_for", "PartitionReport", "NodePlacement", "PartitionInfo", "MAC_OPS",
+           "inline_partitions"]
+
+# Ops that do multiply-accumulate work; a partition without any is "compute-free" (Ethos-N's
+# InlineNonComputeIntensivePartitions keeps a similar list).
+MAC_OPS = frozenset({"qnn.conv2d", "qnn.dense", "qnn.conv2d_transpose", "nn.conv2d", "nn.dense",
+                     "nn.conv2d_transpose", "nn.avg_pool2d", "nn.global_avg_pool2d", "qnn.mean", "mean",
+                     "nn.batch_matmul", "qnn.mul"})
+
+
+@dataclass(frozen=True)
+class NodePlacement:
+    """One op or composite: where it runs and, when on the CPU, why."""
+    op: str
+    name: str
+    target: str
+    reason: str
+    function: str = "main"
+    partition: str = ""
+    inner_ops: tuple[str, ...] = ()
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.target == "cpu"
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    name: str
+    target: str
+    composites: tuple[str, ...]
+    ops: tuple[str, ...]
+
+    @property
+    def has_mac_work(self) -> bool:
+        return any(op in MAC_OPS for op in self.ops)
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    target: str
+    nodes: tuple[NodePlacement, ...]
+    partitions: tuple[PartitionInfo, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def cpu_ops(self) -> list[NodePlacement]:
+        return [n for n in self.nodes if n.on_cpu]
+
+    def offloaded(self) -> list[NodePlacement]:
+        return [n for n in self.nodes if not n.on_cpu]
+
+    def summary(self) -> str:
+        n_off = sum(max(1, len(n.inner_ops)) for n in self.offloaded())
+        n_cpu = sum(max(1, len(n.inner_ops)) for n in self.cpu_ops())
+        return (f"{self.target}: {len(self.partitions)} partition(s), {n_off} op(s) offloaded, "
+                f"{n_cpu} op(s) on the CPU")
+
+    def render(self) -> str:
+        lines = [self.summary()]
+        for p in self.partitions:
+            lines.append(f"  @{p.name}: {len(p.ops)} ops, composites: {', '.join(p.composites) or 'none'}")
+        cpu = self.cpu_ops()
+        if cpu:
+            lines.append("CPU-resident ops:")
+            for n in cpu:
+                label = f"{n.op} ({n.name})" if n.name else n.op
+                lines.append(f"  {label}: {n.reason}")
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+def _span_name(node: Expr) -> str:
+    span = getattr(node, "span", None)
+    return span.source if isinstance(span, Span) else ""
+
+
+def _ops_in(func: Function) -> list[str]:
+    return [n.op.name for n in post_order(func.body) if isinstance(n, Call) and isinstance(n.op, Op)]
+
+
+def _composites_in(func: Function) -> list[Function]:
+    return [n for n in post_order(func.body) if isinstance(n, Function) and "Composite" in n.attrs]
+
+
+def _placed_units(func: Function) -> list[object]:
+    """What identifies an AnnotateTarget decision inside a partition: composite functions (kept by identity
+    through the passes) and the attribute objects of bare op calls (shared by every rebuilt copy of a call)."""
+    def kids(n: Expr) -> tuple[Expr, ...]:
+        return () if isinstance(n, Function) and "Composite" in n.attrs else _children(n)
+
+    out: list[object] = []
+    for n in post_order(func.body, child_fn=kids):
+        if isinstance(n, Function) and "Composite" in n.attrs:
+            out.append(n)
+        elif isinstance(n, Call) and isinstance(n.op, Op) and n.attrs is not None:
+            out.append(n.attrs)
+    return out
+
+
+def _decision_unit(node: Expr) -> object | None:
+    if isinstance(node, Call):
+        return node.op if isinstance(node.op, Function) else node.attrs
+    return None
+
+
+def _unfold(expr: Expr) -> Expr:
+    """Composite calls become their bodies; TupleGetItem of a literal tuple becomes the field."""
+    def fn(orig: Expr, new: Expr) -> Expr | None:
+        if isinstance(new, Call) and isinstance(new.op, Function) and "Composite" in new.op.attrs:
+            return bind(new.op.body, dict(zip(new.op.params, new.args)))
+        if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
+            return new.tuple_value.fields[new.index]
+        return None
+    return rewrite_post_order(expr, fn)
+
+
+def inline_partitions(mod: IRModule, names: set[str]) -> IRModule:
+    """Give the named partitions back to the caller (composites unfolded to plain ops)."""
+    if not names:
+        return mod
+    out = mod.copy()
+    funcs = {n: mod[n] for n in names}
+
+    def fn(orig: Expr, new: Expr) -> Expr | None:
+        if isinstance(new, Call) and isinstance(new.op, GlobalVar) and new.op.name_hint in funcs:
+            f = funcs[new.op.name_hint]
+            return _unfold(bind(f.body, dict(zip(f.params, new.args))))
+        if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
+            return new.tuple_value.fields[new.index]
+        return None
+
+    for gv, func in mod.items():
+        if gv.name_hint in names:
+            continue
+        new = rewrite_post_order(func.body, fn)
+        if new is not func.body:
+            out[gv] = func.replace(body=new)
+    for n in names:
+        del out[n]
+    return out
+
+
+def _build_report(target: str, mod: IRModule, log: PlacementLog,
+                  given_back: dict[int, str]) -> PartitionReport:
+    partitions: list[PartitionInfo] = []
+    home: dict[int, str] = {}
+    for gv, func in mod.sorted_items():
+        if func.attrs.get("Compiler") != target:
+            continue
+        comps = _composites_in(func)
+        for u in _placed_units(func):
+            home[id(u)] = gv.name_hint
+        partitions.append(PartitionInfo(gv.name_hint, target, tuple(str(c.attrs["Composite"]) for c in comps),
+                                        tuple(_ops_in(func))))
+    nodes: list[NodePlacement] = []
+    for d in log.decisions:
+        unit = _decision_unit(d.node)
+        if d.target == "default":
+            nodes.append(NodePlacement(d.op, d.name, "cpu", "; ".join(d.reasons), d.function, "", d.inner_ops))
+        elif unit is not None and id(unit) in given_back:
+            nodes.append(NodePlacement(d.op, d.name, "cpu", given_back[id(unit)], d.function, "", d.inner_ops))
+        else:
+            where = home.get(id(unit), "") if unit is not None else ""
+            nodes.append(NodePlacement(d.op, d.name, d.target, "", d.function, where, d.inner_ops))
+    return PartitionReport(target, tuple(nodes), tuple(partitions), tuple(log.notes))
+
+
+def _apply_policies(mod: IRModule, target: str, min_partition_size: int, inline_non_mac: bool,
+                    log: PlacementLog) -> tuple[IRModule, dict[int, str]]:
+    """Returns the module and, per placed unit given back to the CPU (by id), the reason."""
+    reasons: dict[str, str] = {}
+    for gv, func in mod.sorted_items():
+        if func.attrs.get("Compiler") != target:
+            continue
+        ops = _ops_in(func)
+        if len(ops) < min_partition_size:
+            reasons[gv.name_hint] = (f"partition @{gv.name_hint} was given back to the CPU: it has {len(ops)} "
+                                     f"op(s), fewer than min_partition_size={min_partition_size}")
+        elif inline_non_mac and not any(op in MAC_OPS for op in ops):
+            reasons[gv.name_hint] = (f"partition @{gv.name_hint} was given back to the CPU: it does no "
+                                     f"multiply-accumulate work (inline_non_mac=True)")
+    given_back: dict[int, str] = {}
+    if not reasons:
+        return mod, given_back
+    for name, why in reasons.items():
+        for u in _placed_units(mod[name]):
+            given_back[id(u)] = why
+        log.notes.append(why)
+    return inline_partitions(mod, set(reasons)), given_back
+
+
+def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str = "default",
+                  min_partition_size: int = 1, inline_non_mac: bool = False, merge_regions: bool = True,
+                  fold_constants: bool = True, bind_constants: bool = True, return_report: bool = False):
+    """Partition ``mod`` for ``target`` with its registered pattern table.
+
+    Options: ``min_partition_size`` (partitions with fewer ops go back to the CPU), ``inline_non_mac``
+    (partitions without multiply-accumulate work go back to the CPU), ``merge_regions`` (run
+    MergeCompilerRegions; False gives one partition per composite, like CMSIS-NN), ``mod_name`` (name prefix),
+    ``return_report`` (also return a ``PartitionReport``).
+    """
+    from patterns import get_pattern_table, registered_targets
+    from .transform.annotate_target import AnnotateTarget
+    from .transform.merge_compiler_regions import MergeCompilerRegions
+    from .transform.merge_composite import MergeComposite
+    from .transform.partition_graph import PartitionGraph
+
+    if isinstance(mod, Expr):
+        mod = IRModule.from_expr(mod)
+    if not isinstance(mod, IRModule):
+        raise PartitionError(f"partition_for expects an IRModule, got {type(mod).__name__}",
+                             hint="import a model with byoc.frontend.from_tflite(...) first")
+    table = get_pattern_table(target)
+    if table is None:
+        raise PartitionError(f"no pattern table registered for target {target!r}",
+                             hint=f"known targets: {', '.join(registered_targets())}; register one with "
+                                  f"@patterns.register_pattern_table('{target}')")
+    if not isinstance(min_partition_size, int) or min_partition_size < 1:
+        raise PartitionError(f"min_partition_size must be a positive integer, got {min_partition_size!r}")
+    if params:
+        mod = mod.copy()
+        mod["main"] = bind_params_by_name(mod["main"], params)
+    passes = []
+    if fold_constants:
+        try:
+            from .transform.fold_constant import FoldConstant
+            passes.append(FoldConstant(fold_qnn=True))
+        except ImportError:  # pragma: no cover - FoldConstant is part of the package
+            pass
+    passes += [InferType(), MergeComposite(table), AnnotateTarget(target)]
+    if merge_regions:
+        passes.append(MergeCompilerRegions())
+    passes.append(PartitionGraph(mod_name, bind_constants))
+    log = PlacementLog()
+    outer = PassContext.current()
+    with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
+                     config={**outer.config, LOG_KEY: log}):
+        mod = Sequential(passes, name=f"partition_for_{target}")(mod)
+    mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
+    if given_back or log.notes:
+        mod = InferType()(mod)
+    if not return_report:
+        return mod
+    return mod, _build_report(target, mod, log, given_back)

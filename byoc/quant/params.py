@@ -1,0 +1,246 @@
+"""Derived quantization parameters: the ONE place each op's integer multipliers are computed.
+
+Every executor (the reference interpreter, the CPU backend, the NPU compiler) calls these functions, so the
+(multiplier, shift) pairs, lookup tables and thresholds are identical everywhere. Each function reproduces
+TFLite's Prepare-time arithmetic (LiteRT @ f67457790c9c, quant-semantics.md §2.1), including whether an
+intermediate value is float32 or double:
+
+``requant_params(input_scale, output_scale)``
+    QuantizeMultiplier(double(s_in) / double(s_out)) per channel: CONV, DEPTHWISE, TRANSPOSE_CONV, QUANTIZE.
+``add_params(lhs_scale, rhs_scale, output_scale, left_shift=20)``
+    ADD / SUB: T = 2·max(s1, s2); three QuantizeMultiplierSmallerThanOneExp multipliers → ``AddParams``.
+``mul_params(lhs_scale, rhs_scale, output_scale)``
+    MUL: QuantizeMultiplier(float32(float32(s1·s2) / s_out)).
+``softmax_params(input_scale, beta=1.0)``
+    SOFTMAX: QuantizeMultiplierGreaterThanOne(min(β·s_in·2^26, 2^31 − 1)) and diff_min → ``SoftmaxParams``.
+``mean_params(input_scale, output_scale, num_elements)``
+    MEAN: QuantizeMultiplier(double(s_in)/double(s_out)) with 1/N folded in by a truncating division.
+``hardswish_params(input_scale, output_scale)``
+    HARD_SWISH: float32 hires/output and hires/reluish multipliers, downscaled to Q15 → ``HardSwishParams``.
+``leaky_relu_params(input_scale, alpha, output_scale)``
+    LEAKY_RELU: float32 identity and alpha multipliers → ``LeakyReluParams``.
+``lut_for(kind, input_scale, input_zero_point, output_scale, output_zero_point, dtype)``
+    LOGISTIC / TANH: LiteRT's 256-entry float32 table, indexed by ``q − qmin``.
+``fixed_point_activation_params(kind, input_scale)``
+    TFLite-Micro's integer LOGISTIC / TANH input multiplier, shift and range radius.
+``concat_params(input_scale, input_zero_point, output_scale, output_zero_point)``
+    CONCATENATION: None when the input is copied, else LiteRT's float32 (scale, bias) pair.
+
+Scales come in as Python floats or numpy arrays (a vector for per-channel parameters). Values that TFLite would
+reject with a failed CHECK raise ``byoc.errors.IRError`` naming the op and the offending scales.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import IRError
+from .fixedpoint import (calculate_input_radius, downscale_int32_to_int16_multiplier, quantize_multiplier,
+                         quantize_multipliers, rha)
+
+__all__ = ["requant_params", "AddParams", "add_params", "mul_params", "SoftmaxParams", "softmax_params",
+           "mean_params", "HardSwishParams", "hardswish_params", "LeakyReluParams", "leaky_relu_params", "lut_for",
+           "FixedPointActivationParams", "fixed_point_activation_params", "concat_params"]
+
+
+def _vec64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).reshape(-1)
+
+
+def _vec32(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32).reshape(-1)
+
+
+def _scalar(x, what: str, op: str) -> float:
+    v = np.asarray(x).reshape(-1)
+    if v.size != 1:
+        raise IRError(f"{op}: {what} must be a single scale, got {v.size} values",
+                      hint=f"{op} has per-tensor quantization in TFLite")
+    return float(v[0])
+
+
+def requant_params(input_scale, output_scale) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplier, shift) per channel = QuantizeMultiplier(double(s_in) / double(s_out)) (TFLite Prepare)."""
+    real = _vec64(input_scale) / np.float64(_vec64(output_scale)[0])
+    return quantize_multipliers(real)
+
+
+@dataclass(frozen=True)
+class AddParams:
+    """ADD/SUB fixed-point parameters; each field is an int64 array (one entry per channel, or one)."""
+    left_shift: int
+    lhs_multiplier: np.ndarray
+    lhs_shift: np.ndarray
+    rhs_multiplier: np.ndarray
+    rhs_shift: np.ndarray
+    output_multiplier: np.ndarray
+    output_shift: np.ndarray
+
+
+def add_params(lhs_scale, rhs_scale, output_scale, left_shift: int = 20, op: str = "qnn.add") -> AddParams:
+    """TFLite ADD/SUB Prepare: T = 2·max(s1, s2) (float32), r_i = s_i / T, r_out = T / (2^L·s_out) (double)."""
+    s1, s2, so = np.broadcast_arrays(_vec32(lhs_scale), _vec32(rhs_scale), _vec32(output_scale))
+    out = {k: np.empty(s1.shape, np.int64) for k in ("m1", "e1", "m2", "e2", "mo", "eo")}
+    for i in range(s1.size):
+        twice_max = float(np.float32(2) * max(s1[i], s2[i]))
+        reals = (float(s1[i]) / twice_max, float(s2[i]) / twice_max,
+                 twice_max / (float(1 << left_shift) * float(so[i])))
+        for r, (mk, ek) in zip(reals, (("m1", "e1"), ("m2", "e2"), ("mo", "eo"))):
+            if not 0.0 < r < 1.0:
+                raise IRError(
+                    f"{op}: scales lhs={s1[i]!r}, rhs={s2[i]!r}, output={so[i]!r} give a rescale multiplier "
+                    f"{r!r} outside (0, 1)",
+                    hint="TFLite's ADD/SUB needs 2·max(input scales) < 2^20·output scale and positive scales")
+            out[mk][i], out[ek][i] = quantize_multiplier(r)
+    return AddParams(left_shift, out["m1"], out["e1"], out["m2"], out["e2"], out["mo"], out["eo"])
+
+
+def mul_params(lhs_scale, rhs_scale, output_scale) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite MUL Prepare: QuantizeMultiplier(float32(float32(s1·s2) / s_out)); all float32 arithmetic."""
+    s1, s2, so = np.broadcast_arrays(_vec32(lhs_scale), _vec32(rhs_scale), _vec32(output_scale))
+    with np.errstate(all="ignore"):
+        real = (s1 * s2) / so
+    return quantize_multipliers(real.astype(np.float64))
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    input_multiplier: int
+    input_left_shift: int
+    diff_min: int
+
+
+def softmax_params(input_scale, beta: float = 1.0) -> SoftmaxParams:
+    """TFLite SOFTMAX Prepare (REF): PreprocessSoftmaxScaling with 5 integer bits, then the input radius."""
+    s = float(np.float32(_scalar(input_scale, "input scale", "qnn.softmax")))
+    real = min(float(np.float32(beta)) * s * float(1 << 26), float((1 << 31) - 1))
+    if not real > 1.0:
+        raise IRError(f"qnn.softmax: beta·input_scale = {real / (1 << 26)!r} is below 2^-26",
+                      hint="TFLite's integer softmax needs beta·input_scale ≥ 2^-26")
+    m, ls = quantize_multiplier(real)
+    diff_min = -calculate_input_radius(5, ls, 31)
+    return SoftmaxParams(m, ls, diff_min)
+
+
+def mean_params(input_scale, output_scale, num_elements: int) -> tuple[int, int]:
+    """TFLite MEAN (QuantizedMeanOrSum): QuantizeMultiplier(double(s_in)/double(s_out)) with 1/N folded in."""
+    real = _scalar(input_scale, "input scale", "qnn.mean") / _scalar(output_scale, "output scale", "qnn.mean")
+    m, e = quantize_multiplier(real)
+    n = int(num_elements)
+    if n <= 0:
+        raise IRError(f"qnn.mean: reducing over {n} elements", hint="reduce over non-empty axes")
+    shift = min(n.bit_length() - 1, 32, 31 + e)
+    return int((m << shift) // n) if shift >= 0 else int((m >> -shift) // n), e - shift
+
+
+@dataclass(frozen=True)
+class HardSwishParams:
+    output_multiplier_int16: int
+    output_exponent: int
+    reluish_multiplier_int16: int
+    reluish_exponent: int
+
+
+def hardswish_params(input_scale, output_scale) -> HardSwishParams:
+    """TFLite HARD_SWISH Prepare, all in float32: hires = s_in/128; hires/s_out and hires/(3/32768)."""
+    s_in = np.float32(_scalar(input_scale, "input scale", "qnn.hardswish"))
+    s_out = np.float32(_scalar(output_scale, "output scale", "qnn.hardswish"))
+    hires = np.float32(np.float32(1.0 / 128.0) * s_in)
+    with np.errstate(all="ignore"):
+        out_real = float(np.float32(hires / s_out))
+        reluish_real = float(np.float32(hires / np.float32(3.0 / 32768.0)))
+    mo, eo = quantize_multiplier(out_real)
+    if eo > 0:
+        raise IRError(f"qnn.hardswish: input_scale/(128·output_scale) = {out_real!r} is 1 or more",
+                      hint="TFLite's HARD_SWISH needs output_scale > input_scale/128")
+    mr, er = quantize_multiplier(reluish_real)
+    return HardSwishParams(downscale_int32_to_int16_multiplier(mo), eo, downscale_int32_to_int16_multiplier(mr), er)
+
+
+@dataclass(frozen=True)
+class LeakyReluParams:
+    identity_multiplier: int
+    identity_shift: int
+    alpha_multiplier: int  # may be negative (negative alpha); the kernel uses its magnitude and flips the sign
+    alpha_shift: int
+
+
+def leaky_relu_params(input_scale, alpha: float, output_scale) -> LeakyReluParams:
+    """TFLite LEAKY_RELU Prepare: float32(s_in·alpha/s_out) and float32(s_in/s_out)."""
+    s_in = np.float32(_scalar(input_scale, "input scale", "qnn.leaky_relu"))
+    s_out = np.float32(_scalar(output_scale, "output scale", "qnn.leaky_relu"))
+    with np.errstate(all="ignore"):
+        alpha_real = float(np.float32(np.float32(s_in * np.float32(alpha)) / s_out))
+        identity_real = float(np.float32(s_in / s_out))
+    mi, ei = quantize_multiplier(identity_real)
+    ma, ea = quantize_multiplier(alpha_real)
+    return LeakyReluParams(mi, ei, ma, ea)
+
+
+_LUT_KINDS = ("sigmoid", "tanh")
+
+
+def lut_for(kind: str, input_scale, input_zero_point, output_scale, output_zero_point,
+            dtype: str = "int8") -> np.ndarray:
+    """LiteRT's LUTPopulate<int8/uint8> for LOGISTIC ("sigmoid") or TANH, indexed by ``q − qmin``.
+
+    All arithmetic is float32 as in the C++ (x = s_in·(q − zp); y = f(x); round(y·(1/s_out)) + zp). exp and
+    tanh are evaluated in double and rounded to float32, i.e. the correctly rounded float32 result.
+    """
+    if kind not in _LUT_KINDS:
+        raise IRError(f"lut_for: unknown kind {kind!r}", hint="one of " + ", ".join(_LUT_KINDS))
+    info = np.iinfo(dtype)
+    q = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64)
+    s_in = np.float32(_scalar(input_scale, "input scale", f"qnn.{kind}"))
+    s_out = np.float32(_scalar(output_scale, "output scale", f"qnn.{kind}"))
+    zp_in = int(np.asarray(input_zero_point).reshape(-1)[0])
+    zp_out = int(np.asarray(output_zero_point).reshape(-1)[0])
+    with np.errstate(all="ignore"):
+        x = (s_in * (q - zp_in).astype(np.float32)).astype(np.float32)
+        if kind == "sigmoid":
+            e = np.exp(-x.astype(np.float64)).astype(np.float32)
+            y = (np.float32(1.0) / (np.float32(1.0) + e)).astype(np.float32)
+        else:
+            y = np.tanh(x.astype(np.float64)).astype(np.float32)
+        inv = np.float32(np.float32(1.0) / s_out)
+        scaled = (y * inv).astype(np.float32)
+        rounded = rha(scaled).astype(np.float32)  # exact: an integral float32 stays representable
+        shifted = (rounded + np.float32(zp_out)).astype(np.float32)
+    shifted = np.nan_to_num(shifted, nan=0.0, posinf=2.0**31 - 1, neginf=-(2.0**31))
+    quantized = np.clip(np.trunc(shifted.astype(np.float64)), -(2.0**31), 2.0**31 - 1).astype(np.int64)
+    return np.clip(quantized, info.min, info.max).astype(dtype)
+
+
+@dataclass(frozen=True)
+class FixedPointActivationParams:
+    input_multiplier: int
+    input_left_shift: int
+    input_range_radius: int
+
+
+def fixed_point_activation_params(kind: str, input_scale) -> FixedPointActivationParams:
+    """TFLite-Micro LOGISTIC/TANH int8 Prepare: frexp(double(s_in)·2^27), 4 integer bits, radius."""
+    if kind not in _LUT_KINDS:
+        raise IRError(f"fixed_point_activation_params: unknown kind {kind!r}", hint="sigmoid or tanh")
+    real = _scalar(input_scale, "input scale", f"qnn.{kind}") * float(1 << 27)
+    q, shift = math.frexp(real)
+    m = int(math.floor(abs(q) * (1 << 31) + 0.5)) * (1 if q >= 0 else -1)
+    if m == (1 << 31):  # the C++ int32 cast wraps here
+        m = -(1 << 31)
+    return FixedPointActivationParams(m, shift, calculate_input_radius(4, shift, 31))
+
+
+def concat_params(input_scale, input_zero_point, output_scale, output_zero_point):
+    """LiteRT ConcatenationWithScaling: None if the input is copied unchanged, else float32 (scale, bias)."""
+    s_in = np.float32(_scalar(input_scale, "input scale", "qnn.concatenate"))
+    s_out = np.float32(_scalar(output_scale, "output scale", "qnn.concatenate"))
+    zp_in = int(np.asarray(input_zero_point).reshape(-1)[0])
+    zp_out = int(np.asarray(output_zero_point).reshape(-1)[0])
+    if zp_in == zp_out and s_in == s_out:
+        return None
+    with np.errstate(all="ignore"):
+        scale = np.float32(s_in * np.float32(np.float32(1.0) / s_out))
+        bias = np.float32(np.float32(-zp_in) * scale)
+    return scale, bias

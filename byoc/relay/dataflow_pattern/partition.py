@@ -1,0 +1,219 @@
+"""Grouping matches and outlining them as functions (TVM's ``PatternGrouper`` / ``PatternPartitioner``).
+
+Matches are searched from the outputs towards the inputs; a node already inside a group is not a candidate.
+A group's inputs are the expressions bound by the pattern's leaves (wildcards, vars, constants, any-arity
+tuple/call operands), de-duplicated; a constant is embedded in the body instead when the pattern at its
+position says constant. A group is dropped when an interior node already belongs to another group, or when an
+interior value is used outside the group and that use is not post-dominated by the group's root.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ...errors import ByocError
+from ...ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from ...ir.traversal import children, post_order, rebuild, rewrite_post_order
+from .check import Support, evaluate_check
+from .graph import IndexedGraph, is_pre_partitioned
+from .matcher import DFPatternMatcher, Match
+from .pattern import (AltPattern, CallPattern, ConstantPattern, DFPattern, DominatorPattern, ExprPattern,
+                      FunctionPattern, TuplePattern, pattern_children, pattern_post_order, root_op_names)
+
+__all__ = ["Group", "PatternGrouper", "partition", "partition_with_memo", "Refusal"]
+
+
+@dataclass(frozen=True, eq=False)
+class Group:
+    gid: int
+    root: Expr
+    match: Match
+    inputs: tuple[Expr, ...]
+    function: Function
+    name: str
+    interior: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Refusal:
+    """A group whose check said no: which nodes, and why."""
+    root: Expr
+    interior: tuple[Expr, ...]
+    support: Support
+
+
+class PatternGrouper:
+    """Finds the non-overlapping, self-contained matches of one pattern in one expression."""
+
+    def __init__(self, pattern: DFPattern, expr: Expr, graph: IndexedGraph | None = None):
+        self.pattern = pattern
+        self.graph = graph if graph is not None else IndexedGraph(expr)
+        self.matcher = DFPatternMatcher(self.graph)
+        self.pattern_order = pattern_post_order(pattern)
+        self.leaf_patterns = [p for p in self.pattern_order if not pattern_children(p)]
+        self.any_arity = [p for p in self.pattern_order
+                          if (isinstance(p, TuplePattern) and p.fields is None)
+                          or (isinstance(p, CallPattern) and p.args is None)]
+        self.fuzzy_sources = [p for p in self.pattern_order if isinstance(p, (DominatorPattern, FunctionPattern))]
+        self.groups: list[Group] = []
+        self.assigned: dict[int, int] = {}
+        self._next_gid = 0
+
+    def run(self) -> list[Group]:
+        ops = root_op_names(self.pattern)
+        order = self.graph.order
+        for i in range(len(order) - 1, -1, -1):
+            node = order[i]
+            if id(node) in self.assigned or is_pre_partitioned(node):
+                continue
+            if ops is not None and not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in ops):
+                continue
+            if self.matcher.match(self.pattern, node):
+                self._create_group(node)
+        return self.groups
+
+    # -- group creation --------------------------------------------------------------------------------
+    def _embed_const(self, expr: Expr, p: DFPattern) -> bool:
+        while isinstance(expr, Constant):
+            if isinstance(p, ConstantPattern):
+                return True
+            if isinstance(p, ExprPattern):
+                return isinstance(p.expr, Constant)
+            if isinstance(p, AltPattern):
+                p = p.left if DFPatternMatcher(self.graph).match(p.left, expr) else p.right
+                continue
+            return False
+        return False
+
+    def _create_group(self, root: Expr) -> None:
+        details = self.matcher.details(self.pattern, root)
+        memo = details.node_map
+        fuzzy: set[int] = set()
+        for p in self.fuzzy_sources:
+            if isinstance(p, DominatorPattern):
+                for q in (p.parent, p.path):
+                    for e in memo.get(q, ()):
+                        fuzzy.add(id(e))
+            else:
+                for f in memo.get(p, ()):
+                    for n in post_order(f.body):
+                        fuzzy.add(id(n))
+        inputs: dict[int, Expr] = {}
+
+        def make_input(e: Expr, p: DFPattern) -> None:
+            if id(e) in fuzzy or id(e) in inputs or isinstance(e, (Op, Function)) or self._embed_const(e, p):
+                return
+            inputs[id(e)] = e
+
+        for p in self.pattern_order:
+            if p in self.any_arity:
+                for m in memo.get(p, ()):
+                    for a in (m.fields if isinstance(m, Tuple) else m.args):
+                        make_input(a, p)
+            elif not pattern_children(p):
+                for m in memo.get(p, ()):
+                    make_input(m, p)
+        gid = self._next_gid
+        params: dict[int, Var] = {}
+        for k, (key, e) in enumerate(inputs.items()):
+            params[key] = Var(f"FunctionVar_{gid}_{k}", e._checked_type)  # type: ignore[attr-defined]
+        body, name, interior = _extract(root, params)
+        # Overlap and escaping-value checks (Ops, functions and constants are global, never "interior").
+        for n in interior:
+            if isinstance(n, (Op, Function, Constant)):
+                continue
+            if id(n) in self.assigned:
+                return
+        interior_ids = {id(n) for n in interior}
+        graph = self.graph
+        for n in interior:
+            if n is root or isinstance(n, (Op, Function, Constant)) or id(n) not in graph.index:
+                continue
+            for u in graph.users[graph.index[id(n)]]:
+                user = graph.order[u]
+                if id(user) not in interior_ids and not graph.post_dominates(root, user):
+                    return
+        self._next_gid += 1
+        func = Function(tuple(params.values()), body)
+        for n in interior:
+            self.assigned[id(n)] = gid
+        self.groups.append(Group(gid, root, details, tuple(inputs.values()), func, name, tuple(interior)))
+
+
+def _extract(root: Expr, params: dict[int, Var]) -> tuple[Expr, str, list[Expr]]:
+    """The group body (inputs replaced by parameters), its ``PartitionedFromPattern`` label, interior nodes."""
+    def kids(n: Expr) -> tuple[Expr, ...]:
+        return () if id(n) in params else children(n)
+
+    order = post_order(root, child_fn=kids)
+    new: dict[int, Expr] = {}
+    label: list[str] = []
+    interior: list[Expr] = []
+    for n in order:
+        if id(n) in params:
+            new[id(n)] = params[id(n)]
+            continue
+        interior.append(n)
+        new[id(n)] = rebuild(n, tuple(new[id(c)] for c in children(n)))
+        if isinstance(n, Call):
+            label.append(n.op.name + "_" if isinstance(n.op, Op) else "Call_")
+        elif isinstance(n, Tuple):
+            label.append("Tuple_")
+        elif isinstance(n, TupleGetItem):
+            label.append(f"TupleGetItem{n.index}_")
+        elif isinstance(n, Let):
+            label.append("Let_")
+        elif isinstance(n, If):
+            label.append("If_")
+        elif isinstance(n, Function):
+            label.append("Function")
+    return new[id(root)], "".join(label), interior
+
+
+def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = None, check=None, *,
+                        label: str = "check") -> tuple[Expr, dict[int, Expr], list[Refusal]]:
+    """``partition`` that also returns the rewrite memo (old node id → new node) and the refused groups."""
+    if isinstance(pattern, FunctionPattern):
+        return expr, {}, []
+    _ensure_types(expr)
+    groups = PatternGrouper(pattern, expr).run()
+    memo: dict[int, Expr] = {}
+    if not groups:
+        return expr, memo, []
+    by_root = {id(g.root): g for g in groups}
+    extra = dict(attrs or {})
+    refusals: list[Refusal] = []
+
+    def fn(orig: Expr, new: Expr) -> Expr | None:
+        g = by_root.get(id(orig))
+        if g is None:
+            return None
+        support = evaluate_check(check, orig, g.match.captures, label=label)
+        if not support.ok:
+            refusals.append(Refusal(orig, g.interior, support))
+            return None
+        func = g.function.with_attr("PartitionedFromPattern", g.name)
+        for k, v in extra.items():
+            func = func.with_attr(k, v)
+        return Call(func, tuple(memo.get(id(a), a) for a in g.inputs), span=getattr(orig, "span", None))
+
+    out = rewrite_post_order(expr, fn, memo=memo, enter_functions=True)
+    return out, memo, refusals
+
+
+def partition(pattern: DFPattern, expr: Expr, attrs: dict | None = None,
+              check: Callable | None = None) -> Expr:
+    """``pattern.partition(expr, attrs, check)``: every accepted match becomes a call to an inline function
+    carrying ``PartitionedFromPattern`` and ``attrs``."""
+    return partition_with_memo(pattern, expr, attrs, check)[0]
+
+
+def _ensure_types(expr: Expr) -> None:
+    """Parameters of outlined functions take their inputs' types; infer them when possible."""
+    if expr._checked_type is not None:  # type: ignore[attr-defined]
+        return
+    from ...transform.infer_type import infer_expr
+    try:
+        infer_expr(expr)
+    except ByocError:
+        pass  # untypeable (e.g. unannotated free variables): parameters stay unannotated

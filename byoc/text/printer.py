@@ -1,0 +1,431 @@
+"""Relay-style text printer: ``astext(mod_or_expr)`` and ``excerpt(root, node)``.
+
+The output follows TVM's text format (version 0.0.5)::
+
+    def @main(%x: Tensor[(1, 8), int8]) -> Tensor[(1, 8), int8] {
+      %0 = add(%x, 1i8) /* ty=Tensor[(1, 8), int8] */;
+      nn.relu(%0) /* ty=Tensor[(1, 8), int8] */
+    }
+
+Layout, computed from one ``post_order`` walk and never by recursion:
+
+* Every non-leaf node used as an operand, or used more than once, is bound once as ``%n = ...;`` (numbered in
+  post-order). A node whose single use is a block's tail or a let's value is written out in place.
+* Blocks are function bodies, if branches and non-tail ``let`` groups. A bound node goes into the innermost
+  block that encloses all of its uses (the lowest common ancestor in the block tree), so values shared by both
+  branches of an ``if`` are bound before it, and lines within a block are ordered by post-order index.
+* A ``Let`` in tail position becomes ``let %v = value;`` followed by the rest of the block (its body), so a
+  chain of lets is a flat list of statements.
+* Tensor constants (and scalars that are shared or have no exact literal) are ``meta[relay.Constant][k]``,
+  written in a ``#[metadata]`` section at the end.
+
+The emitter walks an explicit stack of (text line | block) items into a ``list[str]`` and records the line of
+every node, which ``excerpt`` uses to mark the line of an error.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.traversal import children, post_order
+from .literals import (attr_defaults, attr_text, encode_metadata, quote_name, same_value, scalar_literal,
+                       type_text, IDENT_RE)
+from .literals import _NO_DEFAULT  # noqa: PLC2701 - shared sentinel
+
+__all__ = ["astext", "excerpt", "VERSION_LINE"]
+
+VERSION_LINE = '#[version = "0.0.5"]'
+
+# How a node is used by its user: as an operand (printed as a reference), or in a slot that can hold a whole
+# expression (a block's tail, a let's value).
+_OPERAND, _TAIL, _LETVAL = 0, 1, 2
+
+# How a node is printed.
+_LEAF = 0    # %var, @global, a literal or meta constant
+_BOUND = 1   # `%n = expr;` in its home block
+_INLINE = 2  # written out in its single slot
+_FLAT = 3    # a tail Let: `let %v = value;` statements continuing the enclosing block
+
+_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _uses(node: Expr) -> list[tuple[Expr, int]]:
+    """The operands of ``node`` with how each is used (binders - params, let variables - are not uses)."""
+    if isinstance(node, Call):
+        uses = [(a, _OPERAND) for a in node.args]
+        if not isinstance(node.op, Op):
+            uses.insert(0, (node.op, _OPERAND))
+        return uses
+    if isinstance(node, Tuple):
+        return [(f, _OPERAND) for f in node.fields]
+    if isinstance(node, TupleGetItem):
+        return [(node.tuple_value, _OPERAND)]
+    if isinstance(node, Let):
+        return [(node.value, _LETVAL), (node.body, _TAIL)]
+    if isinstance(node, If):
+        return [(node.cond, _OPERAND), (node.true_branch, _TAIL), (node.false_branch, _TAIL)]
+    if isinstance(node, Function):
+        return [(node.body, _TAIL)]
+    return []
+
+
+class _Output:
+    """What one ``astext`` call accumulates: lines, the line of each node, and the metadata constants."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.line_of: dict[int, int] = {}
+        self.meta: list[np.ndarray] = []
+        self.meta_index: dict[int, int] = {}
+        self.type_cache: dict = {}
+        self.attrs_cache: dict = {}
+
+    def type_str(self, t) -> str:
+        try:
+            s = self.type_cache.get(t)
+        except TypeError:  # an unhashable foreign type object
+            return type_text(t)
+        if s is None:
+            s = self.type_cache[t] = type_text(t)
+        return s
+
+    def attr_parts(self, attrs) -> list[str]:
+        """``name=value`` for the fields that differ from their defaults, when that provably round-trips."""
+        try:
+            cached = self.attrs_cache.get(attrs)
+        except TypeError:
+            cached = None
+            attrs_hashable = False
+        else:
+            attrs_hashable = True
+        if cached is not None:
+            return cached
+        fields = attr_defaults(type(attrs))
+        every = [(name, getattr(attrs, name)) for name, _ in fields]
+        short = {name: v for (name, default), (_, v) in zip(fields, every)
+                 if default is _NO_DEFAULT or not same_value(v, default)}
+        try:  # rebuilding from the short form must give the same value, else print every field
+            if type(attrs)(**short) != attrs:
+                short = dict(every)
+        except Exception:  # noqa: BLE001 - any failure means "print everything"
+            short = dict(every)
+        parts = [f"{name}={attr_text(v)}" for name, v in short.items()]
+        if attrs_hashable:
+            self.attrs_cache[attrs] = parts
+        return parts
+
+
+class _RootPrinter:
+    """Layout and emission of one root: a global function (printed as ``def``) or a bare expression."""
+
+    def __init__(self, out: _Output, root: Expr):
+        self.out = out
+        self.root = root
+        self.order = order = post_order(root)
+        index = {id(n): i for i, n in enumerate(order)}
+        self.index = index
+        count: dict[int, int] = {id(root): 1}
+        last_kind: dict[int, int] = {id(root): _TAIL}
+        for node in order:
+            for c, k in _uses(node):
+                cid = id(c)
+                count[cid] = count.get(cid, 0) + 1
+                last_kind[cid] = k
+        self.count = count
+        mode: dict[int, int] = {}
+        for node in order:
+            if isinstance(node, (Var, Constant, GlobalVar, Op)):
+                mode[id(node)] = _LEAF
+                continue
+            single = count.get(id(node), 0) == 1
+            kind = last_kind.get(id(node), _OPERAND)
+            if isinstance(node, Let) and single and kind == _TAIL:
+                mode[id(node)] = _FLAT
+            elif single and kind != _OPERAND:
+                mode[id(node)] = _INLINE
+            else:
+                mode[id(node)] = _BOUND
+        self.mode = mode
+        self._place()
+        self._name()
+
+    # ------------------------------------------------------------------------------------------- layout
+
+    def _place(self) -> None:
+        """Assign every node its home block (the LCA of its uses' blocks), users before operands."""
+        parent, depth = [-1], [0]
+        tail_of: list[Expr] = [self.root]
+        home: dict[int, int] = {id(self.root): 0}
+        owned: dict[int, tuple[int, ...]] = {}
+        mode = self.mode
+
+        def new_scope(p: int, tail: Expr) -> int:
+            parent.append(p)
+            depth.append(depth[p] + 1)
+            tail_of.append(tail)
+            return len(parent) - 1
+
+        for node in reversed(self.order):
+            if mode[id(node)] == _LEAF:
+                continue
+            h = home[id(node)]
+            if isinstance(node, Function):
+                s = new_scope(h, node.body)
+                owned[id(node)] = (s,)
+                targets = ((node.body, s),)
+            elif isinstance(node, If):
+                t, f = new_scope(h, node.true_branch), new_scope(h, node.false_branch)
+                owned[id(node)] = (t, f)
+                targets = ((node.cond, h), (node.true_branch, t), (node.false_branch, f))
+            elif isinstance(node, Let):
+                s = h if mode[id(node)] == _FLAT else new_scope(h, node.body)
+                owned[id(node)] = (s,)
+                targets = ((node.value, s), (node.body, s))
+            else:
+                targets = tuple((c, h) for c, _ in _uses(node))
+            for c, s in targets:
+                cid = id(c)
+                cur = home.get(cid)
+                if cur is None:
+                    home[cid] = s
+                elif cur != s:
+                    a, b = cur, s
+                    while a != b:
+                        if depth[a] >= depth[b]:
+                            a = parent[a]
+                        else:
+                            b = parent[b]
+                    home[cid] = a
+        self.home, self.owned, self.tail_of = home, owned, tail_of
+        items: list[list[tuple[float, Expr, bool]]] = [[] for _ in parent]
+        index = self.index
+        for i, node in enumerate(self.order):
+            m = mode[id(node)]
+            if m == _BOUND:
+                items[home[id(node)]].append((i, node, False))
+            if isinstance(node, Let):
+                key = max(index[id(node.var)], index[id(node.value)]) + 0.5
+                items[owned[id(node)][0]].append((key, node, True))
+        for lst in items:
+            lst.sort(key=lambda t: t[0])
+        self.items = items
+
+    def _name(self) -> None:
+        """%0, %1, ... for bound nodes in post-order; variables keep their names, made unique."""
+        self.num: dict[int, str] = {}
+        self.var_name: dict[int, str] = {}
+        taken: set[str] = set()
+        bound: set[int] = set()
+        n = 0
+        for node in self.order:
+            if self.mode[id(node)] == _BOUND:
+                self.num[id(node)] = f"%{n}"
+                n += 1
+            elif isinstance(node, Var):
+                base = _BAD_NAME_CHARS.sub("_", node.name_hint) or "v"
+                if base.isdigit():
+                    base = "v" + base  # bare numbers are the names of bound nodes
+                name, k = base, 0
+                while name in taken:
+                    k += 1
+                    name = f"{base}_{k}"
+                taken.add(name)
+                self.var_name[id(node)] = "%" + name
+            if isinstance(node, Function):
+                bound.update(id(p) for p in node.params)
+            elif isinstance(node, Let):
+                bound.add(id(node.var))
+        self.free_vars = [v for v in self.order if isinstance(v, Var) and id(v) not in bound]
+
+    # ----------------------------------------------------------------------------------------- spelling
+
+    def ref(self, node: Expr) -> str:
+        nid = id(node)
+        if nid in self.var_name:
+            return self.var_name[nid]
+        if nid in self.num:
+            return self.num[nid]
+        if isinstance(node, Constant):
+            return self._const_ref(node)
+        if isinstance(node, GlobalVar):
+            return "@" + quote_name(node.name_hint)
+        if isinstance(node, Op):
+            return node.name
+        return "%<" + type(node).__name__ + ">"  # unreachable for well-formed layouts
+
+    def _const_ref(self, node: Constant) -> str:
+        text = None
+        if self.count.get(id(node), 0) <= 1:
+            text = scalar_literal(node.data)
+        if text is None:
+            out = self.out
+            k = out.meta_index.get(id(node))
+            if k is None:
+                k = out.meta_index[id(node)] = len(out.meta)
+                out.meta.append(node.data)
+            text = f"meta[relay.Constant][{k}]"
+        return text + self.ty(node)
+
+    def ty(self, node: Expr) -> str:
+        t = node._checked_type  # type: ignore[attr-defined]
+        return "" if t is None else f" /* ty={self.out.type_str(t)} */"
+
+    def expr_text(self, node: Expr) -> str:
+        ref = self.ref
+        if isinstance(node, Call):
+            parts = [ref(a) for a in node.args]
+            if isinstance(node.op, Op):
+                if node.attrs is not None:
+                    parts.extend(self.out.attr_parts(node.attrs))
+                return f"{node.op.name}({', '.join(parts)})"
+            return f"{ref(node.op)}({', '.join(parts)})"
+        if isinstance(node, Tuple):
+            inner = ", ".join(ref(f) for f in node.fields)
+            return f"({inner},)" if len(node.fields) == 1 else f"({inner})"
+        if isinstance(node, TupleGetItem):
+            return f"{ref(node.tuple_value)}.{node.index}"
+        return ref(node)
+
+    def signature(self, func: Function) -> str:
+        """``(%x: T, Key=value) -> R``: parameters, then function attributes, as TVM prints them."""
+        parts = []
+        for p in func.params:
+            ann = p.type_annotation
+            parts.append(self.var_name[id(p)] + ("" if ann is None else ": " + self.out.type_str(ann)))
+        for key, value in func.attrs.items():
+            k = key if isinstance(key, str) and IDENT_RE.match(key) else attr_text(str(key))
+            parts.append(f"{k}={attr_text(value)}")
+        ret = "" if func.ret_type is None else " -> " + self.out.type_str(func.ret_type)
+        return f"({', '.join(parts)}){ret}"
+
+    # ----------------------------------------------------------------------------------------- emission
+
+    def emit(self, def_name: str | None = None) -> None:
+        """Append the root's lines to the output; a Function root with ``def_name`` prints as ``def @name``."""
+        if def_name is not None:
+            assert isinstance(self.root, Function)
+            head = f"def @{quote_name(def_name)}{self.signature(self.root)} {{"
+            work: list[tuple] = [("t", "}", None), ("b", self.owned[id(self.root)][0], 1), ("t", head, self.root)]
+        else:
+            work = [("b", 0, 0)]
+        lines, line_of = self.out.lines, self.out.line_of
+        while work:
+            item = work.pop()
+            tag = item[0]
+            if tag == "t":
+                if item[2] is not None:
+                    line_of.setdefault(id(item[2]), len(lines))
+                lines.append(item[1])
+            elif tag == "m":
+                line_of.setdefault(id(item[1]), len(lines))
+            else:
+                expanded = self._block(item[1], item[2])
+                expanded.reverse()
+                work.extend(expanded)
+
+    def _block(self, scope: int, depth: int) -> list[tuple]:
+        pad = "  " * depth
+        out: list[tuple] = []
+        if scope == 0 and self.free_vars:
+            for v in self.free_vars:
+                ann = v.type_annotation
+                out.append(("t", f"{pad}free_var {self.var_name[id(v)]}"
+                                 f"{'' if ann is None else ': ' + self.out.type_str(ann)};", v))
+        mode = self.mode
+        for _, node, is_let in self.items[scope]:
+            if is_let:
+                var, value = node.var, node.value
+                ann = "" if var.type_annotation is None else ": " + self.out.type_str(var.type_annotation)
+                head = f"{pad}let {self.var_name[id(var)]}{ann} = "
+                if mode[id(value)] == _INLINE:
+                    out.append(("m", node))
+                    self._expr_items(out, value, head, ";", depth)
+                else:
+                    out.append(("t", head + self.ref(value) + ";", node))
+            else:
+                self._expr_items(out, node, f"{pad}{self.num[id(node)]} = ", ";", depth)
+        tail = self.tail_of[scope]
+        while mode.get(id(tail)) == _FLAT:
+            tail = tail.body  # type: ignore[attr-defined]
+        if mode[id(tail)] == _INLINE:
+            self._expr_items(out, tail, pad, "", depth)
+        else:
+            out.append(("t", pad + self.ref(tail), None))
+        return out
+
+    def _expr_items(self, out: list[tuple], node: Expr, prefix: str, suffix: str, depth: int) -> None:
+        pad = "  " * depth
+        ty = self.ty(node)
+        if isinstance(node, Function):
+            out.append(("t", f"{prefix}fn {self.signature(node)} {{", node))
+            out.append(("b", self.owned[id(node)][0], depth + 1))
+            out.append(("t", f"{pad}}}{ty}{suffix}", None))
+        elif isinstance(node, If):
+            t, f = self.owned[id(node)]
+            out.append(("t", f"{prefix}if ({self.ref(node.cond)}) {{", node))
+            out.append(("b", t, depth + 1))
+            out.append(("t", f"{pad}}} else {{", None))
+            out.append(("b", f, depth + 1))
+            out.append(("t", f"{pad}}}{ty}{suffix}", None))
+        elif isinstance(node, Let):
+            out.append(("t", f"{prefix}{{", node))
+            out.append(("b", self.owned[id(node)][0], depth + 1))
+            out.append(("t", f"{pad}}}{ty}{suffix}", None))
+        else:
+            out.append(("t", f"{prefix}{self.expr_text(node)}{ty}{suffix}", node))
+
+
+def _render(obj, show_meta_data: bool) -> _Output:
+    out = _Output()
+    out.lines.append(VERSION_LINE)
+    if isinstance(obj, IRModule):
+        for i, (gv, func) in enumerate(obj.sorted_items()):
+            if i:
+                out.lines.append("")
+            _RootPrinter(out, func).emit(gv.name_hint)
+    elif isinstance(obj, Expr):
+        _RootPrinter(out, obj).emit()
+    else:
+        from ..errors import IRError
+        raise IRError(f"astext needs an IRModule or an Expr, got {type(obj).__name__}")
+    if out.meta:
+        if show_meta_data:
+            out.lines.extend(encode_metadata(out.meta))
+        else:
+            out.lines.append("/* metadata section omitted; print with show_meta_data=True to include it */")
+    return out
+
+
+def astext(obj, show_meta_data: bool = True) -> str:
+    """The text of a module or expression; ``byoc.parse`` reads it back (with ``show_meta_data=True``)."""
+    return "\n".join(_render(obj, show_meta_data).lines) + "\n"
+
+
+def excerpt(root, node: Expr, before: int = 4, after: int = 2) -> str:
+    """The printed lines of ``root`` around the one that defines ``node``, marked with ``^^^^`` beneath."""
+    out = _render(root, show_meta_data=False)
+    line = out.line_of.get(id(node))
+    if line is None:  # a leaf printed inside its first user's line
+        roots = [f for _, f in root.sorted_items()] if isinstance(root, IRModule) else [root]
+        for user in post_order(roots):
+            if id(user) in out.line_of and any(c is node for c in children(user)):
+                line = out.line_of[id(user)]
+                break
+    if line is None:
+        return ""
+    lines = out.lines
+    lo, hi = max(1, line - before), min(len(lines), line + after + 1)
+    width = len(str(hi))
+    text = []
+    for i in range(lo, hi):  # lines[0] is the version header, so list index i is text line i + 1
+        text.append(f"{i + 1:>{width}} | {lines[i]}")
+        if i == line:
+            content = lines[i]
+            start = len(content) - len(content.lstrip())
+            end = content.find(" /* ty=")
+            end = len(content.rstrip(";")) if end < 0 else end
+            text.append(f"{'':>{width}} | {' ' * start}{'^' * max(4, end - start)}")
+    return "\n".join(text)

@@ -1,0 +1,242 @@
+"""AnnotateTarget: decide a target per call and mark every data edge with compiler_begin/compiler_end.
+
+Relay semantics (annotate_target.cc): an op call is a candidate for every target (in priority order) whose
+``target.<t>`` predicate accepts it; a composite call for the target named before the first ``.`` of its
+``Composite`` attribute; ``"default"`` (the CPU) comes last and the first candidate wins. Each argument edge gets
+``compiler_end(arg, producer_target)`` (when the producer was annotated) then ``compiler_begin(·, target)``;
+inputs and constants get only the begin. Tuples and TupleGetItems take their arguments' common target
+(``include_non_call_ops=True``) or stay outside every region (``False``). If nodes, Let nodes and function
+literals are never in a region: their operands get ``compiler_end``. Annotated graphs can be annotated again
+(earlier non-default decisions are kept), so running for A then for B equals running for [A, B].
+
+One deliberate difference: Relay wraps a non-function Let value in a ``compiler_begin`` that no region can own
+(MergeCompilerRegions then fails); here the value gets a ``compiler_end`` like an If operand.
+"""
+from __future__ import annotations
+
+from ..errors import PassError
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.module import IRModule
+from ..ir.traversal import children, post_order, rebuild
+from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
+from ..ops.registry import get_op_attr
+from ..relay.dataflow_pattern.check import evaluate_check
+from .infer_type import infer_module
+from .pass_infra import ModulePass, PassContext
+from .placement import Decision, PlacementLog, current_log
+
+__all__ = ["AnnotateTarget", "annotate_target", "compiler_begin", "compiler_end", "is_begin", "is_end",
+           "is_composite", "DEFAULT_TARGET"]
+
+DEFAULT_TARGET = "default"
+
+
+def compiler_begin(expr: Expr, target: str) -> Call:
+    call = Call(Op.get(COMPILER_BEGIN), (expr,), {"compiler": target})
+    if expr._checked_type is not None:  # type: ignore[attr-defined]
+        call._set_checked_type(expr._checked_type)  # type: ignore[attr-defined]
+    return call
+
+
+def compiler_end(expr: Expr, target: str) -> Call:
+    call = Call(Op.get(COMPILER_END), (expr,), {"compiler": target})
+    if expr._checked_type is not None:  # type: ignore[attr-defined]
+        call._set_checked_type(expr._checked_type)  # type: ignore[attr-defined]
+    return call
+
+
+def is_begin(e: Expr) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == COMPILER_BEGIN
+
+
+def is_end(e: Expr) -> bool:
+    return isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == COMPILER_END
+
+
+def is_composite(e: Expr) -> bool:
+    return isinstance(e, Function) and "Composite" in e.attrs
+
+
+def _skip_composites(n: Expr) -> tuple[Expr, ...]:
+    return () if is_composite(n) else children(n)
+
+
+def _composite_ops(func: Function) -> tuple[str, ...]:
+    return tuple(n.op.name for n in post_order(func.body) if isinstance(n, Call) and isinstance(n.op, Op))
+
+
+class _Annotator:
+    def __init__(self, targets: tuple[str, ...], include_non_call_ops: bool, log: PlacementLog | None,
+                 fname: str):
+        self.targets = targets
+        self.include_non_call_ops = include_non_call_ops
+        self.log = log
+        self.fname = fname
+        self.target_of: dict[int, str] = {}
+
+    # -- helpers (TVM: AnnotateArgs / InsertCompilerEndAndPropogateTarget) --------------------------------
+    def annotate_args(self, args: tuple[Expr, ...], target: str | None) -> tuple[str, tuple[Expr, ...]]:
+        ref: str | None = None
+        slots: list[tuple[bool, Expr]] = []  # (keep as is, expr)
+        for arg in args:
+            arg_target = DEFAULT_TARGET
+            if is_begin(arg):
+                if arg.attrs.compiler != DEFAULT_TARGET:
+                    slots.append((True, arg))
+                else:
+                    slots.append((False, arg.args[0]))
+                if is_end(arg.args[0]):
+                    arg_target = arg.args[0].attrs.compiler
+            elif id(arg) in self.target_of:
+                arg_target = self.target_of[id(arg)]
+                if isinstance(arg, Call) and not arg.args:
+                    slots.append((False, arg))
+                else:
+                    slots.append((False, compiler_end(arg, arg_target)))
+            else:
+                slots.append((False, arg))
+            ref = arg_target if ref is None else (ref if ref == arg_target else DEFAULT_TARGET)
+        op_target = target or ref or DEFAULT_TARGET
+        if ref is None:
+            return op_target, args
+        return op_target, tuple(e if keep else compiler_begin(e, op_target) for keep, e in slots)
+
+    def end_of(self, e: Expr) -> Expr:
+        t = self.target_of.get(id(e))
+        if t is None:
+            return e
+        if isinstance(e, (Tuple, TupleGetItem)) or (isinstance(e, Call) and e.args):
+            end = compiler_end(e, t)
+            self.target_of[id(end)] = t
+            return end
+        return e
+
+    # -- per node -----------------------------------------------------------------------------------------
+    def run(self, body: Expr) -> Expr:
+        new: dict[int, Expr] = {}
+        for n in post_order(body, child_fn=_skip_composites):
+            if isinstance(n, (Var, Constant, Op, GlobalVar)) or is_composite(n):
+                new[id(n)] = n
+                continue
+            post = rebuild(n, tuple(new[id(c)] for c in children(n)))
+            if isinstance(n, Call):
+                new[id(n)] = self.visit_call(n, post)
+            elif isinstance(n, Tuple):
+                if self.include_non_call_ops:
+                    t, fields = self.annotate_args(post.fields, None)
+                    out = post.replace(fields=fields)
+                    self.target_of[id(out)] = t
+                else:
+                    out = post.replace(fields=tuple(self.end_of(f) for f in post.fields))
+                new[id(n)] = out
+            elif isinstance(n, TupleGetItem):
+                if self.include_non_call_ops:
+                    t, (tv,) = self.annotate_args((post.tuple_value,), None)
+                    out = post.replace(tuple_value=tv)
+                    self.target_of[id(out)] = t
+                else:
+                    out = post.replace(tuple_value=self.end_of(post.tuple_value))
+                new[id(n)] = out
+            elif isinstance(n, Function):
+                new[id(n)] = post.replace(body=self.end_of(post.body))
+            elif isinstance(n, Let):
+                value = post.value if isinstance(post.value, Function) else self.end_of(post.value)
+                new[id(n)] = post.replace(value=value, body=self.end_of(post.body))
+            elif isinstance(n, If):
+                new[id(n)] = post.replace(cond=self.end_of(post.cond), true_branch=self.end_of(post.true_branch),
+                                          false_branch=self.end_of(post.false_branch))
+            else:
+                new[id(n)] = post
+        return self.end_of(new[id(body)])
+
+    def visit_call(self, pre: Call, post: Call) -> Expr:
+        if is_begin(pre):
+            return post
+        if is_end(pre):
+            inner = post.args[0]
+            self.target_of.setdefault(id(inner), post.attrs.compiler)
+            return post
+        if pre.args and is_begin(pre.args[0]) and pre.args[0].attrs.compiler != DEFAULT_TARGET:
+            return post  # annotated by an earlier run
+        candidates: list[str] = []
+        reasons: list[str] = []
+        op_label = None
+        inner_ops: tuple[str, ...] = ()
+        if isinstance(pre.op, Op):
+            op_label = pre.op.name
+            for t in self.targets:
+                pred = get_op_attr(pre.op.name, "target." + t)
+                if pred is None:
+                    continue
+                s = evaluate_check(pred, pre, label=f"target.{t} predicate")
+                if s.ok:
+                    candidates.append(t)
+                else:
+                    reasons.append(f"target.{t}: {s.reason}")
+        elif is_composite(pre.op):
+            op_label = str(pre.op.attrs["Composite"])
+            inner_ops = _composite_ops(pre.op)
+            prefix = op_label.split(".", 1)[0] if "." in op_label else None
+            if prefix in self.targets:
+                candidates.append(prefix)
+            else:
+                reasons.append(f"composite {op_label} belongs to target {prefix!r}, not one of "
+                               f"{', '.join(self.targets)}")
+        target = candidates[0] if candidates else DEFAULT_TARGET
+        t, args = self.annotate_args(post.args, target)
+        new_call = post.replace(args=args)
+        if pre._checked_type is not None:  # type: ignore[attr-defined]
+            new_call._set_checked_type(pre._checked_type)  # type: ignore[attr-defined]
+        self.target_of[id(new_call)] = target
+        if self.log is not None and op_label is not None:
+            if target == DEFAULT_TARGET:
+                reasons = self.log.refusals_of(pre) + reasons
+                if not reasons:
+                    reasons = [f"{op_label} is in no accepted {t!r} composite and has no target.{t} predicate"
+                               for t in self.targets]
+            else:
+                reasons = []
+            self.log.record(Decision(pre, op_label, target, tuple(reasons), self.fname, inner_ops))
+        return new_call
+
+
+def annotate_target(func: Function, targets, include_non_call_ops: bool = True,
+                    log: PlacementLog | None = None, fname: str = "main") -> Function:
+    annotator = _Annotator(tuple(targets), include_non_call_ops, log, fname)
+    return func.replace(body=annotator.run(func.body))
+
+
+def _normalize_targets(targets) -> tuple[str, ...]:
+    if isinstance(targets, str):
+        targets = [targets]
+    out = []
+    for t in targets:
+        if not isinstance(t, str) or not t:
+            raise PassError(f"AnnotateTarget: targets must be non-empty strings, got {t!r}")
+        if t == DEFAULT_TARGET:
+            raise PassError("AnnotateTarget: 'default' is the CPU fallback, not a target to annotate for")
+        out.append(t)
+    if not out:
+        raise PassError("AnnotateTarget needs at least one target")
+    return tuple(dict.fromkeys(out))
+
+
+class AnnotateTarget(ModulePass):
+    """``relay.transform.AnnotateTarget(targets, include_non_call_ops=True)``."""
+
+    name = "AnnotateTarget"
+    opt_level = 0
+
+    def __init__(self, targets, include_non_call_ops: bool = True):
+        self.targets = _normalize_targets(targets)
+        self.include_non_call_ops = bool(include_non_call_ops)
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        mod = infer_module(mod.copy())
+        log = current_log(ctx)
+        out = mod.copy()
+        for gv, func in mod.items():
+            if "Compiler" in func.attrs or "SkipOptimization" in func.attrs:
+                continue
+            out[gv] = annotate_target(func, self.targets, self.include_non_call_ops, log, gv.name_hint)
+        return infer_module(out)

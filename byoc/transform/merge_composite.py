@@ -1,0 +1,55 @@
+"""MergeComposite: group multi-op patterns into inline composite functions (Relay semantics).
+
+For each table entry in order (order = priority) the entry's pattern is partitioned over the whole function
+with ``{"Composite": name}``; types are re-inferred in between (incrementally: untouched nodes keep their type)
+so later checks see ``checked_type``. A check receives the matched root call of the un-rewritten graph, or, for
+a ``Check`` object, a context with that root and the match's named captures. Nodes already inside a composite
+are never matched again.
+"""
+from __future__ import annotations
+
+from ..ir.expr import Call, Function
+from ..ir.module import IRModule
+from ..relay.dataflow_pattern.partition import partition_with_memo
+from ..relay.dataflow_pattern.table import CompositePattern, normalize_table
+from .infer_type import infer_expr, infer_module
+from .pass_infra import FunctionPass, PassContext
+from .placement import current_log
+
+__all__ = ["MergeComposite", "merge_composite"]
+
+
+def merge_composite(func: Function, table: tuple[CompositePattern, ...], global_types=None, log=None) -> Function:
+    """MergeComposite on one function (typed)."""
+    for entry in table:
+        body, memo, refusals = partition_with_memo(entry.pattern, func.body, {"Composite": entry.name},
+                                                   entry.check, label=f"{entry.name} check")
+        if log is not None:
+            for refusal in refusals:
+                s = refusal.support
+                for n in refusal.interior:
+                    if isinstance(n, Call):
+                        log.add_refusal(n, f"{entry.name}: {s.reason}", strong=s.applies)
+            log.remap(memo)
+        if body is not func.body:
+            func = func.replace(body=body)
+            infer_expr(func, global_types)
+    return func
+
+
+class MergeComposite(FunctionPass):
+    """``relay.transform.MergeComposite(pattern_table)``."""
+
+    name = "MergeComposite"
+    opt_level = 0
+
+    def __init__(self, pattern_table):
+        self.table = normalize_table(pattern_table)
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        mod = infer_module(mod.copy())
+        self._global_types = {gv.name_hint: gv._checked_type for gv in mod.get_global_vars()}
+        return super().run(mod, ctx)
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        return merge_composite(func, self.table, self._global_types, current_log(ctx))

@@ -1,0 +1,391 @@
+"""``npu_sim.compile(func, config) -> Program``: placement, weight packing, tiling and command generation.
+
+Pipeline: ``lower_function`` (IR → layers) → memory plan (feature maps in the config's feature-map area, packed
+weights and per-channel tables in the weight area) → per layer a tile plan (``tiling.plan_layer``) and its
+commands (double-buffered slots) → dependencies from the hazard tracker → tokens → ``Program`` (validated).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from byoc.errors import NPUError
+
+from .config import NPUConfig, preset
+from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
+from .isa import Load, Mac, MacOp, N_PPU_PARAMS, PPU_PARAM_NAMES, Ppu, PpuOp, Rounding, Store, TileKind, dtype_code
+from .lower import ConvLayer, Graph, PpuLayer, lower_function
+from .program import LayerInfo, Program, Region, TensorBinding
+from .tiling import ALIGN, Geometry, TilePlan, plan_layer
+
+__all__ = ["compile"]
+
+_PPU_OPS = {"add": PpuOp.ADD, "mul": PpuOp.MUL, "max_pool": PpuOp.MAX_POOL, "avg_pool": PpuOp.AVG_POOL,
+            "mean": PpuOp.MEAN, "lut": PpuOp.LUT, "requant": PpuOp.REQUANT, "copy": PpuOp.COPY}
+_TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("spare", "u1")])
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _pack_table(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> bytes:
+    t = np.zeros(len(bias), _TABLE_DTYPE)
+    t["bias"] = bias.astype(np.int64).astype(np.int32)
+    t["mult"] = mult
+    t["shift"] = shift
+    return t.tobytes()
+
+
+class _MemoryPlan:
+    def __init__(self, cfg: NPUConfig):
+        self.cfg = cfg
+        self.regions: list[Region] = []
+        self.constants: list[tuple[int, bytes]] = []
+        self.top = [0] * len(cfg.memory_areas)
+
+    def add(self, name: str, area: int, size: int, kind: str, data: bytes | None = None) -> Region:
+        base = self.top[area]
+        r = Region(len(self.regions), name, area, base, size, kind)
+        self.top[area] = base + _cdiv(max(size, 1), ALIGN) * ALIGN
+        limit = self.cfg.memory_areas[area].size_bytes
+        if limit and self.top[area] > limit:
+            raise NPUError(f"memory area {self.cfg.memory_areas[area].name!r} ({limit} B) is too small: placing "
+                           f"{name!r} needs {self.top[area]} B", hint="use a larger area or a smaller model")
+        self.regions.append(r)
+        if data is not None:
+            self.constants.append((r.id, data))
+        return r
+
+
+class _Emitter:
+    """Collects commands, derives their dependencies as they are emitted, and assigns tokens at the end."""
+
+    def __init__(self, regions: list[Region]):
+        self.cmds: list = []
+        self.deps: list[list[int]] = []
+        self.tracker = HazardTracker()
+        self.index = RegionIndex(regions)
+
+    def emit(self, cmd) -> None:
+        reads, writes = command_accesses(cmd, self.index)
+        self.deps.append(self.tracker.access(len(self.cmds), int(cmd.ENGINE), reads, writes))
+        self.cmds.append(cmd)
+
+    def finish(self) -> list:
+        engines = [int(c.ENGINE) for c in self.cmds]
+        wait, signal = assign_tokens(engines, self.deps)
+        return [dataclasses.replace(c, wait=w, signal=s) if (w or s) else c
+                for c, w, s in zip(self.cmds, wait, signal)]
+
+
+class _Slots:
+    """Two alternating slots per tile kind, laid out per local buffer.
+
+    A buffer holding weights starts this layer's layout just past the previous layer's last weight slot when
+    there is room, so the first weights of a layer can stream in while the previous layer still computes.
+    """
+
+    def __init__(self, cfg: NPUConfig, plan: TilePlan, busy: dict[int, int]):
+        self.where: dict[str, tuple[int, int, int]] = {}   # kind → (buffer index, offset of slot 0, slot size)
+        offsets = [0] * len(cfg.local_buffers)
+        for kind in ("ifm", "weight", "table", "acc", "ofm"):
+            if plan.slot(kind):
+                b = next(i for i, buf in enumerate(cfg.local_buffers) if kind in buf.holds)
+                offsets[b] += 2 * plan.slot(kind)
+        base = [0] * len(cfg.local_buffers)
+        for b, end in busy.items():
+            if end + offsets[b] <= cfg.local_buffers[b].size_bytes:
+                base[b] = end
+        self.weight_end: dict[int, int] = {}
+        offsets = list(base)
+        for kind in ("ifm", "weight", "table", "acc", "ofm"):
+            size = plan.slot(kind)
+            if not size:
+                continue
+            b = next(i for i, buf in enumerate(cfg.local_buffers) if kind in buf.holds)
+            self.where[kind] = (b, offsets[b], size)
+            offsets[b] += 2 * size
+            if kind in ("weight", "table"):
+                self.weight_end[b] = offsets[b]
+        self.next = {k: 0 for k in self.where}
+
+    def take(self, kind: str) -> tuple[int, int]:
+        b, off, size = self.where[kind]
+        k = self.next[kind]
+        self.next[kind] = 1 - k
+        return b, off + k * size
+
+
+def _ppu_params(op: PpuOp, values: dict) -> tuple[int, ...]:
+    names = PPU_PARAM_NAMES[op]
+    p = [int(values.get(n, 0)) for n in names]
+    return tuple(p + [0] * (N_PPU_PARAMS - len(p)))
+
+
+def compile(func, config: NPUConfig | str | None = None, name: str | None = None) -> Program:  # noqa: A001
+    """Compile a partitioned ``Compiler="npu"`` function for ``config`` (a preset name or an NPUConfig)."""
+    cfg = preset(config) if isinstance(config, str) else (config or preset("ethos-u55-256-like"))
+    cfg.validate()
+    graph = lower_function(func, name or "npu_func")
+    return _Codegen(cfg, graph).run()
+
+
+class _Codegen:
+    def __init__(self, cfg: NPUConfig, graph: Graph):
+        self.cfg = cfg
+        self.graph = graph
+        names = [a.name for a in cfg.memory_areas]
+        self.fm_area = names.index(cfg.placement.feature_maps)
+        self.w_area = names.index(cfg.placement.weights)
+        self.mem = _MemoryPlan(cfg)
+        self.tensor_region: dict[int, Region] = {}
+        self.weight_busy: dict[int, int] = {}   # buffer → end of the previous layer's weight/table slots
+
+    def slots(self, plan: TilePlan) -> _Slots:
+        s = _Slots(self.cfg, plan, self.weight_busy)
+        self.weight_busy = {b: end for b, end in s.weight_end.items()}
+        return s
+
+    def region_of(self, tid: int) -> Region:
+        t = self.graph.tensors[tid]
+        return self.tensor_region[t.alias_of if t.alias_of is not None else tid]
+
+    def place_tensors(self) -> None:
+        g = self.graph
+        outputs = set(g.outputs)
+        inputs = set(g.inputs)
+        for t in g.tensors:
+            if t.alias_of is not None:
+                continue
+            size = int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
+            if t.data is not None:
+                r = self.mem.add(t.name, self.w_area, size, "constant", np.ascontiguousarray(t.data).tobytes())
+            else:
+                kind = "input" if t.id in inputs else ("output" if t.id in outputs else "activation")
+                r = self.mem.add(t.name, self.fm_area, size, kind)
+            self.tensor_region[t.id] = r
+        for tid in g.outputs:
+            if self.graph.tensors[tid].alias_of is not None and self.region_of(tid).kind == "input":
+                raise NPUError(f"output {self.graph.tensors[tid].name!r} is a view of an input; nothing to compute")
+
+    def run(self) -> Program:
+        self.place_tensors()
+        plans = []
+        for li, layer in enumerate(self.graph.layers):
+            plans.append(self.plan(layer))
+        # Constants of every layer are placed before any command is emitted (the tracker needs all regions).
+        consts = [self.place_layer_constants(li, layer) for li, layer in enumerate(self.graph.layers)]
+        em = _Emitter(self.mem.regions)
+        infos = []
+        for li, (layer, plan, const) in enumerate(zip(self.graph.layers, plans, consts)):
+            if isinstance(layer, ConvLayer):
+                self.emit_conv(em, li, layer, plan, const)
+            else:
+                self.emit_ppu(em, li, layer, plan, const)
+            infos.append(self.layer_info(layer, plan, const))
+        cmds = em.finish()
+        g = self.graph
+        inputs = tuple(TensorBinding(g.tensors[t].name, self.region_of(t).id, g.tensors[t].shape,
+                                     g.tensors[t].dtype) for t in g.inputs)
+        outputs = tuple(TensorBinding(g.tensors[t].name, self.region_of(t).id, g.tensors[t].shape,
+                                      g.tensors[t].dtype) for t in g.outputs)
+        prog = Program(self.cfg, tuple(self.mem.regions), tuple(self.mem.constants), inputs, outputs, tuple(infos),
+                       tuple(cmds), g.name)
+        return prog.validate(check_hazards=False)
+
+    # ------------------------------------------------------------------------------------------ planning
+    def geometry(self, layer) -> Geometry:
+        T = self.graph.tensors
+        if isinstance(layer, ConvLayer):
+            return Geometry("depthwise" if layer.kind == "depthwise" else "conv", PpuOp.REQUANT, T[layer.ofm].hwc,
+                            T[layer.ifm].hwc, layer.kernel, layer.stride, layer.dilation, layer.dm, 1,
+                            np.dtype(T[layer.ifm].dtype).itemsize, np.dtype(layer.out_dtype).itemsize,
+                            True, True, channel_step=layer.dm)
+        p = layer.params
+        op = _PPU_OPS[layer.op]
+        src = T[layer.inputs[0]]
+        kernel = (p["kh"], p["kw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
+        stride = (p["sh"], p["sw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
+        dil = (p["dh"], p["dw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
+        out_hwc = T[layer.ofm].hwc
+        if layer.op == "copy" and layer.out_c0 or (layer.op == "copy" and src.hwc[2] != out_hwc[2]):
+            out_hwc = (out_hwc[0], out_hwc[1], src.hwc[2])
+        return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
+                        np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
+                        layer.op == "requant", layer.op == "lut", layer.op == "mean")
+
+    def plan(self, layer) -> TilePlan:
+        return plan_layer(self.cfg, self.geometry(layer), layer.name, self.fm_area, self.w_area)
+
+    def place_layer_constants(self, li: int, layer) -> dict:
+        if isinstance(layer, ConvLayer):
+            w = self.mem.add(f"{layer.name}.weights", self.w_area, layer.weights.nbytes, "constant",
+                             layer.weights.tobytes())
+            t = self.mem.add(f"{layer.name}.table", self.w_area, 10 * len(layer.bias), "constant",
+                             _pack_table(layer.bias, layer.multiplier, layer.shift))
+            return {"weights": w, "table": t}
+        if layer.op == "lut":
+            tab = np.asarray(layer.table).astype(np.int8 if layer.table.dtype == np.int8 else np.uint8)
+            return {"table": self.mem.add(f"{layer.name}.lut", self.w_area, 256, "constant", tab.tobytes())}
+        if layer.op == "requant":
+            bias, m, s = layer.table
+            return {"table": self.mem.add(f"{layer.name}.table", self.w_area, 10 * len(bias), "constant",
+                                          _pack_table(bias, m, s))}
+        return {}
+
+    def layer_info(self, layer, plan: TilePlan, const: dict) -> LayerInfo:
+        T = self.graph.tensors
+        area_names = [a.name for a in self.cfg.memory_areas]
+        traffic = [0] * len(area_names)
+        for tid in (layer.inputs if isinstance(layer, PpuLayer) else (layer.ifm,)):
+            traffic[self.region_of(tid).area] += self.region_of(tid).size
+        out = T[layer.ofm]
+        out_elems = int(np.prod(self.geometry(layer).out_hwc))
+        traffic[self.fm_area] += out_elems * np.dtype(out.dtype).itemsize
+        for key, r in const.items():
+            size = r.size * self.cfg.weight_compression if key == "weights" else r.size
+            traffic[r.area] += int(size)
+        kind = layer.kind if isinstance(layer, ConvLayer) else layer.op
+        return LayerInfo(layer.name, layer.composite, kind, int(layer.macs),
+                         tuple((n, b) for n, b in zip(area_names, traffic) if b), out_elems,
+                         (plan.bh, plan.bw, plan.bc), plan.order)
+
+    # ------------------------------------------------------------------------------------------ commands
+    def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot) -> Load:
+        t = self.graph.tensors[tid]
+        r = self.region_of(tid)
+        H, W, C = t.hwc
+        pad = int(y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W)
+        return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad,
+                    int(pad_value) if pad else 0, slot[0], slot[1])
+
+    def load_const(self, li, kind, region: Region, start: int, count: int, slot) -> Load:
+        return Load(0, 0, li, int(kind), region.area, 1, region.base, 1, 1, region.size, 0, 0, start, 1, 1, count,
+                    0, 0, slot[0], slot[1])
+
+    def store(self, li, tid, y0, x0, c0, h, w, c, slot) -> Store:
+        t = self.graph.tensors[tid]
+        r = self.region_of(tid)
+        H, W, C = t.hwc
+        return Store(0, 0, li, r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, slot[0], slot[1])
+
+    def emit_conv(self, em: _Emitter, li: int, L: ConvLayer, plan: TilePlan, const: dict) -> None:
+        T = self.graph.tensors
+        ifm, ofm = T[L.ifm], T[L.ofm]
+        OH, OW, OC = ofm.hwc
+        slots = self.slots(plan)
+        sh, sw = L.stride
+        dh, dw = L.dilation
+        kh, kw = L.kernel
+        pt, pl = L.padding[0], L.padding[1]
+        dw_op = L.kind == "depthwise"
+        w_per_oc = kh * kw * (1 if dw_op else ifm.hwc[2])
+        in_dt, w_dt, out_dt = dtype_code(ifm.dtype), dtype_code(str(L.weights.dtype)), dtype_code(L.out_dtype)
+        rounding = int(Rounding[L.rounding])
+        ppu_params = _ppu_params(PpuOp.REQUANT, dict(zp_in=L.zp_rq, zp_out=L.zp_out, act_min=L.act_min,
+                                                     act_max=L.act_max))
+        spatial = [(y, x, min(plan.bh, OH - y), min(plan.bw, OW - x))
+                   for y in range(0, OH, plan.bh) for x in range(0, OW, plan.bw)]
+        chans = [(c, min(plan.bc, OC - c)) for c in range(0, OC, plan.bc)]
+
+        def ifm_window(y, x, th, tw):
+            return (y * sh - pt, x * sw - pl, (th - 1) * sh + (kh - 1) * dh + 1, (tw - 1) * sw + (kw - 1) * dw + 1)
+
+        def weights(c0, tc):
+            ws = slots.take("weight")
+            ts = slots.take("table")
+            em.emit(self.load_const(li, TileKind.WEIGHT, const["weights"], c0 * w_per_oc, tc * w_per_oc, ws))
+            em.emit(self.load_const(li, TileKind.TABLE, const["table"], c0 * 10, tc * 10, ts))
+            return ws, ts
+
+        def compute(y, x, th, tw, c0, tc, ifm_slot, ic, ws, ts):
+            ih, iw = ifm_window(y, x, th, tw)[2:]
+            acc = slots.take("acc")
+            em.emit(Mac(0, 0, li, int(MacOp.DEPTHWISE if dw_op else MacOp.CONV), in_dt, w_dt, ifm_slot[0],
+                        ifm_slot[1], ih, iw, ic, ws[0], ws[1], acc[0], acc[1], th, tw, tc, kh, kw, sh, sw, dh, dw,
+                        L.zp_in, L.zp_w, L.dm))
+            out = slots.take("ofm")
+            em.emit(Ppu(0, 0, li, int(PpuOp.REQUANT), rounding, 3, out_dt, acc[0], acc[1], 0, 0, ts[0], ts[1],
+                        out[0], out[1], th, tw, tc, th, tw, tc, ppu_params))
+            em.emit(self.store(li, L.ofm, y, x, c0, th, tw, tc, out))
+
+        if plan.order == "depth_outer" or dw_op:
+            # Weights of the next channel slice are queued right after the first IFM tile of this slice, so
+            # their (slow) transfer overlaps this slice's compute: double-buffered weights.
+            pending = weights(*chans[0])
+            for k, (c0, tc) in enumerate(chans):
+                ws, ts = pending
+                ic = tc // L.dm if dw_op else ifm.hwc[2]
+                ic0 = c0 // L.dm if dw_op else 0
+                for j, (y, x, th, tw) in enumerate(spatial):
+                    y0, x0, ih, iw = ifm_window(y, x, th, tw)
+                    s = slots.take("ifm")
+                    em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s))
+                    if j == 0 and k + 1 < len(chans):
+                        pending = weights(*chans[k + 1])
+                    compute(y, x, th, tw, c0, tc, s, ic, ws, ts)
+        else:
+            resident = None
+            for y, x, th, tw in spatial:
+                y0, x0, ih, iw = ifm_window(y, x, th, tw)
+                s = slots.take("ifm")
+                em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, 0, ih, iw, ifm.hwc[2], L.pad_value, s))
+                for c0, tc in chans:
+                    if resident is None or len(chans) > 1:
+                        resident = weights(c0, tc)
+                    compute(y, x, th, tw, c0, tc, s, ifm.hwc[2], *resident)
+
+    def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
+        T = self.graph.tensors
+        g = self.geometry(L)
+        op = _PPU_OPS[L.op]
+        src = T[L.inputs[0]]
+        ofm = T[L.ofm]
+        OH, OW, OC = g.out_hwc
+        H, W, _ = src.hwc
+        slots = self.slots(plan)
+        in_dt, out_dt = dtype_code(src.dtype), dtype_code(ofm.dtype)
+        p = dict(L.params)
+        kh, kw = g.kernel
+        sh, sw = g.stride
+        dh, dw = g.dilation
+        pt, pl = p.get("padding", (0, 0, 0, 0))[:2]
+        if op == PpuOp.MAX_POOL:
+            pad_value = int(np.iinfo(src.dtype).min)
+        else:
+            pad_value = 0
+        rounding = int(Rounding[p.get("rounding", "TFLITE")])
+        lut_slot = None
+        if op == PpuOp.LUT:
+            lut_slot = slots.take("table")
+            em.emit(self.load_const(li, TileKind.TABLE, const["table"], 0, 256, lut_slot))
+        for c0 in range(0, OC, plan.bc):
+            tc = min(plan.bc, OC - c0)
+            table_slot = lut_slot
+            if op == PpuOp.REQUANT:
+                table_slot = slots.take("table")
+                em.emit(self.load_const(li, TileKind.TABLE, const["table"], c0 * 10, tc * 10, table_slot))
+            for y in range(0, OH, plan.bh):
+                for x in range(0, OW, plan.bw):
+                    th, tw = min(plan.bh, OH - y), min(plan.bw, OW - x)
+                    if op == PpuOp.MEAN:
+                        y0, x0, ih, iw = 0, 0, H, W
+                    else:
+                        y0, x0 = y * sh - pt, x * sw - pl
+                        ih, iw = (th - 1) * sh + (kh - 1) * dh + 1, (tw - 1) * sw + (kw - 1) * dw + 1
+                    b, off = slots.take("ifm")
+                    tile_bytes = ih * iw * tc * np.dtype(src.dtype).itemsize
+                    srcs = []
+                    for k, tid in enumerate(L.inputs):
+                        s = (b, off + k * tile_bytes)
+                        em.emit(self.load(li, TileKind.IFM, tid, y0, x0, c0, ih, iw, tc, pad_value, s))
+                        srcs.append(s)
+                    values = dict(p, y0=y0, x0=x0, img_h=H, img_w=W)
+                    out = slots.take("ofm")
+                    s1 = srcs[1] if len(srcs) > 1 else (0, 0)
+                    ts = table_slot or (0, 0)
+                    em.emit(Ppu(0, 0, li, int(op), rounding, in_dt, out_dt, srcs[0][0], srcs[0][1], s1[0], s1[1],
+                                ts[0], ts[1], out[0], out[1], ih, iw, tc, th, tw, tc, _ppu_params(op, values)))
+                    em.emit(self.store(li, L.ofm, y, x, c0 + L.out_c0, th, tw, tc, out))

@@ -1,0 +1,258 @@
+"""Hazards and dependency tokens.
+
+The sequential meaning of a program is its command stream order. ``HazardTracker`` finds, for each command,
+the earlier commands it must follow (read-after-write, write-after-read, write-after-write) on local SRAM byte
+ranges and on main-memory regions (tensor granularity). The compiler turns those dependencies into tokens
+(``assign_tokens``); the validator re-derives them from a decoded program and checks that the tokens order every
+one of them (``check_tokens``), using vector clocks over the token graph. Both also detect deadlock.
+"""
+from __future__ import annotations
+
+import bisect
+
+from byoc.errors import NPUError
+
+from .isa import DTYPE_BYTES, ENGINE_NAMES, Command, Load, Mac, Ppu, PpuOp, Store, disassemble_command
+
+__all__ = ["Access", "command_accesses", "HazardTracker", "assign_tokens", "check_tokens", "RegionIndex"]
+
+# (is_local, buffer index or region id, lo, hi); main-memory accesses use lo = hi = 0.
+Access = tuple[bool, int, int, int]
+
+
+class RegionIndex:
+    """Maps (area, address) to the memory region (tensor) containing it."""
+
+    def __init__(self, regions):
+        self.by_area: dict[int, tuple[list[int], list]] = {}
+        for r in sorted(regions, key=lambda r: (r.area, r.base)):
+            starts, regs = self.by_area.setdefault(r.area, ([], []))
+            starts.append(r.base)
+            regs.append(r)
+
+    def find(self, area: int, lo: int, hi: int):
+        starts, regs = self.by_area.get(area, ([], []))
+        i = bisect.bisect_right(starts, lo) - 1
+        if i >= 0:
+            r = regs[i]
+            if lo >= r.base and hi <= r.base + r.size:
+                return r
+        return None
+
+
+def tile_bytes(h: int, w: int, c: int, dtype: int) -> int:
+    return h * w * c * DTYPE_BYTES[dtype]
+
+
+def mac_weight_bytes(cmd: Mac) -> int:
+    per = cmd.kh * cmd.kw * (cmd.ic if cmd.op == 0 else 1)
+    return cmd.oc * per * DTYPE_BYTES[cmd.w_dtype]
+
+
+def ppu_table_bytes(cmd: Ppu) -> int:
+    if cmd.op == PpuOp.REQUANT:
+        return cmd.oc * 10
+    if cmd.op == PpuOp.LUT:
+        return 256
+    return 0
+
+
+def command_accesses(cmd: Command, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
+    """(reads, writes) of a command. Main-memory windows are attributed to the region holding the tensor."""
+    if isinstance(cmd, Load):
+        r = regions.find(cmd.area, cmd.base, cmd.base + max(1, cmd.img_h * cmd.img_w * cmd.img_c *
+                                                            DTYPE_BYTES[cmd.dtype]))
+        reads = [(False, r.id, 0, 0)] if r is not None else []
+        return reads, [(True, cmd.buf, cmd.off, cmd.off + tile_bytes(cmd.h, cmd.w, cmd.c, cmd.dtype))]
+    if isinstance(cmd, Store):
+        r = regions.find(cmd.area, cmd.base, cmd.base + cmd.img_h * cmd.img_w * cmd.img_c * DTYPE_BYTES[cmd.dtype])
+        writes = [(False, r.id, 0, 0)] if r is not None else []
+        return [(True, cmd.buf, cmd.off, cmd.off + tile_bytes(cmd.h, cmd.w, cmd.c, cmd.dtype))], writes
+    if isinstance(cmd, Mac):
+        reads = [(True, cmd.ifm_buf, cmd.ifm_off, cmd.ifm_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype)),
+                 (True, cmd.w_buf, cmd.w_off, cmd.w_off + mac_weight_bytes(cmd))]
+        return reads, [(True, cmd.acc_buf, cmd.acc_off, cmd.acc_off + cmd.oh * cmd.ow * cmd.oc * 4)]
+    reads = [(True, cmd.src0_buf, cmd.src0_off, cmd.src0_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype))]
+    if cmd.op in (PpuOp.ADD, PpuOp.MUL):
+        reads.append((True, cmd.src1_buf, cmd.src1_off,
+                      cmd.src1_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype)))
+    tb = ppu_table_bytes(cmd)
+    if tb:
+        reads.append((True, cmd.table_buf, cmd.table_off, cmd.table_off + tb))
+    return reads, [(True, cmd.dst_buf, cmd.dst_off, cmd.dst_off + tile_bytes(cmd.oh, cmd.ow, cmd.oc, cmd.out_dtype))]
+
+
+class _Record:
+    __slots__ = ("lo", "hi", "writer", "readers")
+
+    def __init__(self, lo, hi, writer):
+        self.lo, self.hi, self.writer = lo, hi, writer
+        self.readers: dict[int, int] = {}
+
+
+class HazardTracker:
+    """Tracks the last writer and the readers since of every local byte range and memory region."""
+
+    def __init__(self):
+        self.local: dict[int, list[_Record]] = {}
+        self.mem: dict[int, _Record] = {}
+
+    def access(self, idx: int, engine: int, reads: list[Access], writes: list[Access]) -> list[int]:
+        deps: list[int] = []
+        for is_local, key, lo, hi in reads:
+            if is_local:
+                for rec in self.local.get(key, ()):
+                    if rec.lo < hi and lo < rec.hi:
+                        if rec.writer is not None:
+                            deps.append(rec.writer)
+                        rec.readers[engine] = idx
+            else:
+                rec = self.mem.get(key)
+                if rec is None:
+                    rec = self.mem[key] = _Record(0, 0, None)
+                if rec.writer is not None:
+                    deps.append(rec.writer)
+                rec.readers[engine] = idx
+        for is_local, key, lo, hi in writes:
+            if is_local:
+                recs = self.local.setdefault(key, [])
+                keep = []
+                for rec in recs:
+                    if rec.lo < hi and lo < rec.hi:
+                        if rec.writer is not None:
+                            deps.append(rec.writer)
+                        deps.extend(rec.readers.values())
+                        # Keep only the bytes this write does not cover; their history stays as it was.
+                        for a, b in ((rec.lo, lo), (hi, rec.hi)):
+                            if a < b:
+                                part = _Record(max(a, rec.lo), min(b, rec.hi), rec.writer)
+                                part.readers = dict(rec.readers)
+                                keep.append(part)
+                        continue
+                    keep.append(rec)
+                keep.append(_Record(lo, hi, idx))
+                self.local[key] = keep
+            else:
+                rec = self.mem.get(key)
+                if rec is not None:
+                    if rec.writer is not None:
+                        deps.append(rec.writer)
+                    deps.extend(rec.readers.values())
+                self.mem[key] = _Record(0, 0, idx)
+        return deps
+
+
+def assign_tokens(engines: list[int], deps: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Wait/signal masks that order every cross-engine dependency, with as few tokens as possible.
+
+    For each consumer only the latest producer per engine matters (engines are in order), and a producer
+    already ordered by an earlier consumer on the same engine needs no new token. Pushes and pops on each edge
+    are then matched in order.
+    """
+    n = len(engines)
+    wait = [0] * n
+    signal = [0] * n
+    last = [[-1] * 4 for _ in range(4)]  # last[src][dst] = producer index of the latest token on that edge
+    for i in range(n):
+        e = engines[i]
+        latest = [-1, -1, -1, -1]
+        for d in deps[i]:
+            f = engines[d]
+            if f != e and d > latest[f]:
+                latest[f] = d
+        for f in range(4):
+            p = latest[f]
+            if p > last[f][e]:
+                wait[i] |= 1 << f
+                signal[p] |= 1 << e
+                last[f][e] = p
+    return wait, signal
+
+
+def check_tokens(cmds: list[Command], engines: list[int], deps: list[list[int]] | None) -> None:
+    """Tokens balance, the program cannot deadlock, and (with ``deps``) every dependency is token-ordered."""
+    n = len(cmds)
+    pushes = [[0] * 4 for _ in range(4)]
+    pops = [[0] * 4 for _ in range(4)]
+    for c, e in zip(cmds, engines):
+        for f in range(4):
+            if c.signal >> f & 1:
+                if f == e:
+                    raise NPUError(f"command {disassemble_command(c)} signals its own engine")
+                pushes[e][f] += 1
+            if c.wait >> f & 1:
+                if f == e:
+                    raise NPUError(f"command {disassemble_command(c)} waits on its own engine")
+                pops[f][e] += 1
+    bad = [f"{ENGINE_NAMES[a]}→{ENGINE_NAMES[b]}: {pushes[a][b]} pushed, {pops[a][b]} popped"
+           for a in range(4) for b in range(4) if pushes[a][b] != pops[a][b]]
+    if bad:
+        raise NPUError("dependency tokens do not balance: " + "; ".join(bad),
+                       hint="every token pushed must be popped exactly once")
+    queues = [[i for i in range(n) if engines[i] == e] for e in range(4)]
+    pos = [0] * n
+    for e in range(4):
+        for k, i in enumerate(queues[e]):
+            pos[i] = k
+    edge_push: list[list[list[int]]] = [[[] for _ in range(4)] for _ in range(4)]  # producer indices per edge
+    for i in range(n):
+        for f in range(4):
+            if cmds[i].signal >> f & 1:
+                edge_push[engines[i]][f].append(i)
+    popped = [[0] * 4 for _ in range(4)]
+    done = [False] * n
+    vc: list[tuple[int, int, int, int] | None] = [None] * n
+    heads = [0, 0, 0, 0]
+    remaining = n
+    while remaining:
+        progressed = False
+        for e in range(4):
+            q = queues[e]
+            while heads[e] < len(q):
+                i = q[heads[e]]
+                c = cmds[i]
+                srcs = []
+                ok = True
+                for f in range(4):
+                    if c.wait >> f & 1:
+                        k = popped[f][e]
+                        p = edge_push[f][e][k]
+                        if not done[p]:
+                            ok = False
+                            break
+                        srcs.append(p)
+                if not ok:
+                    break
+                clock = list(vc[q[heads[e] - 1]]) if heads[e] else [-1, -1, -1, -1]  # type: ignore[arg-type]
+                for f in range(4):
+                    if c.wait >> f & 1:
+                        popped[f][e] += 1
+                for p in srcs:
+                    pv = vc[p]
+                    for k in range(4):
+                        if pv[k] > clock[k]:  # type: ignore[index]
+                            clock[k] = pv[k]  # type: ignore[index]
+                clock[e] = pos[i]
+                vc[i] = tuple(clock)  # type: ignore[assignment]
+                done[i] = True
+                heads[e] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:
+            stuck = []
+            for e in range(4):
+                if heads[e] < len(queues[e]):
+                    stuck.append(f"{ENGINE_NAMES[e]} at #{queues[e][heads[e]]}: "
+                                 f"{disassemble_command(cmds[queues[e][heads[e]]])}")
+            raise NPUError("program deadlocks: every engine waits for a token that is never pushed",
+                           notes=tuple("  - " + s for s in stuck))
+    if deps is None:
+        return
+    for i in range(n):
+        clock = vc[i]
+        for d in deps[i]:
+            f = engines[d]
+            if f != engines[i] and clock[f] < pos[d]:  # type: ignore[index]
+                raise NPUError(f"hazard: command #{i} ({disassemble_command(cmds[i])}) may run before command #{d} "
+                               f"({disassemble_command(cmds[d])}) that it depends on",
+                               hint="a dependency token is missing between these engines")

@@ -1,0 +1,196 @@
+"""Functional semantics of every command, in numpy, bit-exact with TFLite's reference kernels.
+
+Commands run in stream order (the program's sequential meaning; the validator has checked that the tokens
+order every hazard, so any token-respecting schedule computes the same bytes). Main memory is one byte array per
+memory area; local SRAM holds typed tiles keyed by (buffer, offset). MAC accumulation goes through float64 BLAS,
+which is exact for int8/uint8 operands (|Σ| < 2^53), then wraps to int32 like TFLite's accumulator.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from byoc.errors import ExecutionError, NPUError
+from byoc.quant.fixedpoint import mbqm, rdbpot, srdhm, wrap32
+
+from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command
+from .program import Program
+
+__all__ = ["Machine", "run_functional"]
+
+_TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("spare", "u1")])
+_NP = [np.dtype(d) for d in DTYPES]
+
+
+class Machine:
+    def __init__(self, prog: Program):
+        self.prog = prog
+        cfg = prog.config
+        tops = [0] * len(cfg.memory_areas)
+        for r in prog.regions:
+            tops[r.area] = max(tops[r.area], r.base + r.size)
+        self.mem = [np.zeros(t, np.uint8) for t in tops]
+        for rid, data in prog.constants:
+            r = prog.regions[rid]
+            self.mem[r.area][r.base:r.base + r.size] = np.frombuffer(data, np.uint8)
+        self.local: dict[tuple[int, int], np.ndarray] = {}
+
+    def view(self, area: int, base: int, h: int, w: int, c: int, dtype: int) -> np.ndarray:
+        dt = _NP[dtype]
+        return self.mem[area][base:base + h * w * c * dt.itemsize].view(dt).reshape(h, w, c)
+
+    def write_inputs(self, inputs: dict) -> None:
+        problems = []
+        for b in self.prog.inputs:
+            if b.name not in inputs:
+                problems.append(f"missing input {b.name!r}")
+                continue
+            v = np.asarray(inputs[b.name])
+            if tuple(v.shape) != b.shape or v.dtype.name != b.dtype:
+                problems.append(f"input {b.name!r}: expected {b.dtype}{list(b.shape)}, found {v.dtype.name}"
+                                f"{list(v.shape)}")
+                continue
+            r = self.prog.regions[b.region]
+            self.mem[r.area][r.base:r.base + r.size] = np.ascontiguousarray(v).view(np.uint8).reshape(-1)
+        extra = sorted(set(inputs) - {b.name for b in self.prog.inputs})
+        if extra:
+            problems.append(f"unknown input(s) {', '.join(extra)}")
+        if problems:
+            raise ExecutionError("bad NPU inputs: " + "; ".join(problems),
+                                 hint="inputs: " + ", ".join(f"{b.name} {b.dtype}{list(b.shape)}"
+                                                             for b in self.prog.inputs))
+
+    def read_outputs(self) -> list[np.ndarray]:
+        outs = []
+        for b in self.prog.outputs:
+            r = self.prog.regions[b.region]
+            outs.append(self.mem[r.area][r.base:r.base + r.size].view(b.dtype).reshape(b.shape).copy())
+        return outs
+
+    def tile(self, buf: int, off: int, i: int) -> np.ndarray:
+        t = self.local.get((buf, off))
+        if t is None:
+            raise NPUError(f"command #{i} ({disassemble_command(self.prog.commands[i])}) reads local buffer {buf} "
+                           f"at {off:#x}, which holds no tile")
+        return t
+
+    # ------------------------------------------------------------------------------------------- commands
+    def run(self) -> None:
+        local = self.local
+        for i, c in enumerate(self.prog.commands):
+            if isinstance(c, Load):
+                src = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
+                if c.pad:
+                    t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
+                    ya, yb = max(c.y0, 0), min(c.y0 + c.h, c.img_h)
+                    xa, xb = max(c.x0, 0), min(c.x0 + c.w, c.img_w)
+                    if ya < yb and xa < xb:
+                        t[ya - c.y0:yb - c.y0, xa - c.x0:xb - c.x0] = src[ya:yb, xa:xb, c.c0:c.c0 + c.c]
+                else:
+                    t = src[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c].copy()
+                local[(c.buf, c.off)] = t
+            elif isinstance(c, Mac):
+                local[(c.acc_buf, c.acc_off)] = self.mac(c, i)
+            elif isinstance(c, Ppu):
+                local[(c.dst_buf, c.dst_off)] = self.ppu(c, i)
+            elif isinstance(c, Store):
+                t = self.tile(c.buf, c.off, i)
+                dst = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
+                dst[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c] = t.reshape(c.h, c.w, c.c)
+
+    def raw(self, buf: int, off: int, i: int) -> np.ndarray:
+        return self.tile(buf, off, i).reshape(-1).view(np.uint8)
+
+    def mac(self, c: Mac, i: int) -> np.ndarray:
+        x = self.tile(c.ifm_buf, c.ifm_off, i).astype(np.float64) - c.zp_in
+        wt = _NP[c.w_dtype]
+        nk = c.kh * c.kw
+        if c.op == MacOp.CONV:
+            w = self.raw(c.w_buf, c.w_off, i)[:c.oc * nk * c.ic].view(wt).astype(np.float64) - c.zp_w
+            w = w.reshape(c.oc, nk * c.ic)
+            s0, s1, s2 = x.strides
+            cols = as_strided(x, shape=(c.oh, c.ow, c.kh, c.kw, c.ic),
+                              strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2), writeable=False)
+            acc = cols.reshape(c.oh * c.ow, nk * c.ic) @ w.T
+        else:
+            w = self.raw(c.w_buf, c.w_off, i)[:c.oc * nk].view(wt).astype(np.float64) - c.zp_w
+            w = w.reshape(c.oc, c.kh, c.kw)
+            if c.dm > 1:
+                x = np.repeat(x, c.dm, axis=2)
+            acc = np.zeros((c.oh, c.ow, c.oc), np.float64)
+            for ky in range(c.kh):
+                for kx in range(c.kw):
+                    ys, xs = ky * c.dh, kx * c.dw
+                    acc += x[ys:ys + (c.oh - 1) * c.sh + 1:c.sh, xs:xs + (c.ow - 1) * c.sw + 1:c.sw] * w[:, ky, kx]
+        return wrap32(acc.reshape(c.oh, c.ow, c.oc).astype(np.int64)).astype(np.int32)
+
+    def ppu(self, c: Ppu, i: int) -> np.ndarray:
+        op = c.op
+        out_dt = _NP[c.out_dtype]
+        x = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic).astype(np.int64)
+        if op == PpuOp.REQUANT:
+            t = self.raw(c.table_buf, c.table_off, i)[:c.oc * 10].view(_TABLE_DTYPE)
+            bias = t["bias"].astype(np.int64)
+            m, s = t["mult"].astype(np.int64), t["shift"].astype(np.int64)
+            acc = wrap32(x + bias) - c.param("zp_in")
+            if c.rounding == Rounding.TFLITE:
+                y = mbqm(acc, m, s)
+            else:
+                total = 31 - s
+                rnd = np.int64(1) << (total - 1)
+                prod = acc * m
+                if c.rounding == Rounding.TONEAREST:
+                    rnd = np.where(prod < 0, rnd - 1, rnd)
+                y = (prod + rnd) >> total
+            y = y + c.param("zp_out")
+        elif op in (PpuOp.ADD, PpuOp.MUL):
+            b = self.tile(c.src1_buf, c.src1_off, i).reshape(c.ih, c.iw, c.ic).astype(np.int64)
+            a_, b_ = x - c.param("zp_a"), b - c.param("zp_b")
+            if op == PpuOp.ADD:
+                ls = c.param("left_shift")
+                a_ = rdbpot(srdhm(a_ << ls, c.param("m_a")), -c.param("e_a"))
+                b_ = rdbpot(srdhm(b_ << ls, c.param("m_b")), -c.param("e_b"))
+                y = rdbpot(srdhm(a_ + b_, c.param("m_out")), -c.param("e_out"))
+            else:
+                y = mbqm(wrap32(a_ * b_), c.param("m_out"), c.param("e_out"))
+            y = y + c.param("zp_out")
+        elif op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
+            kh, kw, sh, sw, dh, dw = (c.param(k) for k in ("kh", "kw", "sh", "sw", "dh", "dw"))
+            taps = [x[ky * dh:ky * dh + (c.oh - 1) * sh + 1:sh, kx * dw:kx * dw + (c.ow - 1) * sw + 1:sw]
+                    for ky in range(kh) for kx in range(kw)]
+            if op == PpuOp.MAX_POOL:
+                y = np.max(np.stack(taps), axis=0)
+            else:
+                total = np.sum(np.stack(taps), axis=0)
+                if c.param("count_include_pad"):
+                    count = np.full((c.oh, c.ow, 1), kh * kw, np.int64)
+                else:
+                    y0, x0, H, W = c.param("y0"), c.param("x0"), c.param("img_h"), c.param("img_w")
+                    iy = y0 + np.arange(c.oh)[:, None] * sh + np.arange(kh)[None, :] * dh
+                    ix = x0 + np.arange(c.ow)[:, None] * sw + np.arange(kw)[None, :] * dw
+                    cy = ((iy >= 0) & (iy < H)).sum(axis=1)
+                    cx = ((ix >= 0) & (ix < W)).sum(axis=1)
+                    count = (cy[:, None] * cx[None, :])[:, :, None].astype(np.int64)
+                if np.any(count == 0):
+                    raise ExecutionError(f"command #{i}: an average-pool window covers no input pixel")
+                q = (np.abs(total) + count // 2) // count
+                y = np.where(total < 0, -q, q)
+        elif op == PpuOp.MEAN:
+            s = x.sum(axis=(0, 1), keepdims=True)
+            y = mbqm(s - c.param("zp_in") * c.param("count"), c.param("m"), c.param("e")) + c.param("zp_out")
+        elif op == PpuOp.LUT:
+            table = self.raw(c.table_buf, c.table_off, i)[:256].view(out_dt)
+            return table[x - c.param("qmin")].astype(out_dt)
+        else:
+            y = x
+        info = np.iinfo(out_dt)
+        lo = max(int(info.min), c.param("act_min"))
+        hi = min(int(info.max), c.param("act_max"))
+        return np.clip(y, lo, hi).astype(out_dt)
+
+
+def run_functional(prog: Program, inputs: dict) -> list[np.ndarray]:
+    m = Machine(prog)
+    m.write_inputs(inputs)
+    m.run()
+    return m.read_outputs()

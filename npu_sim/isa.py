@@ -1,0 +1,316 @@
+"""The NPU instruction set: VTA-style decoupled engines linked by dependency tokens (npu-model.md §1.2-1.3, §5.1).
+
+Four engines run their own in-order command queues: DMA-in, the MAC array, the post-processing unit (PPU) and
+DMA-out. A program is ONE command stream (like VTA's instruction fetch) whose order is the sequential meaning;
+each command goes to its engine's queue. A command pops one token from every engine in its ``wait`` mask and
+pushes one token to every engine in its ``signal`` mask. Tokens on an edge (src → dst) are matched by ordinal:
+the k-th pop on the edge waits for the k-th push, so a DMA engine with several transfers in flight may complete
+out of order without confusing its consumers.
+
+Every command is a frozen dataclass; ``encode``/``decode`` use fixed little-endian struct layouts.
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+from byoc.errors import NPUError
+
+__all__ = ["Engine", "TileKind", "MacOp", "PpuOp", "Rounding", "DTYPES", "dtype_code", "Load", "Store", "Mac",
+           "Ppu", "Command", "COMMAND_TYPES", "encode_command", "decode_command", "disassemble_command",
+           "PPU_PARAM_NAMES", "N_PPU_PARAMS"]
+
+
+class Engine(enum.IntEnum):
+    DMA_IN = 0
+    MAC = 1
+    PPU = 2
+    DMA_OUT = 3
+
+
+ENGINE_NAMES = ("dma_in", "mac", "ppu", "dma_out")
+
+
+class TileKind(enum.IntEnum):
+    IFM = 0
+    WEIGHT = 1
+    TABLE = 2
+    ACC = 3
+    OFM = 4
+
+
+KIND_NAMES = ("ifm", "weight", "table", "acc", "ofm")
+
+
+class MacOp(enum.IntEnum):
+    CONV = 0
+    DEPTHWISE = 1
+
+
+class PpuOp(enum.IntEnum):
+    REQUANT = 0      # int32 accumulator (+bias) or integer tile → per-channel MBQM → zp → clamp
+    ADD = 1          # TFLite ADD (left-shift-20 scheme)
+    MUL = 2          # TFLite MUL
+    MAX_POOL = 3
+    AVG_POOL = 4
+    MEAN = 5         # reduce over the whole tile's H×W
+    LUT = 6          # 256-entry table lookup
+    COPY = 7         # copy with clamp (clip, concatenate)
+
+
+class Rounding(enum.IntEnum):
+    TFLITE = 0       # double rounding (SRDHM + RDBPOT)
+    UPWARD = 1       # single rounding, ties up (TVM)
+    TONEAREST = 2    # single rounding, ties away from zero (TVM)
+
+
+DTYPES = ("int8", "uint8", "int16", "int32")
+DTYPE_BYTES = (1, 1, 2, 4)
+
+
+def dtype_code(name: str) -> int:
+    if name not in DTYPES:
+        raise NPUError(f"dtype {name!r} is not supported by the NPU", hint="supported: " + ", ".join(DTYPES))
+    return DTYPES.index(name)
+
+
+# PPU parameter slots; their meaning per op is given by PPU_PARAM_NAMES (unused slots are 0).
+N_PPU_PARAMS = 16
+PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
+    PpuOp.REQUANT: ("zp_in", "zp_out", "act_min", "act_max", "channel0"),
+    PpuOp.ADD: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "e_a", "m_b", "e_b", "m_out",
+                "e_out"),
+    PpuOp.MUL: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "m_out", "e_out"),
+    PpuOp.MAX_POOL: ("act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw"),
+    PpuOp.AVG_POOL: ("act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw", "y0", "x0", "img_h", "img_w",
+                     "count_include_pad"),
+    PpuOp.MEAN: ("zp_in", "zp_out", "act_min", "act_max", "m", "e", "count"),
+    PpuOp.LUT: ("qmin",),
+    PpuOp.COPY: ("act_min", "act_max"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """DMA-in: copy an (h, w, c) window at (y0, x0, c0) of an HWC tensor into local SRAM.
+
+    Out-of-image rows/columns (y0 or x0 negative, or past the edge) are filled with ``pad_value``: that is how
+    convolution padding is fused into the load. 1-D data (weights, tables) use img_h = img_w = 1.
+    """
+    OPCODE: ClassVar[int] = 1
+    ENGINE: ClassVar[Engine] = Engine.DMA_IN
+    FORMAT: ClassVar[str] = "<BBBIHHHhhHHHHBiBI"
+    wait: int
+    signal: int
+    layer: int
+    kind: int
+    area: int
+    dtype: int
+    base: int
+    img_h: int
+    img_w: int
+    img_c: int
+    y0: int
+    x0: int
+    c0: int
+    h: int
+    w: int
+    c: int
+    pad: int          # 1 if the window may leave the image (then pad_value fills it)
+    pad_value: int
+    buf: int
+    off: int
+
+    def payload(self) -> tuple:
+        return (self.kind, self.area, self.dtype, self.base, self.img_h, self.img_w, self.img_c, self.y0, self.x0,
+                self.c0, self.h, self.w, self.c, self.pad, self.pad_value, self.buf, self.off)
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """DMA-out: copy an (h, w, c) tile from local SRAM to (y0, x0, c0) of an HWC tensor."""
+    OPCODE: ClassVar[int] = 2
+    ENGINE: ClassVar[Engine] = Engine.DMA_OUT
+    FORMAT: ClassVar[str] = "<BBIHHHHHHHHHBI"
+    wait: int
+    signal: int
+    layer: int
+    area: int
+    dtype: int
+    base: int
+    img_h: int
+    img_w: int
+    img_c: int
+    y0: int
+    x0: int
+    c0: int
+    h: int
+    w: int
+    c: int
+    buf: int
+    off: int
+
+    def payload(self) -> tuple:
+        return (self.area, self.dtype, self.base, self.img_h, self.img_w, self.img_c, self.y0, self.x0, self.c0,
+                self.h, self.w, self.c, self.buf, self.off)
+
+
+@dataclass(frozen=True, slots=True)
+class Mac:
+    """MAC array: int32 accumulators of a conv/depthwise tile, Σ (x − zp_in)(w − zp_w) over the kernel.
+
+    Weights are packed output-channel-major: conv [oc, kh, kw, ic], depthwise [oc, kh, kw]. For depthwise,
+    output channel j of the tile reads IFM tile channel j // dm.
+    """
+    OPCODE: ClassVar[int] = 3
+    ENGINE: ClassVar[Engine] = Engine.MAC
+    FORMAT: ClassVar[str] = "<BBBBIHHHBIBIHHHBBBBBBiiH"
+    wait: int
+    signal: int
+    layer: int
+    op: int
+    in_dtype: int
+    w_dtype: int
+    ifm_buf: int
+    ifm_off: int
+    ih: int
+    iw: int
+    ic: int
+    w_buf: int
+    w_off: int
+    acc_buf: int
+    acc_off: int
+    oh: int
+    ow: int
+    oc: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    zp_in: int
+    zp_w: int
+    dm: int
+
+    def payload(self) -> tuple:
+        return (self.op, self.in_dtype, self.w_dtype, self.ifm_buf, self.ifm_off, self.ih, self.iw, self.ic,
+                self.w_buf, self.w_off, self.acc_buf, self.acc_off, self.oh, self.ow, self.oc, self.kh, self.kw,
+                self.sh, self.sw, self.dh, self.dw, self.zp_in, self.zp_w, self.dm)
+
+
+@dataclass(frozen=True, slots=True)
+class Ppu:
+    """Post-processing of one tile: src0 (and src1) + table → dst, parameters per ``PPU_PARAM_NAMES``."""
+    OPCODE: ClassVar[int] = 4
+    ENGINE: ClassVar[Engine] = Engine.PPU
+    FORMAT: ClassVar[str] = "<BBBBBIBIBIBIHHHHHH" + "i" * N_PPU_PARAMS
+    wait: int
+    signal: int
+    layer: int
+    op: int
+    rounding: int
+    in_dtype: int
+    out_dtype: int
+    src0_buf: int
+    src0_off: int
+    src1_buf: int
+    src1_off: int
+    table_buf: int
+    table_off: int
+    dst_buf: int
+    dst_off: int
+    ih: int
+    iw: int
+    ic: int
+    oh: int
+    ow: int
+    oc: int
+    params: tuple[int, ...]
+
+    def payload(self) -> tuple:
+        return (self.op, self.rounding, self.in_dtype, self.out_dtype, self.src0_buf, self.src0_off, self.src1_buf,
+                self.src1_off, self.table_buf, self.table_off, self.dst_buf, self.dst_off, self.ih, self.iw,
+                self.ic, self.oh, self.ow, self.oc) + tuple(self.params)
+
+    def param(self, name: str) -> int:
+        return self.params[PPU_PARAM_NAMES[PpuOp(self.op)].index(name)]
+
+
+Command = Load | Store | Mac | Ppu
+COMMAND_TYPES: dict[int, type] = {t.OPCODE: t for t in (Load, Store, Mac, Ppu)}
+_HEADER = struct.Struct("<BBBH")  # opcode, wait, signal, layer
+_STRUCTS = {op: struct.Struct(t.FORMAT) for op, t in COMMAND_TYPES.items()}
+
+
+def encode_command(cmd: Command) -> bytes:
+    try:
+        return _HEADER.pack(cmd.OPCODE, cmd.wait, cmd.signal, cmd.layer) + _STRUCTS[cmd.OPCODE].pack(*cmd.payload())
+    except struct.error as e:
+        raise NPUError(f"cannot encode {disassemble_command(cmd)}: a field is out of range ({e})",
+                       hint="the layer is too large for the command format; tile it smaller") from e
+
+
+def decode_command(data: bytes | memoryview, pos: int) -> tuple[Command, int]:
+    """Decode the command at byte ``pos``; returns (command, next position)."""
+    if pos + _HEADER.size > len(data):
+        raise NPUError(f"program truncated: command header at byte {pos} needs {_HEADER.size} bytes, "
+                       f"{len(data) - pos} left")
+    opcode, wait, signal, layer = _HEADER.unpack_from(data, pos)
+    cls = COMMAND_TYPES.get(opcode)
+    if cls is None:
+        raise NPUError(f"unknown opcode {opcode} at byte {pos}",
+                       hint="known opcodes: " + ", ".join(f"{k}={t.__name__}" for k, t in COMMAND_TYPES.items()))
+    s = _STRUCTS[opcode]
+    body = pos + _HEADER.size
+    if body + s.size > len(data):
+        raise NPUError(f"program truncated: {cls.__name__} at byte {pos} needs {s.size} payload bytes, "
+                       f"{len(data) - body} left")
+    vals = s.unpack_from(data, body)
+    if cls is Ppu:
+        cmd = Ppu(wait, signal, layer, *vals[:18], params=tuple(vals[18:]))
+    else:
+        cmd = cls(wait, signal, layer, *vals)
+    return cmd, body + s.size
+
+
+def _mask(m: int) -> str:
+    return "|".join(ENGINE_NAMES[e] for e in range(4) if m >> e & 1) or "-"
+
+
+def disassemble_command(cmd: Command) -> str:
+    head = f"L{cmd.layer:<3d} {type(cmd).__name__.upper():5s} wait={_mask(cmd.wait)} signal={_mask(cmd.signal)}"
+    if isinstance(cmd, Load):
+        kind = KIND_NAMES[cmd.kind] if cmd.kind < len(KIND_NAMES) else f"?{cmd.kind}"
+        return (f"{head} {kind} area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x{cmd.img_c} "
+                f"win=({cmd.y0},{cmd.x0},{cmd.c0})+{cmd.h}x{cmd.w}x{cmd.c} {_dt(cmd.dtype)}"
+                + (f" pad={cmd.pad_value}" if cmd.pad else "") + f" -> buf{cmd.buf}+{cmd.off:#x}")
+    if isinstance(cmd, Store):
+        return (f"{head} buf{cmd.buf}+{cmd.off:#x} -> area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x"
+                f"{cmd.img_c} win=({cmd.y0},{cmd.x0},{cmd.c0})+{cmd.h}x{cmd.w}x{cmd.c} {_dt(cmd.dtype)}")
+    if isinstance(cmd, Mac):
+        op = MacOp(cmd.op).name.lower() if cmd.op in MacOp._value2member_map_ else f"?{cmd.op}"
+        return (f"{head} {op} ifm=buf{cmd.ifm_buf}+{cmd.ifm_off:#x}[{cmd.ih}x{cmd.iw}x{cmd.ic}] "
+                f"w=buf{cmd.w_buf}+{cmd.w_off:#x} acc=buf{cmd.acc_buf}+{cmd.acc_off:#x}[{cmd.oh}x{cmd.ow}x{cmd.oc}] "
+                f"k={cmd.kh}x{cmd.kw} s={cmd.sh}x{cmd.sw} d={cmd.dh}x{cmd.dw} zp_in={cmd.zp_in} zp_w={cmd.zp_w}"
+                + (f" dm={cmd.dm}" if cmd.dm != 1 else ""))
+    op = PpuOp(cmd.op) if cmd.op in PpuOp._value2member_map_ else None
+    names = PPU_PARAM_NAMES.get(op, ()) if op is not None else ()
+    ps = " ".join(f"{n}={v}" for n, v in zip(names, cmd.params))
+    return (f"{head} {op.name.lower() if op is not None else f'?{cmd.op}'} "
+            f"src=buf{cmd.src0_buf}+{cmd.src0_off:#x}[{cmd.ih}x{cmd.iw}x{cmd.ic} {_dt(cmd.in_dtype)}]"
+            + (f",buf{cmd.src1_buf}+{cmd.src1_off:#x}" if op in (PpuOp.ADD, PpuOp.MUL) else "")
+            + (f" table=buf{cmd.table_buf}+{cmd.table_off:#x}" if op in (PpuOp.REQUANT, PpuOp.LUT) else "")
+            + f" dst=buf{cmd.dst_buf}+{cmd.dst_off:#x}[{cmd.oh}x{cmd.ow}x{cmd.oc} {_dt(cmd.out_dtype)}]"
+            + (f" rounding={Rounding(cmd.rounding).name}" if op is PpuOp.REQUANT and
+               cmd.rounding in Rounding._value2member_map_ else "") + (f" {ps}" if ps else ""))
+
+
+def _dt(code: int) -> str:
+    return DTYPES[code] if 0 <= code < len(DTYPES) else f"?dtype{code}"
+
+
+def command_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))

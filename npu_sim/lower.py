@@ -1,0 +1,662 @@
+"""Lowering a partitioned ``Compiler="npu"`` function to NPU layer descriptions.
+
+The function body is a dataflow graph of calls to composite function literals (``Composite="npu.<name>"``, bodies
+as in docs/architecture.md) and a few cheap bare ops (reshape/squeeze/expand_dims become aliases; clip and
+qnn.requantize become PPU layers). Every unsupported construct is collected and reported at once as an
+``NPUError``: never a silent wrong result.
+
+Integer parameters come from the shared functions in ``byoc.quant.params`` (the same ones the interpreter uses).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from byoc.errors import ByocError, NPUError
+from byoc.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
+from byoc.ir.traversal import post_order
+from byoc.ir.types import TensorType
+from byoc.quant import params as qp
+
+__all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function"]
+
+
+@dataclass(frozen=True, eq=False)
+class TensorInfo:
+    """A tensor in NPU memory, viewed as HWC (batch 1; 2-D [B, K] is viewed as B×1×K)."""
+    id: int
+    name: str
+    shape: tuple[int, ...]            # the IR shape
+    hwc: tuple[int, int, int]
+    dtype: str
+    data: np.ndarray | None = None    # constants only
+    alias_of: int | None = None       # reshape views share their source's memory
+
+
+@dataclass(frozen=True, eq=False)
+class ConvLayer:
+    """conv / depthwise / dense: MAC array then PPU requantization."""
+    name: str
+    composite: str
+    kind: str                         # "conv" | "depthwise" | "dense"
+    ifm: int
+    ofm: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: tuple[int, int, int, int]  # top, left, bottom, right
+    pad_value: int
+    zp_in: int
+    zp_w: int
+    dm: int                           # depth multiplier (depthwise)
+    weights: np.ndarray               # packed output-channel-major: [oc, kh, kw, ic] or [oc, kh, kw]
+    bias: np.ndarray                  # int32 [oc]
+    multiplier: np.ndarray            # int32 [oc]
+    shift: np.ndarray                 # [oc]
+    zp_rq: int                        # requantize input zero point
+    zp_out: int
+    act_min: int
+    act_max: int
+    rounding: str
+    out_dtype: str
+    macs: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class PpuLayer:
+    """A layer that runs on the PPU only: add, mul, pools, mean, LUT, requantize, clip/copy (concat pieces)."""
+    name: str
+    composite: str
+    op: str                           # "add" | "mul" | "max_pool" | "avg_pool" | "mean" | "lut" | "requant" | "copy"
+    inputs: tuple[int, ...]
+    ofm: int
+    params: dict[str, Any] = field(default_factory=dict)
+    table: np.ndarray | None = None   # LUT (256 entries) or per-channel requant tables
+    out_c0: int = 0                   # channel offset in the OFM (concatenate)
+    macs: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    name: str
+    tensors: tuple[TensorInfo, ...]
+    layers: tuple[Any, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+def _vec(c: np.ndarray) -> np.ndarray:
+    return np.asarray(c).reshape(-1)
+
+
+def _scalar_int(c: np.ndarray, what: str, where: str) -> int:
+    v = _vec(c)
+    if v.size == 0 or np.any(v != v[0]):
+        raise NPUError(f"{where}: {what} must be a single value, found {v.size} different values",
+                       hint="the NPU supports per-tensor zero points only")
+    return int(v[0])
+
+
+def _hwc(shape: tuple[int, ...], where: str) -> tuple[int, int, int]:
+    if len(shape) == 4:
+        if shape[0] != 1:
+            raise NPUError(f"{where}: batch {shape[0]} is not supported (shape {shape})", hint="the NPU runs batch 1")
+        return (shape[1], shape[2], shape[3])
+    if len(shape) == 3:
+        return (shape[0], shape[1], shape[2])
+    if len(shape) == 2:
+        return (shape[0], 1, shape[1])
+    if len(shape) == 1:
+        return (1, 1, shape[0])
+    if len(shape) == 0:
+        return (1, 1, 1)
+    raise NPUError(f"{where}: rank-{len(shape)} tensors are not supported (shape {shape})")
+
+
+def _tensor_type(e: Expr) -> TensorType:
+    t = e.checked_type
+    if not isinstance(t, TensorType):
+        raise NPUError(f"expected a tensor, found {t}")
+    return t
+
+
+class _Lowerer:
+    def __init__(self, func: Function, name: str):
+        self.func = func
+        self.name = name
+        self.tensors: list[TensorInfo] = []
+        self.layers: list[Any] = []
+        self.value: dict[int, int] = {}    # id(expr) → tensor id
+        self.problems: list[str] = []
+
+    # -------------------------------------------------------------------------------------------- tensors
+    def new_tensor(self, name: str, t: TensorType, data: np.ndarray | None = None,
+                   alias_of: int | None = None) -> int:
+        tid = len(self.tensors)
+        self.tensors.append(TensorInfo(tid, name, tuple(t.shape), _hwc(tuple(t.shape), name), t.dtype, data,
+                                       alias_of))
+        return tid
+
+    def tensor_of(self, e: Expr, where: str) -> int:
+        if id(e) in self.value:
+            return self.value[id(e)]
+        if isinstance(e, Constant):
+            tid = self.new_tensor(f"const{len(self.tensors)}", e.type, np.ascontiguousarray(e.data))
+            self.value[id(e)] = tid
+            return tid
+        raise NPUError(f"{where}: operand {type(e).__name__} is not an NPU tensor")
+
+    # ------------------------------------------------------------------------------------------- driver
+    def run(self) -> Graph:
+        inputs = []
+        for p in self.func.params:
+            if not isinstance(p.checked_type, TensorType):
+                self.problems.append(f"parameter %{p.name_hint}: tuple-typed parameters are not supported")
+                continue
+            try:
+                tid = self.new_tensor(p.name_hint, p.checked_type)
+            except NPUError as e:
+                self.problems.append(e.message)
+                continue
+            self.value[id(p)] = tid
+            inputs.append(tid)
+        for node in post_order(self.func.body, enter_functions=False):
+            if isinstance(node, Call):
+                try:
+                    self.lower_call(node)
+                except NPUError as e:
+                    self.problems.append(e.message)
+                except ByocError as e:
+                    self.problems.append(f"{_describe(node)}: {e.message}")
+            elif not isinstance(node, (Var, Constant, Function, Tuple, Op)):
+                self.problems.append(f"{type(node).__name__} nodes are not supported in an NPU function")
+        body = self.func.body
+        outs = list(body.fields) if isinstance(body, Tuple) else [body]
+        outputs = []
+        for o in outs:
+            if id(o) in self.value:
+                outputs.append(self.value[id(o)])
+            elif isinstance(o, (Var, Constant)):
+                self.problems.append("an NPU function output must be computed by a layer, found a "
+                                     f"{type(o).__name__}")
+            elif not self.problems:
+                self.problems.append(f"output {_describe(o)} is not produced by a supported layer")
+        if self.problems:
+            raise NPUError(f"NPU compiler cannot build {self.name!r}: {len(self.problems)} unsupported "
+                           f"construct(s)", notes=tuple("  - " + p for p in self.problems),
+                           hint="leave these ops to the CPU (see patterns/npu.py) or rewrite them")
+        return Graph(self.name, tuple(self.tensors), tuple(self.layers), tuple(inputs), tuple(outputs))
+
+    def lower_call(self, call: Call) -> None:
+        if isinstance(call.op, Function):
+            comp = call.op.attrs.get("Composite")
+            if not isinstance(comp, str) or not comp.startswith("npu."):
+                raise NPUError(f"call to a function literal without an npu Composite attribute ({comp!r})",
+                               hint="the NPU compiler takes composites named npu.<pattern>")
+            handler = _COMPOSITES.get(comp)
+            if handler is None:
+                raise NPUError(f"composite {comp!r} is not supported by the NPU compiler",
+                               hint="supported: " + ", ".join(sorted(_COMPOSITES)))
+            body = _Body(call, self)
+            handler(self, body, comp)
+            return
+        if isinstance(call.op, Op):
+            handler = _BARE_OPS.get(call.op.name)
+            if handler is None:
+                raise NPUError(f"bare op {call.op.name} is not supported on the NPU",
+                               hint="supported bare ops: " + ", ".join(sorted(_BARE_OPS)))
+            handler(self, call)
+            return
+        raise NPUError(f"{_describe(call)}: calls to {type(call.op).__name__} are not supported")
+
+    def out_tensor(self, call: Call, name: str) -> int:
+        tid = self.new_tensor(name, _tensor_type(call))
+        self.value[id(call)] = tid
+        return tid
+
+
+def _describe(node: Expr) -> str:
+    if isinstance(node, Call):
+        if isinstance(node.op, Op):
+            return node.op.name
+        if isinstance(node.op, Function):
+            return str(node.op.attrs.get("Composite", "fn"))
+    return type(node).__name__
+
+
+class _Body:
+    """A composite body seen as a chain of op calls, with operands resolved through the call site."""
+
+    def __init__(self, call: Call, low: _Lowerer):
+        self.call = call
+        self.low = low
+        fn: Function = call.op  # type: ignore[assignment]
+        self.fn = fn
+        self.binding = {id(p): a for p, a in zip(fn.params, call.args)}
+        self.comp = str(fn.attrs.get("Composite"))
+        span = getattr(call, "span", None)
+        self.name = span.source if span is not None else f"{self.comp}_{len(low.layers)}"
+
+    def chain(self) -> list[Call]:
+        """Op calls from the innermost (reading composite parameters) to the root, following argument 0."""
+        out = []
+        e = self.fn.body
+        while isinstance(e, Call) and isinstance(e.op, Op):
+            out.append(e)
+            if not e.args:
+                break
+            e = e.args[0]
+        out.reverse()
+        return out
+
+    def const(self, e: Expr, what: str) -> np.ndarray:
+        if isinstance(e, Var) and id(e) in self.binding:
+            e = self.binding[id(e)]
+        if isinstance(e, Constant):
+            return e.data
+        raise NPUError(f"{self.comp} {self.name!r}: {what} must be a constant, found {_describe(e)}",
+                       hint="bind weights and quantization parameters as constants before NPU compilation")
+
+    def tensor(self, e: Expr, what: str) -> int:
+        if isinstance(e, Var) and id(e) in self.binding:
+            return self.low.tensor_of(self.binding[id(e)], f"{self.comp} {self.name!r} {what}")
+        if isinstance(e, Constant):
+            return self.low.tensor_of(e, f"{self.comp} {self.name!r} {what}")
+        raise NPUError(f"{self.comp} {self.name!r}: {what} must be a composite input, found {_describe(e)}")
+
+    def fail(self, msg: str, hint: str | None = None) -> NPUError:
+        return NPUError(f"{self.comp} {self.name!r}: {msg}", hint=hint)
+
+    def expect(self, chain: list[Call], spec: list[tuple[str, bool]]) -> dict[str, Call]:
+        """Match the chain against [(op, optional)], returning op name → call."""
+        got = [c.op.name for c in chain]  # type: ignore[union-attr]
+        out: dict[str, Call] = {}
+        i = 0
+        for op, optional in spec:
+            if i < len(chain) and got[i] == op:
+                out[op] = chain[i]
+                i += 1
+            elif not optional:
+                break
+        if i != len(chain) or any(op not in out for op, opt in spec if not opt):
+            want = " → ".join(f"[{op}]" if opt else op for op, opt in spec)
+            raise self.fail(f"body {' → '.join(got) or '(empty)'} does not match {want}",
+                            hint="composite bodies must follow docs/architecture.md")
+        return out
+
+
+def _clamp(body: _Body, ops: dict[str, Call], dtype: str) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    clip = ops.get("clip")
+    if clip is not None:
+        a_min, a_max = clip.attrs.a_min, clip.attrs.a_max
+        if a_min != float("-inf"):
+            lo = max(lo, int(np.ceil(a_min)))
+        if a_max != float("inf"):
+            hi = min(hi, int(np.floor(a_max)))
+        if lo > hi:
+            raise body.fail(f"clip range [{a_min}, {a_max}] is empty for {dtype}")
+    return lo, hi
+
+
+def _check_nhwc(body: _Body, attrs, key: str = "data_layout") -> None:
+    layout = attrs.get(key) if hasattr(attrs, "get") else getattr(attrs, key, "NHWC")
+    if layout != "NHWC":
+        raise body.fail(f"{key} {layout!r} is not supported", hint="the NPU works on NHWC tensors")
+
+
+def _requant_tables(body: _Body, rq: Call, channels: int) -> tuple[np.ndarray, np.ndarray, int, int, str]:
+    rounding = rq.attrs.rounding
+    if rounding == "TFLITE_FLOAT":
+        raise body.fail("qnn.requantize rounding 'TFLITE_FLOAT' (double-precision float rescale) is not "
+                        "fixed-point; the NPU's PPU cannot reproduce it",
+                        hint="import with TFLite-Micro fixed-point FC requantization (rounding 'TFLITE') or keep "
+                             "this layer on the CPU")
+    s_in = np.asarray(body.const(rq.args[1], "requantize input_scale"), np.float64).reshape(-1)
+    zp_rq = _scalar_int(body.const(rq.args[2], "requantize input_zero_point"), "requantize input zero point",
+                        body.name)
+    s_out = body.const(rq.args[3], "requantize output_scale")
+    zp_out = _scalar_int(body.const(rq.args[4], "requantize output_zero_point"), "output zero point", body.name)
+    if s_in.size not in (1, channels):
+        raise body.fail(f"requantize input_scale has {s_in.size} values for {channels} channels")
+    m, s = qp.requant_params(s_in, s_out)
+    if m.size == 1:
+        m, s = np.repeat(m, channels), np.repeat(s, channels)
+    return m.astype(np.int64), s.astype(np.int64), zp_rq, zp_out, rounding
+
+
+def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    chain = body.chain()
+    if comp == "npu.qnn_dense":
+        ops = body.expect(chain, [("qnn.dense", False), ("nn.bias_add", True), ("qnn.requantize", False),
+                                  ("clip", True)])
+        core = ops["qnn.dense"]
+    else:
+        ops = body.expect(chain, [("nn.pad", True), ("qnn.conv2d", False), ("nn.bias_add", True),
+                                  ("qnn.requantize", False), ("clip", True)])
+        core = ops["qnn.conv2d"]
+    first = chain[0]
+    ifm = body.tensor(first.args[0], "data")
+    x_t = _tensor_type(first.args[0])
+    w = np.asarray(body.const(core.args[1], "weight"))
+    zp_in = _scalar_int(body.const(core.args[2], "input_zero_point"), "input zero point", body.name)
+    zp_w = _scalar_int(body.const(core.args[3], "kernel_zero_point"), "kernel zero point", body.name)
+    out_t = _tensor_type(body.call)
+    if out_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"output dtype {out_t.dtype} is not supported", hint="int8 or uint8")
+    if x_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"input dtype {x_t.dtype} is not supported", hint="int8 or uint8")
+    padding = (0, 0, 0, 0)
+    pad_value = zp_in
+    if comp == "npu.qnn_dense":
+        if len(x_t.shape) != 2:
+            raise body.fail(f"qnn.dense input must be 2-D, found {x_t.shape}")
+        kind, kernel, stride, dilation, dm = "dense", (1, 1), (1, 1), (1, 1), 1
+        oc = w.shape[0]
+        packed = np.ascontiguousarray(w.reshape(oc, 1, 1, w.shape[1]))
+        macs = x_t.shape[0] * w.shape[0] * w.shape[1]
+    else:
+        a = core.attrs
+        _check_nhwc(body, a)
+        groups = a.groups
+        cin = x_t.shape[3] if "nn.pad" not in ops else _tensor_type(ops["nn.pad"]).shape[3]
+        if "nn.pad" in ops:
+            pad = ops["nn.pad"]
+            pw = pad.attrs.pad_width
+            if tuple(pw[0]) != (0, 0) or tuple(pw[3]) != (0, 0):
+                raise body.fail(f"nn.pad pads batch or channels {pw}", hint="only spatial padding fuses")
+            pv = int(np.asarray(body.const(pad.args[1], "pad_value")).reshape(-1)[0])
+            if any(a.padding) and pv != zp_in:
+                raise body.fail(f"nn.pad value {pv} differs from the input zero point {zp_in} while qnn.conv2d "
+                                "also pads")
+            padding = (pw[1][0], pw[2][0], pw[1][1], pw[2][1])
+            pad_value = pv
+        padding = tuple(p + q for p, q in zip(padding, a.padding))  # type: ignore[assignment]
+        stride, dilation = tuple(a.strides), tuple(a.dilation)
+        if groups == 1:
+            if a.kernel_layout not in ("OHWI", "HWIO", "OIHW"):
+                raise body.fail(f"kernel_layout {a.kernel_layout!r} is not supported", hint="OHWI")
+            perm = {"OHWI": (0, 1, 2, 3), "HWIO": (3, 0, 1, 2), "OIHW": (0, 2, 3, 1)}[a.kernel_layout]
+            packed = np.ascontiguousarray(w.transpose(perm))
+            kind, dm = "conv", 1
+        elif groups == cin:
+            if a.kernel_layout != "HWIO" or w.shape[2] != 1:
+                raise body.fail(f"depthwise kernel must be HWIO [KH, KW, 1, Cin·m], found {a.kernel_layout} "
+                                f"{w.shape}")
+            oc = w.shape[3]
+            dm = oc // cin
+            packed = np.ascontiguousarray(w[:, :, 0, :].transpose(2, 0, 1))
+            kind = "depthwise"
+        else:
+            raise body.fail(f"grouped convolution (groups={groups}, {cin} channels) is not supported",
+                            hint="regular (groups=1) and depthwise (groups=Cin) convolutions are")
+        kernel = (packed.shape[1], packed.shape[2])
+        oh, ow, oc = out_t.shape[1], out_t.shape[2], out_t.shape[3]
+        macs = oh * ow * oc * kernel[0] * kernel[1] * (packed.shape[3] if kind == "conv" else 1)
+    oc = packed.shape[0]
+    if "nn.bias_add" in ops:
+        bias = np.asarray(body.const(ops["nn.bias_add"].args[1], "bias")).reshape(-1).astype(np.int64)
+    else:
+        bias = np.zeros(oc, np.int64)
+    m, s, zp_rq, zp_out, rounding = _requant_tables(body, ops["qnn.requantize"], oc)
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    ofm = low.out_tensor(body.call, body.name)
+    layer = ConvLayer(body.name, comp, kind, ifm, ofm, kernel, stride, dilation, padding, pad_value, zp_in,  # type: ignore[arg-type]
+                      zp_w, dm, packed, bias, m, s, zp_rq, zp_out, lo, hi, rounding, out_t.dtype, macs)
+    low.layers.append(layer)
+
+
+def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    opname = "qnn.add" if comp == "npu.qnn_add" else "qnn.mul"
+    chain = body.chain()
+    ops = body.expect(chain, [(opname, False), ("clip", True)])
+    core = ops[opname]
+    a_t, b_t, out_t = _tensor_type(core.args[0]), _tensor_type(core.args[1]), _tensor_type(body.call)
+    if a_t.shape != b_t.shape or a_t.shape != out_t.shape:
+        raise body.fail(f"broadcasting {a_t.shape} with {b_t.shape} is not supported",
+                        hint="the NPU's elementwise unit needs equal shapes")
+    a = body.tensor(core.args[0], "lhs")
+    b = body.tensor(core.args[1], "rhs")
+    c = [body.const(core.args[i], n) for i, n in ((2, "lhs_scale"), (3, "lhs_zero_point"), (4, "rhs_scale"),
+                                                   (5, "rhs_zero_point"), (6, "output_scale"),
+                                                   (7, "output_zero_point"))]
+    zp_a = _scalar_int(c[1], "lhs zero point", body.name)
+    zp_b = _scalar_int(c[3], "rhs zero point", body.name)
+    zp_o = _scalar_int(c[5], "output zero point", body.name)
+    for i, what in ((0, "lhs scale"), (2, "rhs scale"), (4, "output scale")):
+        if _vec(c[i]).size != 1:
+            raise body.fail(f"{what} must be per-tensor")
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    params: dict[str, Any] = dict(zp_a=zp_a, zp_b=zp_b, zp_out=zp_o, act_min=lo, act_max=hi)
+    if opname == "qnn.add":
+        p = qp.add_params(c[0], c[2], c[4])
+        params.update(left_shift=p.left_shift, m_a=int(p.lhs_multiplier[0]), e_a=int(p.lhs_shift[0]),
+                      m_b=int(p.rhs_multiplier[0]), e_b=int(p.rhs_shift[0]), m_out=int(p.output_multiplier[0]),
+                      e_out=int(p.output_shift[0]))
+        op = "add"
+    else:
+        m, e = qp.mul_params(c[0], c[2], c[4])
+        params.update(m_out=int(m[0]), e_out=int(e[0]))
+        op = "mul"
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, op, (a, b), ofm, params))
+
+
+def _pool_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    chain = body.chain()
+    if comp == "npu.qnn_avg_pool2d":
+        ops = body.expect(chain, [("cast", False), ("nn.avg_pool2d", False), ("cast", False), ("clip", True)])
+        pool = ops["nn.avg_pool2d"]
+        names = [c.op.name for c in chain]  # type: ignore[union-attr]
+        if names.count("cast") != 2 or chain[0].attrs.dtype != "int32":
+            raise body.fail("avg pool must be cast(int32) → nn.avg_pool2d → cast")
+        op = "avg_pool"
+    else:
+        ops = body.expect(chain, [("nn.max_pool2d", False), ("clip", True)])
+        pool = ops["nn.max_pool2d"]
+        op = "max_pool"
+    a = pool.attrs
+    _check_nhwc(body, a, "layout")
+    if a.ceil_mode:
+        raise body.fail("ceil_mode pooling is not supported", hint="use ceil_mode=False")
+    ifm = body.tensor(chain[0].args[0], "data")
+    in_t, out_t = _tensor_type(chain[0].args[0]), _tensor_type(body.call)
+    if out_t.dtype != in_t.dtype or in_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"pooling {in_t.dtype} → {out_t.dtype} is not supported", hint="int8 or uint8 in and out")
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    params = dict(act_min=lo, act_max=hi, kh=a.pool_size[0], kw=a.pool_size[1], sh=a.strides[0], sw=a.strides[1],
+                  dh=a.dilation[0], dw=a.dilation[1], padding=tuple(a.padding),
+                  count_include_pad=int(bool(getattr(a, "count_include_pad", False))))
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, op, (ifm,), ofm, params))
+
+
+def _mean_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    ops = body.expect(body.chain(), [("qnn.mean", False), ("clip", True)])
+    core = ops["qnn.mean"]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    axes = core.attrs.get("axis")
+    axes = tuple(sorted(int(x) % len(in_t.shape) for x in (axes if isinstance(axes, (tuple, list)) else (axes,))))
+    if len(in_t.shape) != 4 or axes != (1, 2):
+        raise body.fail(f"qnn.mean over axes {axes} of a {in_t.shape} tensor is not supported",
+                        hint="the NPU reduces H and W of NHWC tensors")
+    ifm = body.tensor(core.args[0], "data")
+    s_in, zp_in, s_out, zp_out = (body.const(core.args[i], n) for i, n in
+                                  ((1, "input_scale"), (2, "input_zero_point"), (3, "output_scale"),
+                                   (4, "output_zero_point")))
+    n = in_t.shape[1] * in_t.shape[2]
+    m, e = qp.mean_params(s_in, s_out, n)
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    params = dict(zp_in=_scalar_int(zp_in, "input zero point", body.name),
+                  zp_out=_scalar_int(zp_out, "output zero point", body.name), act_min=lo, act_max=hi, m=int(m),
+                  e=int(e), count=n)
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, "mean", (ifm,), ofm, params))
+
+
+def _lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    opname = "qnn.sigmoid" if comp == "npu.qnn_sigmoid" else "qnn.tanh"
+    ops = body.expect(body.chain(), [(opname, False), ("clip", True)])
+    core = ops[opname]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if in_t.dtype not in ("int8", "uint8") or out_t.dtype != in_t.dtype:
+        raise body.fail(f"LUT ops need int8/uint8 in and out, found {in_t.dtype} → {out_t.dtype}")
+    ifm = body.tensor(core.args[0], "data")
+    table = _unary_table(body, ops, core, in_t.dtype, opname)
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(np.iinfo(in_t.dtype).min)),
+                               table=table))
+
+
+def _unary_table(body: _Body, ops: dict[str, Call], core: Call, dtype: str, opname: str) -> np.ndarray:
+    """The op (and its clip) evaluated on every input value: exact by construction, for any rounding mode."""
+    info = np.iinfo(dtype)
+    q = np.arange(int(info.min), int(info.max) + 1).astype(dtype).reshape(1, 1, 1, -1)
+    args = [q] + [body.const(a, f"{opname} operand {i}") for i, a in enumerate(core.args[1:], 1)]
+    try:
+        y = core.op.op_def.compute(args, core.attrs)  # type: ignore[union-attr]
+    except ByocError as e:
+        raise body.fail(f"cannot evaluate {opname} for its lookup table: {e.message}") from e
+    y = np.asarray(y).reshape(-1)
+    lo, hi = _clamp(body, ops, dtype)
+    return np.clip(y, lo, hi).astype(dtype)
+
+
+def _requant_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    ops = body.expect(body.chain(), [("qnn.requantize", False), ("clip", True)])
+    _requant_layer(low, body, ops, ops["qnn.requantize"], body.call, body.name, comp)
+
+
+def _requant_layer(low, body, ops, rq: Call, out_call: Call, name: str, comp: str) -> None:
+    in_t, out_t = _tensor_type(rq.args[0]), _tensor_type(out_call)
+    if in_t.dtype not in ("int8", "uint8", "int16", "int32") or out_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"requantize {in_t.dtype} → {out_t.dtype} is not supported")
+    axis = rq.attrs.axis % max(len(in_t.shape), 1)
+    channels = in_t.shape[axis] if in_t.shape else 1
+    m, s, zp_rq, zp_out, rounding = _requant_tables(body, rq, channels)
+    if len(set(m.tolist())) > 1 or len(set(s.tolist())) > 1:
+        if axis != len(in_t.shape) - 1:
+            raise body.fail(f"per-channel requantize along axis {rq.attrs.axis} is not supported",
+                            hint="the PPU's tables run along the innermost (channel) axis")
+    c = _hwc(tuple(in_t.shape), name)[2]
+    if m.size != c:
+        m, s = np.repeat(m[:1], c), np.repeat(s[:1], c)
+    ifm = body.tensor(rq.args[0], "data")
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    ofm = low.out_tensor(out_call, name)
+    table = np.stack([np.zeros(c, np.int64), m, s])
+    low.layers.append(PpuLayer(name, comp, "requant", (ifm,), ofm,
+                               dict(zp_in=zp_rq, zp_out=zp_out, act_min=lo, act_max=hi, rounding=rounding),
+                               table=table))
+
+
+def _clip_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    ops = body.expect(body.chain(), [("clip", False)])
+    in_t = _tensor_type(ops["clip"].args[0])
+    ifm = body.tensor(ops["clip"].args[0], "data")
+    lo, hi = _clamp(body, ops, in_t.dtype)
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, "copy", (ifm,), ofm, dict(act_min=lo, act_max=hi)))
+
+
+def _concat_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    ops = body.expect(body.chain(), [("qnn.concatenate", False), ("clip", True)])
+    core = ops["qnn.concatenate"]
+    out_t = _tensor_type(body.call)
+    axis = core.attrs.axis % len(out_t.shape)
+    if axis != len(out_t.shape) - 1:
+        raise body.fail(f"concatenate along axis {core.attrs.axis} of {out_t.shape} is not supported",
+                        hint="the NPU concatenates along channels (the innermost axis)")
+    data, scales, zps = core.args[0], core.args[1], core.args[2]
+    if not isinstance(data, Tuple) or not isinstance(scales, Tuple) or not isinstance(zps, Tuple):
+        raise body.fail("concatenate operands must be tuples")
+    s_out, zp_out = body.const(core.args[3], "output_scale"), body.const(core.args[4], "output_zero_point")
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    parts = []
+    for i, (d, s, z) in enumerate(zip(data.fields, scales.fields, zps.fields)):
+        if qp.concat_params(body.const(s, f"input_scale {i}"), body.const(z, f"input_zero_point {i}"), s_out,
+                            zp_out) is not None:
+            raise body.fail(f"input {i} has different quantization from the output",
+                            hint="the NPU concatenates by copying; requantizing concatenation stays on the CPU")
+        parts.append((body.tensor(d, f"input {i}"), _tensor_type(d)))
+    ofm = low.out_tensor(body.call, body.name)
+    c0 = 0
+    for i, (tid, t) in enumerate(parts):
+        low.layers.append(PpuLayer(f"{body.name}/{i}", comp, "copy", (tid,), ofm, dict(act_min=lo, act_max=hi),
+                                   out_c0=c0))
+        c0 += t.shape[-1]
+
+
+_COMPOSITES = {
+    "npu.qnn_conv2d": _conv_composite, "npu.qnn_depthwise_conv2d": _conv_composite, "npu.qnn_dense": _conv_composite,
+    "npu.qnn_add": _binary_composite, "npu.qnn_mul": _binary_composite, "npu.qnn_avg_pool2d": _pool_composite,
+    "npu.qnn_max_pool2d": _pool_composite, "npu.qnn_mean": _mean_composite, "npu.qnn_sigmoid": _lut_composite,
+    "npu.qnn_tanh": _lut_composite, "npu.qnn_requantize": _requant_composite, "npu.qnn_clip": _clip_composite,
+    "npu.qnn_concatenate": _concat_composite,
+}
+
+
+class _BareBody(_Body):
+    """A bare op call treated like a one-op composite (its operands are already outer expressions)."""
+
+    def __init__(self, call: Call, low: _Lowerer):
+        self.call = call
+        self.low = low
+        self.binding = {}
+        self.comp = call.op.name  # type: ignore[union-attr]
+        span = getattr(call, "span", None)
+        self.name = span.source if span is not None else f"{self.comp}_{len(low.layers)}"
+
+    def const(self, e: Expr, what: str) -> np.ndarray:
+        if isinstance(e, Constant):
+            return e.data
+        raise self.fail(f"{what} must be a constant, found {_describe(e)}")
+
+    def tensor(self, e: Expr, what: str) -> int:
+        return self.low.tensor_of(e, f"{self.comp} {self.name!r} {what}")
+
+
+def _bare_alias(low: _Lowerer, call: Call) -> None:
+    src = low.tensor_of(call.args[0], call.op.name)  # type: ignore[union-attr]
+    t = _tensor_type(call)
+    base = low.tensors[src]
+    root = base.alias_of if base.alias_of is not None else src
+    tid = low.new_tensor(f"{base.name}.{call.op.name}", t, base.data, alias_of=root)  # type: ignore[union-attr]
+    low.value[id(call)] = tid
+
+
+def _bare_clip(low: _Lowerer, call: Call) -> None:
+    body = _BareBody(call, low)
+    t = _tensor_type(call)
+    ifm = body.tensor(call.args[0], "data")
+    lo, hi = _clamp(body, {"clip": call}, t.dtype)
+    ofm = low.out_tensor(call, body.name)
+    low.layers.append(PpuLayer(body.name, "clip", "copy", (ifm,), ofm, dict(act_min=lo, act_max=hi)))
+
+
+def _bare_requantize(low: _Lowerer, call: Call) -> None:
+    body = _BareBody(call, low)
+    _requant_layer(low, body, {}, call, call, body.name, "qnn.requantize")
+
+
+_BARE_OPS = {"reshape": _bare_alias, "squeeze": _bare_alias, "expand_dims": _bare_alias, "clip": _bare_clip,
+             "qnn.requantize": _bare_requantize}
+
+
+def lower_function(func: Function, name: str = "npu_func") -> Graph:
+    """Check the function is an NPU partition and lower it; raises one NPUError listing every problem."""
+    if not isinstance(func, Function):
+        raise NPUError(f"npu_sim.compile takes a relay Function, got {type(func).__name__}")
+    compiler = func.attrs.get("Compiler")
+    if compiler not in (None, "npu"):
+        raise NPUError(f"function {name!r} is for compiler {compiler!r}, not 'npu'",
+                       hint="pass a function partitioned with Compiler='npu'")
+    from byoc.transform.infer_type import infer_expr
+    try:
+        infer_expr(func)
+    except ByocError as e:
+        raise NPUError(f"type inference of {name!r} failed before NPU compilation: {e.message}") from e
+    return _Lowerer(func, str(func.attrs.get("global_symbol", name))).run()

@@ -1,0 +1,298 @@
+"""``npu_sim.simulate(program, inputs) -> (outputs, Stats)``: exact outputs, approximate time.
+
+Timing is event-driven over the four in-order engine queues: a command starts when its engine is free and every
+token it waits for has been pushed (the k-th pop on an edge waits for the k-th push); it finishes after its
+closed-form cost (``cost.py``) and then pushes its tokens. DMA engines keep up to ``dma_*_channels`` transfers in
+flight; each memory area is a bandwidth resource (one port, "busy until"). When the PPU shares the MAC engine
+(VTA), both queues contend for one unit. The heads are scheduled earliest-start first, ties by engine index,
+so the schedule (and every cycle count) is deterministic.
+"""
+from __future__ import annotations
+
+import json
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from byoc.errors import NPUError
+
+from .cost import dma_command_cost, mac_command_cycles, ppu_command_cycles
+from .deps import mac_weight_bytes, ppu_table_bytes, tile_bytes
+from .execute import run_functional
+from .isa import ENGINE_NAMES, Load, Mac, Ppu, Store, disassemble_command
+from .program import Program
+
+__all__ = ["simulate", "schedule", "Stats", "LayerStats", "Schedule"]
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    name: str
+    composite: str
+    kind: str
+    cycles: int                   # first command start → last command end
+    exclusive_cycles: int         # this layer's last end − the previous layer's last end (sums to the total)
+    macs: int
+    bytes_by_area: dict[str, int]  # bytes actually moved per memory area (re-reads included)
+    engine_busy: dict[str, int]
+    area_busy: dict[str, int]
+    roofline_cycles: int
+    utilisation: float            # roofline / cycles
+    bound: str                    # busiest resource over the layer's span
+    tile: tuple[int, int, int]
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    start: np.ndarray
+    end: np.ndarray
+    engine: np.ndarray
+    layer: np.ndarray
+    area_cycles: np.ndarray       # port-busy cycles of each DMA command (0 for others)
+    nbytes: np.ndarray
+    area: np.ndarray              # memory area of each DMA command (−1 for others)
+
+
+@dataclass(frozen=True, eq=False)
+class Stats:
+    config_name: str
+    clock_hz: float
+    total_cycles: int
+    engine_busy: dict[str, int]
+    per_layer: list[LayerStats]
+    sram_high_water: dict[str, int]   # bytes of each local buffer ever used
+    memory_high_water: dict[str, int]  # bytes allocated in each memory area
+    command_count: int
+    _schedule: Schedule = field(repr=False, default=None)  # type: ignore[assignment]
+    _labels: tuple[str, ...] = field(repr=False, default=())
+
+    @property
+    def total_macs(self) -> int:
+        return sum(s.macs for s in self.per_layer)
+
+    @property
+    def sram_high_water_total(self) -> int:
+        return sum(self.sram_high_water.values())
+
+    def to_trace_json(self) -> str:
+        """Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): one track per engine, time in µs."""
+        us = 1e6 / self.clock_hz
+        events: list[dict] = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": self.config_name}}]
+        for e, n in enumerate(ENGINE_NAMES):
+            events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": e, "args": {"name": n}})
+        s = self._schedule
+        for i in range(len(s.start)):
+            li = int(s.layer[i])
+            events.append({"name": self._labels[i], "cat": self.per_layer[li].name if li < len(self.per_layer) else "",
+                           "ph": "X", "pid": 0, "tid": int(s.engine[i]), "ts": round(float(s.start[i]) * us, 4),
+                           "dur": round(float(s.end[i] - s.start[i]) * us, 4),
+                           "args": {"command": i, "layer": li, "start_cycle": int(s.start[i]),
+                                    "end_cycle": int(s.end[i])}})
+        return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":"))
+
+    def table(self) -> str:
+        rows = [f"{'layer':40s} {'kind':10s} {'cycles':>10s} {'roofline':>10s} {'util':>6s} bound"]
+        for s in self.per_layer:
+            rows.append(f"{s.name[:40]:40s} {s.kind:10s} {s.cycles:10d} {s.roofline_cycles:10d} "
+                        f"{s.utilisation:6.2f} {s.bound}")
+        rows.append(f"total {self.total_cycles} cycles ({self.total_cycles / self.clock_hz * 1e3:.3f} ms at "
+                    f"{self.clock_hz / 1e6:g} MHz), {self.command_count} commands")
+        return "\n".join(rows)
+
+
+def schedule(prog: Program) -> Schedule:
+    """Start/end cycle of every command (pure timing; no data)."""
+    cfg = prog.config
+    cmds = prog.commands
+    n = len(cmds)
+    issue = cfg.overheads.cmd_issue
+    channels = (cfg.overheads.dma_in_channels, 0, 0, cfg.overheads.dma_out_channels)
+    shared = cfg.ppu.shares_mac_engine
+    queues: list[list[int]] = [[], [], [], []]
+    engine = np.empty(n, np.int8)
+    for i, c in enumerate(cmds):
+        e = int(c.ENGINE)
+        engine[i] = e
+        queues[e].append(i)
+    start = np.zeros(n, np.int64)
+    end = np.zeros(n, np.int64)
+    area_cyc = np.zeros(n, np.int64)
+    nbytes = np.zeros(n, np.int64)
+    area_of = np.full(n, -1, np.int16)
+    pushed: list[list[list[int]]] = [[[] for _ in range(4)] for _ in range(4)]  # completion times per edge
+    popped = [[0] * 4 for _ in range(4)]
+    heads = [0, 0, 0, 0]
+    free = [0, 0, 0, 0]
+    unit_free = 0                          # the shared MAC/PPU unit (VTA)
+    inflight: list[list[int]] = [[], [], [], []]   # completion-time heaps of the DMA engines
+    area_free = [0] * len(cfg.memory_areas)
+    done = 0
+    while done < n:
+        best = None
+        for e in range(4):
+            if heads[e] >= len(queues[e]):
+                continue
+            i = queues[e][heads[e]]
+            c = cmds[i]
+            t = free[e]
+            ready = True
+            w = c.wait
+            if w:
+                for f in range(4):
+                    if w >> f & 1:
+                        k = popped[f][e]
+                        lst = pushed[f][e]
+                        if k >= len(lst):
+                            ready = False
+                            break
+                        if lst[k] > t:
+                            t = lst[k]
+            if not ready:
+                continue
+            if e in (0, 3):
+                q = inflight[e]
+                if len(q) >= channels[e] and q[0] > t:
+                    t = q[0]
+            elif shared:
+                t = max(t, unit_free)
+            if best is None or t < best[0]:
+                best = (t, e, i)
+        if best is None:
+            stuck = [f"{ENGINE_NAMES[e]}: {disassemble_command(cmds[queues[e][heads[e]]])}"
+                     for e in range(4) if heads[e] < len(queues[e])]
+            raise NPUError("program deadlocks: every engine waits for a token that is never pushed",
+                           notes=tuple("  - " + s for s in stuck))
+        t, e, i = best
+        c = cmds[i]
+        if c.wait:
+            for f in range(4):
+                if c.wait >> f & 1:
+                    popped[f][e] += 1
+        if e in (0, 3):
+            nb, xfer, lat = dma_command_cost(cfg, c)  # type: ignore[arg-type]
+            t0 = max(t + issue, area_free[c.area])  # type: ignore[union-attr]
+            area_free[c.area] = t0 + xfer  # type: ignore[union-attr]
+            fin = t0 + xfer + lat
+            q = inflight[e]
+            while q and q[0] <= t:
+                heapq.heappop(q)
+            heapq.heappush(q, fin)
+            free[e] = t + issue
+            area_cyc[i], nbytes[i], area_of[i] = xfer, nb, c.area  # type: ignore[union-attr]
+        else:
+            dur = mac_command_cycles(cfg, c) if e == 1 else ppu_command_cycles(cfg, c)  # type: ignore[arg-type]
+            fin = t + dur
+            free[e] = fin
+            if shared:
+                unit_free = fin
+        start[i], end[i] = t, fin
+        if c.signal:
+            for f in range(4):
+                if c.signal >> f & 1:
+                    pushed[e][f].append(fin)
+        heads[e] += 1
+        done += 1
+    layer = np.fromiter((c.layer for c in cmds), np.int32, n)
+    return Schedule(start, end, engine, layer, area_cyc, nbytes, area_of)
+
+
+def _busy(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of [start, end) intervals."""
+    if len(starts) == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    gaps = np.maximum(s[1:] - run_end[:-1], 0).sum()
+    return int(run_end[-1] - s[0] - gaps)
+
+
+def _roofline(prog: Program, info) -> int:
+    cfg = prog.config
+    m = cfg.mac
+    rate = m.dw_macs_per_cycle if info.kind == "depthwise" else m.macs_per_cycle
+    terms = [info.macs / rate]
+    for area, b in info.bytes_by_area:
+        terms.append(b / cfg.area(area).bytes_per_cycle)
+    return int(np.ceil(max(terms)))
+
+
+def collect_stats(prog: Program, s: Schedule) -> Stats:
+    cfg = prog.config
+    area_names = [a.name for a in cfg.memory_areas]
+    total = int(s.end.max()) if len(s.end) else 0
+    engine_busy = {ENGINE_NAMES[e]: _busy(s.start[s.engine == e], s.end[s.engine == e]) for e in range(4)}
+    per_layer = []
+    prev_end = 0
+    order = np.argsort(s.layer, kind="stable")
+    bounds = np.searchsorted(s.layer[order], np.arange(len(prog.layers) + 1))
+    for li, info in enumerate(prog.layers):
+        idx = order[bounds[li]:bounds[li + 1]]
+        if len(idx) == 0:
+            per_layer.append(LayerStats(info.name, info.composite, info.kind, 0, 0, info.macs, {}, {}, {},
+                                        _roofline(prog, info), 0.0, "none", info.tile))
+            continue
+        st, en, eng = s.start[idx], s.end[idx], s.engine[idx]
+        span = int(en.max() - st.min())
+        last = int(en.max())
+        excl = max(last - prev_end, 0)
+        prev_end = max(prev_end, last)
+        ebusy = {ENGINE_NAMES[e]: _busy(st[eng == e], en[eng == e]) for e in range(4)}
+        abusy, abytes = {}, {}
+        for a, name in enumerate(area_names):
+            sel = s.area[idx] == a
+            if sel.any():
+                abusy[name] = int(s.area_cycles[idx][sel].sum())
+                abytes[name] = int(s.nbytes[idx][sel].sum())
+        roof = _roofline(prog, info)
+        cands = {"mac": ebusy["mac"], "ppu": ebusy["ppu"]}
+        cands.update({f"{k}": v for k, v in abusy.items()})
+        bound = max(cands, key=lambda k: (cands[k], k))
+        per_layer.append(LayerStats(info.name, info.composite, info.kind, span, excl, info.macs, abytes, ebusy,
+                                    abusy, roof, roof / span if span else 0.0, bound, info.tile))
+    labels = tuple(_label(c) for c in prog.commands)
+    return Stats(cfg.name, cfg.clock_hz, total, engine_busy, per_layer, _local_high_water(prog),
+                 _memory_high_water(prog), len(prog.commands), s, labels)
+
+
+def _label(c) -> str:
+    if isinstance(c, Load):
+        return ("load_ifm", "load_weights", "load_table", "load_acc", "load_ofm")[c.kind] if c.kind < 5 else "load"
+    if isinstance(c, Store):
+        return "store"
+    if isinstance(c, Mac):
+        return "conv" if c.op == 0 else "depthwise"
+    return ("requant", "add", "mul", "max_pool", "avg_pool", "mean", "lut", "copy")[c.op] if c.op < 8 else "ppu"
+
+
+def _local_high_water(prog: Program) -> dict[str, int]:
+    top = [0] * len(prog.config.local_buffers)
+    for c in prog.commands:
+        if isinstance(c, (Load, Store)):
+            top[c.buf] = max(top[c.buf], c.off + tile_bytes(c.h, c.w, c.c, c.dtype))
+        elif isinstance(c, Mac):
+            top[c.acc_buf] = max(top[c.acc_buf], c.acc_off + c.oh * c.ow * c.oc * 4)
+            top[c.w_buf] = max(top[c.w_buf], c.w_off + mac_weight_bytes(c))
+        elif isinstance(c, Ppu):
+            top[c.dst_buf] = max(top[c.dst_buf], c.dst_off + tile_bytes(c.oh, c.ow, c.oc, c.out_dtype))
+            tb = ppu_table_bytes(c)
+            if tb:
+                top[c.table_buf] = max(top[c.table_buf], c.table_off + tb)
+    return {b.name: t for b, t in zip(prog.config.local_buffers, top)}
+
+
+def _memory_high_water(prog: Program) -> dict[str, int]:
+    top = [0] * len(prog.config.memory_areas)
+    for r in prog.regions:
+        top[r.area] = max(top[r.area], r.base + r.size)
+    return {a.name: t for a, t in zip(prog.config.memory_areas, top)}
+
+
+def simulate(prog: Program, inputs: dict | None = None) -> tuple[list[np.ndarray], Stats]:
+    """Run ``prog`` on ``inputs`` (by tensor name): bit-exact outputs and the timing statistics."""
+    if not isinstance(prog, Program):
+        raise NPUError(f"simulate takes an npu_sim Program, got {type(prog).__name__}",
+                       hint="compile with npu_sim.compile(func, config) or load with Program.from_bytes")
+    outputs = run_functional(prog, dict(inputs or {}))
+    return outputs, collect_stats(prog, schedule(prog))

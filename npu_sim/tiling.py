@@ -1,0 +1,217 @@
+"""Tile (block) shape search under local-SRAM capacity, scored with the shared cost model.
+
+A layer's OFM is cut into (bh, bw, bc) tiles. Every tile kind (IFM, weights, tables, accumulators, OFM) gets two
+slots in the local buffer that holds it (double buffering); a candidate fits when each buffer can hold all its
+slots. Among fitting candidates the one with the lowest estimated cycles wins (ties: larger tiles, then the
+candidate order), as Vela searches block configs. The estimate is the steady-state bottleneck (MAC, PPU, each
+memory port, each DMA engine) plus one tile of pipeline fill.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from byoc.errors import NPUError
+
+from .config import TABLE_ENTRY_BYTES, NPUConfig
+from .cost import mac_cycles, ppu_cycles, transfer_cycles
+from .isa import MacOp, PpuOp
+
+__all__ = ["TilePlan", "Geometry", "plan_layer", "ALIGN"]
+
+ALIGN = 16
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _align(n: int) -> int:
+    return _cdiv(n, ALIGN) * ALIGN
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Everything the tiler needs about one layer, independent of how it will be tiled."""
+    kind: str                   # "conv" | "depthwise" | "ppu"
+    ppu_op: int                 # PpuOp of the post-processing step
+    out_hwc: tuple[int, int, int]
+    in_hwc: tuple[int, int, int]
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    dm: int = 1
+    n_inputs: int = 1
+    in_bytes: int = 1           # element size of the IFM tile
+    out_bytes: int = 1
+    has_weights: bool = False
+    has_table: bool = False     # per-channel table (REQUANT) or a 256-entry LUT
+    lut: bool = False
+    whole_plane: bool = False   # MEAN: one tile spans the whole H×W
+    channel_step: int = 1       # tile channel counts must be multiples of this (depth multiplier)
+
+    def in_tile(self, th: int, tw: int) -> tuple[int, int]:
+        if self.whole_plane:
+            return self.in_hwc[0], self.in_hwc[1]
+        return ((th - 1) * self.stride[0] + (self.kernel[0] - 1) * self.dilation[0] + 1,
+                (tw - 1) * self.stride[1] + (self.kernel[1] - 1) * self.dilation[1] + 1)
+
+    def in_channels(self, tc: int) -> int:
+        if self.kind == "conv":
+            return self.in_hwc[2]
+        return tc // self.dm if self.kind == "depthwise" else tc
+
+    def weight_bytes(self, tc: int) -> int:
+        k = self.kernel[0] * self.kernel[1]
+        return tc * k * (self.in_hwc[2] if self.kind == "conv" else 1) if self.has_weights else 0
+
+    def table_bytes(self, tc: int) -> int:
+        if self.lut:
+            return 256
+        return tc * TABLE_ENTRY_BYTES if self.has_table else 0
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    bh: int
+    bw: int
+    bc: int
+    order: str                  # "depth_outer": weights resident, IFM re-read per channel slice;
+    # "spatial_outer": IFM resident, weights re-read per spatial tile
+    slot_bytes: tuple[tuple[str, int], ...]   # kind → bytes of one slot
+    estimate: int
+
+    def slot(self, kind: str) -> int:
+        return dict(self.slot_bytes).get(kind, 0)
+
+
+def _candidates(n: int, q: int) -> list[int]:
+    vals = {n}
+    v = q
+    while v < n:
+        vals.add(v)
+        v *= 2
+    for k in range(2, 9):
+        s = _cdiv(_cdiv(n, k), q) * q
+        if 0 < s < n:
+            vals.add(s)
+    return sorted(vals)
+
+
+def _splits(n: int, b: int) -> list[tuple[int, int]]:
+    """(size, count) of the tiles cutting n into pieces of b (the last one may be smaller)."""
+    full, rem = divmod(n, b)
+    out = [(b, full)] if full else []
+    if rem:
+        out.append((rem, 1))
+    return out
+
+
+def _slots(g: Geometry, bh: int, bw: int, bc: int, order: str) -> dict[str, int]:
+    ih, iw = g.in_tile(bh, bw)
+    ic = g.in_channels(bc) if order == "depth_outer" or g.kind != "conv" else g.in_hwc[2]
+    slots = {"ifm": _align(ih * iw * ic * g.in_bytes) * g.n_inputs, "ofm": _align(bh * bw * bc * g.out_bytes)}
+    if g.kind in ("conv", "depthwise"):
+        slots["acc"] = _align(bh * bw * bc * 4)
+        slots["weight"] = _align(g.weight_bytes(bc))
+    tb = g.table_bytes(bc)
+    if tb:
+        slots["table"] = _align(tb)
+    return slots
+
+
+def _fits(cfg: NPUConfig, slots: dict[str, int]) -> bool:
+    for b in cfg.local_buffers:
+        if sum(2 * slots.get(k, 0) for k in b.holds) > b.size_bytes:
+            return False
+    return True
+
+
+def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, fm_area: int,
+             w_area: int) -> int:
+    oh, ow, oc = g.out_hwc
+    H, W, C = g.in_hwc
+    ov = cfg.overheads
+    fm = cfg.memory_areas[fm_area]
+    n_c = _cdiv(oc, bc)
+    n_sp = _cdiv(oh, bh) * _cdiv(ow, bw)
+    mac_t = ppu_t = 0
+    first = None
+    for th, nh in _splits(oh, bh):
+        for tw, nw in _splits(ow, bw):
+            for tc, nc in _splits(oc, bc):
+                cnt = nh * nw * nc
+                ih, iw = g.in_tile(th, tw)
+                m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
+                               g.in_channels(tc), *g.kernel) if g.kind != "ppu" else 0
+                taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
+                p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
+                               from_mac=g.kind != "ppu")
+                mac_t += m * cnt
+                ppu_t += p * cnt
+                if first is None:
+                    first = (m, p, ih, iw, th, tw, tc)
+    ih, iw = g.in_tile(bh, bw)
+    ic = g.in_channels(bc)
+    ih_r, iw_r = min(ih, H), min(iw, W)
+    if g.kind == "conv" and order == "spatial_outer":
+        ifm_loads, ifm_tile = n_sp * g.n_inputs, ih_r * iw_r * C * g.in_bytes
+        w_loads = n_sp * n_c if n_c > 1 else 1
+    else:
+        ifm_loads, ifm_tile = n_sp * n_c * g.n_inputs, ih_r * iw_r * ic * g.in_bytes
+        w_loads = n_c
+    run_in = ic * g.in_bytes if ic < C else (iw_r * C * g.in_bytes if iw_r < W else ifm_tile)
+    ifm_cyc = transfer_cycles(cfg, fm_area, ifm_tile, run_in)
+    ofm_tile = bh * bw * bc * g.out_bytes
+    run_out = bc * g.out_bytes if bc < oc else (bw * oc * g.out_bytes if bw < ow else ofm_tile)
+    ofm_cyc = transfer_cycles(cfg, fm_area, ofm_tile, run_out)
+    wb, tb = g.weight_bytes(bc), g.table_bytes(bc)
+    w_cyc = transfer_cycles(cfg, w_area, wb, wb, compress=True) + transfer_cycles(cfg, w_area, tb, tb)
+    n_tiles = n_sp * n_c
+    fm_port = ifm_loads * ifm_cyc + n_tiles * ofm_cyc
+    w_port = w_loads * w_cyc if (wb or tb) else 0
+    if g.lut:
+        w_port = transfer_cycles(cfg, w_area, 256, 256)
+    ports = [fm_port + w_port] if fm_area == w_area else [fm_port, w_port]
+    lat_in = fm.read_latency + ov.cmd_issue
+    dma_in = (ifm_loads * (ifm_cyc + lat_in) + (w_loads * (w_cyc + 2 * lat_in) if (wb or tb) else 0))
+    dma_in = max(dma_in / ov.dma_in_channels, max(ports))
+    dma_out = n_tiles * (ofm_cyc + fm.write_latency + ov.cmd_issue) / ov.dma_out_channels
+    compute = mac_t + ppu_t if cfg.ppu.shares_mac_engine else max(mac_t, ppu_t)
+    m, p, fih, fiw, fth, ftw, ftc = first  # type: ignore[misc]
+    fill = (ifm_cyc + lat_in + w_cyc + lat_in) + m + p + ofm_cyc + fm.write_latency
+    return int(max(compute, dma_in, dma_out, *ports) + fill)
+
+
+def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int) -> TilePlan:
+    """The cheapest fitting tile plan; NPUError naming the layer when even the smallest tile does not fit."""
+    oh, ow, oc = g.out_hwc
+    m = cfg.mac
+    cq = g.channel_step * m.ublock_c // math.gcd(g.channel_step, m.ublock_c)
+    if g.kind == "ppu":
+        cq = max(g.channel_step, min(cfg.ppu.channel_quantum, oc))
+    c_cands = [c for c in _candidates(oc, min(cq, oc)) if c % g.channel_step == 0 or c == oc]
+    h_cands = [oh] if g.whole_plane else _candidates(oh, min(m.ublock_h, oh))
+    w_cands = [ow] if g.whole_plane else _candidates(ow, min(m.ublock_w, ow))
+    orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
+    best = None
+    for order in orders:
+        for bc in c_cands:
+            if order == "spatial_outer" and bc == oc:
+                continue  # identical to depth_outer
+            for bh in h_cands:
+                for bw in w_cands:
+                    slots = _slots(g, bh, bw, bc, order)
+                    if not _fits(cfg, slots):
+                        continue
+                    est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area)
+                    key = (est, -(bh * bw * bc))
+                    if best is None or key < best[0]:
+                        best = (key, TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
+    if best is None:
+        smallest = _slots(g, min(h_cands), min(w_cands), min(c_cands), "depth_outer")
+        need = ", ".join(f"2×{k} {v} B" for k, v in sorted(smallest.items()))
+        raise NPUError(f"layer {name!r}: even the smallest tile ({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) "
+                       f"does not fit the local SRAM of {cfg.name!r} ({need})",
+                       hint="use a config with more local SRAM (e.g. a larger weight or IFM buffer)")
+    return best[1]

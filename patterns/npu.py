@@ -1,0 +1,313 @@
+"""The ``npu`` pattern table: an Ethos-N-like int8 NPU (see ../shared/docs/npu-model.md §2.3).
+
+Composite names and bodies follow docs/architecture.md, so ``npu_sim`` can lower every partition. Each check is
+a list of rules that carry their own sentence; ``patterns.describe_rules("npu")`` prints them.
+Order = priority: multi-op chains first, the single requantize and clip last.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from byoc.ir.expr import Tuple
+from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
+from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
+
+from .common import (batch_one_rule, capture, clip_range_rule, const_value, conv_chain, dtype_rule,
+                     fixed_point_rule, input_of, layout_rule, optional_clip, per_tensor_rule, root, ttype)
+from .registry import CompositePattern, register_op_predicate, register_pattern_table
+
+__all__ = ["pattern_table", "KERNEL_SIZES", "MAX_PAD", "MAX_CHANNELS"]
+
+KERNEL_SIZES = (1, 2, 3, 5, 7, 9)
+MAX_PAD = 7
+MAX_CHANNELS = 4096
+MAX_POOL = 9
+MAX_AVG_POOL = 8
+
+
+# -- convolution family ----------------------------------------------------------------------------------
+
+def _cin(ctx: MatchContext) -> int | None:
+    t = ttype(ctx["data"]) if ctx.get("data") is not None else None
+    return t.shape[3] if t is not None and t.ndim == 4 and ctx["conv"].attrs.data_layout == "NHWC" else None
+
+
+@rule("groups is 1 (an ordinary convolution)", guard=True)
+def _ordinary(ctx):
+    g = ctx["conv"].attrs.groups
+    return None if g == 1 else f"found groups={g}"
+
+
+@rule("groups equals the input channels (a depthwise convolution)", guard=True)
+def _depthwise(ctx):
+    g, cin = ctx["conv"].attrs.groups, _cin(ctx)
+    return None if cin is not None and g == cin and g > 1 else f"found groups={g} with {cin} input channels"
+
+
+def _kernel_hw(ctx) -> tuple[int, int]:
+    w = const_value(ctx["conv"].args[1])
+    layout = ctx["conv"].attrs.kernel_layout
+    return (w.shape[layout.index("H")], w.shape[layout.index("W")]) if w is not None else (0, 0)
+
+
+@rule(f"kernel height and width are each one of {', '.join(map(str, KERNEL_SIZES))}")
+def _kernel_sizes(ctx):
+    kh, kw = _kernel_hw(ctx)
+    return None if kh in KERNEL_SIZES and kw in KERNEL_SIZES else f"found {kh}x{kw}"
+
+
+@rule("strides are 1 or 2, equal in height and width, and 1 for kernels larger than 7")
+def _strides(ctx):
+    sh, sw = ctx["conv"].attrs.strides
+    kh, kw = _kernel_hw(ctx)
+    if sh != sw or sh not in (1, 2) or (max(kh, kw) > 7 and sh != 1):
+        return f"found strides ({sh}, {sw}) with a {kh}x{kw} kernel"
+    return None
+
+
+@rule("dilation is 1")
+def _dilation(ctx):
+    d = tuple(ctx["conv"].attrs.dilation)
+    return None if d == (1, 1) else f"found {d}"
+
+
+@rule(f"padding is at most {MAX_PAD} per side; an nn.pad pads only height and width, with the input zero point")
+def _padding(ctx):
+    conv, pad = ctx["conv"], ctx.get("pad")
+    total = list(conv.attrs.padding)
+    if pad is not None:
+        pw = [tuple(p) for p in pad.attrs.pad_width]
+        if len(pw) != 4 or pw[0] != (0, 0) or pw[3] != (0, 0):
+            return f"found pad_width {pw}"
+        pv, zp = const_value(pad.args[1]), const_value(conv.args[2])
+        if pv is None or zp is None or int(pv.reshape(-1)[0]) != int(zp.reshape(-1)[0]):
+            return (f"found pad value {None if pv is None else int(pv.reshape(-1)[0])} with input zero point "
+                    f"{None if zp is None else int(zp.reshape(-1)[0])}")
+        total = [total[0] + pw[1][0], total[1] + pw[2][0], total[2] + pw[1][1], total[3] + pw[2][1]]
+    return None if max(total) <= MAX_PAD else f"found (top, left, bottom, right) = {tuple(total)}"
+
+
+@rule("the depth multiplier is 1 (each output channel reads one input channel)")
+def _depth_multiplier(ctx):
+    w, cin = const_value(ctx["conv"].args[1]), _cin(ctx)
+    if w is None or cin is None:
+        return "found an unknown kernel shape"
+    oc = w.shape[ctx["conv"].attrs.kernel_layout.index("O")]
+    return None if oc == cin else f"found multiplier {oc // max(cin, 1)} ({cin} → {oc} channels)"
+
+
+@rule(f"output channels are at most {MAX_CHANNELS}")
+def _channels(ctx):
+    t = ttype(ctx.root)
+    c = t.shape[-1] if t is not None and t.shape else 0
+    return None if c <= MAX_CHANNELS else f"found {c}"
+
+
+_QUANT_CONV = per_tensor_rule("the input zero point, kernel zero point and requantize zero points",
+                              [input_of("conv", 2), input_of("conv", 3), input_of("rq", 2), input_of("rq", 4)])
+_IO_DTYPES = dtype_rule("input and output", [capture("data"), root])
+_COMMON_CONV = [_IO_DTYPES, batch_one_rule(capture("data")), _dilation, _padding, _kernel_sizes, _strides,
+                _QUANT_CONV, fixed_point_rule("rq"), _channels, clip_range_rule()]
+
+CONV_CHECK = Check((_ordinary, layout_rule("conv", "data_layout", ("NHWC",)),
+                    layout_rule("conv", "kernel_layout", ("OHWI", "HWIO", "OIHW")), *_COMMON_CONV),
+                   summary="2-D convolution with bias, requantization and optional activation")
+DEPTHWISE_CHECK = Check((_depthwise, layout_rule("conv", "data_layout", ("NHWC",)),
+                         layout_rule("conv", "kernel_layout", ("HWIO",)), _depth_multiplier, *_COMMON_CONV),
+                        summary="depthwise convolution")
+
+
+@rule("the input is 2-D [rows, K] with one row")
+def _dense_input(ctx):
+    t = ttype(ctx["data"])
+    return None if t is not None and t.ndim == 2 and t.shape[0] == 1 else f"found {t.shape if t else None}"
+
+
+DENSE_CHECK = Check((_dense_input, _IO_DTYPES,
+                     per_tensor_rule("the input zero point, kernel zero point and requantize zero points",
+                                     [input_of("conv", 2), input_of("conv", 3), input_of("rq", 2),
+                                      input_of("rq", 4)]),
+                     fixed_point_rule("rq"), _channels, clip_range_rule()),
+                    summary="fully connected layer")
+
+
+# -- elementwise ----------------------------------------------------------------------------------------
+
+@rule("both inputs and the output have the same shape (no broadcasting)")
+def _same_shapes(ctx):
+    core = ctx["core"]
+    shapes = [ttype(core.args[0]), ttype(core.args[1]), ttype(ctx.root)]
+    if any(t is None for t in shapes) or len({t.shape for t in shapes}) != 1:
+        return f"found {[t.shape if t else None for t in shapes]}"
+    return None
+
+
+def _binary_check(what: str) -> Check:
+    return Check((dtype_rule("inputs and output", [input_of("core", 0), input_of("core", 1), root]),
+                  _same_shapes, batch_one_rule(root, "the output"),
+                  per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
+                  clip_range_rule()), summary=what)
+
+
+# -- pooling and reductions ---------------------------------------------------------------------------------
+
+@rule("the pool runs on int32 between casts (cast to int32 → nn.avg_pool2d → cast back to the input dtype)")
+def _avg_casts(ctx):
+    c1, c2 = ctx["cast_in"], ctx["cast_out"]
+    tin = ttype(c1.args[0])
+    if c1.attrs.dtype != "int32" or tin is None or c2.attrs.dtype != tin.dtype:
+        return f"found cast to {c1.attrs.dtype} then to {c2.attrs.dtype}"
+    return None
+
+
+def _pool_rules(max_window: int, max_pad: int) -> tuple[Rule, ...]:
+    @rule(f"the pool window is at most {max_window}x{max_window}")
+    def window(ctx):
+        ph, pw = ctx["pool"].attrs.pool_size
+        return None if ph <= max_window and pw <= max_window else f"found {ph}x{pw}"
+
+    @rule("strides are 1..3 in each dimension")
+    def strides(ctx):
+        s = tuple(ctx["pool"].attrs.strides)
+        return None if all(1 <= v <= 3 for v in s) else f"found {s}"
+
+    @rule(f"padding is at most {max_pad} per side")
+    def padding(ctx):
+        p = tuple(ctx["pool"].attrs.padding)
+        return None if max(p) <= max_pad else f"found {p}"
+
+    @rule("dilation is 1 and ceil_mode is off")
+    def plain(ctx):
+        a = ctx["pool"].attrs
+        return None if tuple(a.dilation) == (1, 1) and not a.ceil_mode else f"found dilation {a.dilation}, " \
+                                                                            f"ceil_mode {a.ceil_mode}"
+    return (layout_rule("pool", "layout", ("NHWC",)), window, strides, padding, plain)
+
+
+@rule("padding is not counted in the average (count_include_pad is false)")
+def _no_count_pad(ctx):
+    return None if not ctx["pool"].attrs.count_include_pad else "found count_include_pad=True"
+
+
+AVG_POOL_CHECK = Check((_avg_casts, dtype_rule("input and output", [input_of("cast_in", 0), root]),
+                        batch_one_rule(root, "the output"), *_pool_rules(MAX_AVG_POOL, 3), _no_count_pad,
+                        clip_range_rule()), summary="average pool")
+MAX_POOL_CHECK = Check((dtype_rule("input and output", [input_of("pool", 0), root]),
+                        batch_one_rule(root, "the output"), *_pool_rules(MAX_POOL, MAX_PAD), clip_range_rule()),
+                       summary="max pool")
+
+
+@rule("it reduces height and width (axes 1 and 2) of a 4-D NHWC tensor, at most 65536 elements per channel")
+def _mean_axes(ctx):
+    core = ctx["core"]
+    t = ttype(core.args[0])
+    if t is None or t.ndim != 4:
+        return f"found input {t.shape if t else None}"
+    axis = core.attrs.axis
+    axes = tuple(sorted(int(a) % 4 for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))) \
+        if axis is not None else (0, 1, 2, 3)
+    if axes != (1, 2) or core.attrs.exclude:
+        return f"found axes {axes}"
+    return None if t.shape[1] * t.shape[2] <= 65536 else f"found {t.shape[1]}x{t.shape[2]}"
+
+
+MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
+                    batch_one_rule(root, "the output"),
+                    per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
+                    clip_range_rule()), summary="mean over height and width (global pool)")
+
+
+# -- data movement and activations -------------------------------------------------------------------------
+
+@rule("it concatenates along the channel (last) axis and every input has the output's scale and zero point")
+def _concat(ctx):
+    core = ctx["core"]
+    t = ttype(ctx.root)
+    if t is None or core.attrs.axis % max(t.ndim, 1) != t.ndim - 1:
+        return f"found axis {core.attrs.axis}"
+    scales, zps = core.args[1], core.args[2]
+    if not isinstance(scales, Tuple) or not isinstance(zps, Tuple):
+        return "found non-tuple quantization operands"
+    s_out, z_out = const_value(core.args[3]), const_value(core.args[4])
+    for i, (s, z) in enumerate(zip(scales.fields, zps.fields)):
+        sv, zv = const_value(s), const_value(z)
+        if sv is None or zv is None or s_out is None or z_out is None:
+            return f"found non-constant quantization for input {i}"
+        if not (np.array_equal(np.float32(sv).reshape(-1), np.float32(s_out).reshape(-1))
+                and np.array_equal(zv.reshape(-1), z_out.reshape(-1))):
+            return f"input {i} has scale {float(sv.reshape(-1)[0])} and zero point {int(zv.reshape(-1)[0])}"
+    return None
+
+
+CONCAT_CHECK = Check((_concat, dtype_rule("output", [root]), clip_range_rule()), summary="concatenation")
+
+
+def _lut_check(what: str) -> Check:
+    @rule("input and output have the same dtype")
+    def same(ctx):
+        a, b = ttype(ctx["core"].args[0]), ttype(ctx.root)
+        return None if a is not None and b is not None and a.dtype == b.dtype else "found different dtypes"
+    return Check((dtype_rule("input and output", [input_of("core", 0), root]), same,
+                  per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
+                  clip_range_rule()), summary=what + " by lookup table")
+
+
+@rule("a per-channel requantize runs along the last (channel) axis")
+def _rq_axis(ctx):
+    rq = ctx["rq"]
+    t = ttype(rq.args[0])
+    s = const_value(rq.args[1])
+    if t is None or s is None or s.size <= 1 or not t.shape:
+        return None
+    return None if rq.attrs.axis % t.ndim == t.ndim - 1 else f"found axis {rq.attrs.axis}"
+
+
+REQUANTIZE_CHECK = Check((dtype_rule("input", [input_of("rq", 0)], ("int8", "uint8", "int16", "int32")),
+                          dtype_rule("output", [root]), fixed_point_rule("rq"), _rq_axis,
+                          per_tensor_rule("zero points", [input_of("rq", 2), input_of("rq", 4)]),
+                          clip_range_rule()), summary="requantization")
+CLIP_CHECK = Check((dtype_rule("input", [input_of("clip", 0)]), clip_range_rule()), summary="clamp (ReLU/ReLU6)")
+
+
+_MOVE_CHECK = Check((dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root]),),
+                    summary="data movement as a memory alias")
+
+
+@register_pattern_table("npu")
+def pattern_table() -> list[CompositePattern]:
+    def unary(op_name: str, n_const: int):
+        return optional_clip(is_op(op_name)(wildcard("data"), *[is_constant() for _ in range(n_const)])
+                             .named("core"))
+
+    def binary(op_name: str):
+        return optional_clip(is_op(op_name)(wildcard("lhs"), wildcard("rhs"), *[is_constant() for _ in range(6)])
+                             .named("core"))
+
+    cast_in = is_op("cast")(wildcard("data")).named("cast_in")
+    avg = is_op("nn.avg_pool2d")(cast_in).named("pool")
+    avg_pool = optional_clip(is_op("cast")(avg).named("cast_out"))
+    max_pool = optional_clip(is_op("nn.max_pool2d")(wildcard("data")).named("pool"))
+    concat = optional_clip(is_op("qnn.concatenate")(is_tuple(None), is_tuple(None), is_tuple(None), is_constant(),
+                                                     is_constant()).named("core"))
+    rq = optional_clip(is_op("qnn.requantize")(wildcard("data"), is_constant(), is_constant(), is_constant(),
+                                               is_constant()).named("rq"))
+    clip = is_op("clip")(wildcard("data")).named("clip")
+    return [
+        CompositePattern("npu.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
+        CompositePattern("npu.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
+        CompositePattern("npu.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
+        CompositePattern("npu.qnn_add", binary("qnn.add"), _binary_check("quantized addition")),
+        CompositePattern("npu.qnn_mul", binary("qnn.mul"), _binary_check("quantized multiplication")),
+        CompositePattern("npu.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
+        CompositePattern("npu.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
+        CompositePattern("npu.qnn_mean", unary("qnn.mean", 4), MEAN_CHECK),
+        CompositePattern("npu.qnn_concatenate", concat, CONCAT_CHECK),
+        CompositePattern("npu.qnn_sigmoid", unary("qnn.sigmoid", 4), _lut_check("sigmoid")),
+        CompositePattern("npu.qnn_tanh", unary("qnn.tanh", 4), _lut_check("tanh")),
+        CompositePattern("npu.qnn_requantize", rq, REQUANTIZE_CHECK),
+        CompositePattern("npu.qnn_clip", clip, CLIP_CHECK),
+    ]
+
+
+for _op in ("reshape", "squeeze", "expand_dims"):
+    register_op_predicate("npu", _op, _MOVE_CHECK)
