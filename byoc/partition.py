@@ -18,7 +18,7 @@ from .transform.infer_type import InferType
 from .transform.pass_infra import PassContext, Sequential
 from .transform.placement import LOG_KEY, PlacementLog
 
-__all__ = ["partition_for", "PartitionReport", "NodePlacement", "PartitionInfo", "MAC_OPS",
+__all__ = ["partition_for", "PartitionReport", "NodePlacement", "PartitionInfo", "MAC_OPS", "verify_partitioned",
            "inline_partitions"]
 
 # Ops that do multiply-accumulate work; a partition without any is "compute-free" (Ethos-N's
@@ -262,3 +262,60 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     if not return_report:
         return mod
     return mod, _build_report(target, mod, log, given_back)
+
+
+def verify_partitioned(mod: IRModule, original: IRModule | None = None) -> None:
+    """Check a partitioned module; raises one ``PartitionError`` listing every problem.
+
+    * no annotation op is left anywhere;
+    * every ``Compiler`` function has ``global_symbol`` = its name, ``Primitive=1``, ``Inline=1``, only its
+      parameters as free variables, calls no global function, and its composites are named for its compiler;
+    * every partition is called from exactly one place, and calls between functions form no cycle;
+    * with ``original``: every op call of the original ``main`` (identified by its attributes object, which
+      the passes share between all rebuilt copies of a call) appears exactly once in the result.
+    """
+    from .ir.analysis import free_vars
+    problems: list[str] = []
+    calls: dict[str, int] = {}
+    seen_units: dict[int, int] = {}
+    for gv, func in mod.sorted_items():
+        name = gv.name_hint
+        compiler = func.attrs.get("Compiler")
+        for n in post_order(func):
+            if isinstance(n, Call) and isinstance(n.op, Op):
+                if n.op.name.startswith("annotation."):
+                    problems.append(f"@{name}: annotation {n.op.name} left in the module")
+                if n.attrs is not None:
+                    seen_units[id(n.attrs)] = seen_units.get(id(n.attrs), 0) + 1
+            if isinstance(n, GlobalVar):
+                calls[n.name_hint] = calls.get(n.name_hint, 0) + 1
+                if compiler is not None:
+                    problems.append(f"@{name}: a {compiler} partition refers to @{n.name_hint}")
+                if n.name_hint not in mod:
+                    problems.append(f"@{name}: calls unknown @{n.name_hint}")
+            if compiler is not None and isinstance(n, Function) and "Composite" in n.attrs:
+                prefix = str(n.attrs["Composite"]).split(".", 1)[0]
+                if prefix != compiler:
+                    problems.append(f"@{name}: composite {n.attrs['Composite']} inside a {compiler} partition")
+        if compiler is None:
+            continue
+        for key, want in (("global_symbol", name), ("Primitive", 1), ("Inline", 1)):
+            if func.attrs.get(key) != want:
+                problems.append(f"@{name}: attribute {key} is {func.attrs.get(key)!r}, expected {want!r}")
+        loose = [v.name_hint for v in free_vars(func)]
+        if loose:
+            problems.append(f"@{name}: free variables {', '.join(loose)}")
+    for gv, func in mod.items():
+        if "Compiler" in func.attrs and calls.get(gv.name_hint, 0) != 1:
+            problems.append(f"@{gv.name_hint} is called {calls.get(gv.name_hint, 0)} times, expected once")
+    if original is not None:
+        for n in post_order(original["main"]):
+            if isinstance(n, Call) and isinstance(n.op, Op) and n.attrs is not None:
+                k = seen_units.get(id(n.attrs), 0)
+                if k != 1:
+                    span = _span_name(n)
+                    problems.append(f"{n.op.name}{f' ({span})' if span else ''} appears {k} times after "
+                                    f"partitioning, expected once")
+    if problems:
+        raise PartitionError(f"partitioned module is malformed: {len(problems)} problem(s): "
+                             + "; ".join(problems[:20]))

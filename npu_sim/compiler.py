@@ -81,40 +81,51 @@ class _Emitter:
 
 
 class _Slots:
-    """Two alternating slots per tile kind, laid out per local buffer.
+    """Alternating slots per tile kind, laid out per local buffer.
 
-    A buffer holding weights starts this layer's layout just past the previous layer's last weight slot when
-    there is room, so the first weights of a layer can stream in while the previous layer still computes.
+    Every kind gets two slots (double buffering); weights and tables get a third when it fits, so the in-order
+    DMA-in queue never stalls on a weight slot still read by the MAC array or PPU. A buffer holding weights
+    starts this layer's layout just past the previous layer's last weight slot when there is room, so the first
+    weights of a layer stream in while the previous layer still computes.
     """
 
+    KINDS = ("ifm", "weight", "table", "acc", "ofm")
+
     def __init__(self, cfg: NPUConfig, plan: TilePlan, busy: dict[int, int]):
-        self.where: dict[str, tuple[int, int, int]] = {}   # kind → (buffer index, offset of slot 0, slot size)
-        offsets = [0] * len(cfg.local_buffers)
-        for kind in ("ifm", "weight", "table", "acc", "ofm"):
-            if plan.slot(kind):
-                b = next(i for i, buf in enumerate(cfg.local_buffers) if kind in buf.holds)
-                offsets[b] += 2 * plan.slot(kind)
-        base = [0] * len(cfg.local_buffers)
-        for b, end in busy.items():
-            if end + offsets[b] <= cfg.local_buffers[b].size_bytes:
-                base[b] = end
+        holder = {k: next(i for i, buf in enumerate(cfg.local_buffers) if k in buf.holds) for k in self.KINDS}
+        sizes = [b.size_bytes for b in cfg.local_buffers]
+        count = {k: 2 for k in self.KINDS}
+
+        def totals():
+            t = [0] * len(sizes)
+            for k in self.KINDS:
+                t[holder[k]] += count[k] * plan.slot(k)
+            return t
+
+        for k in ("weight", "table"):
+            count[k] = 3
+            if any(t > s for t, s in zip(totals(), sizes)):
+                count[k] = 2
+        total = totals()
+        offsets = [end if end + total[b] <= sizes[b] else 0 for b, end in
+                   ((b, busy.get(b, 0)) for b in range(len(sizes)))]
+        self.where: dict[str, tuple[int, int, int, int]] = {}  # kind → (buffer, offset of slot 0, size, count)
         self.weight_end: dict[int, int] = {}
-        offsets = list(base)
-        for kind in ("ifm", "weight", "table", "acc", "ofm"):
-            size = plan.slot(kind)
+        for k in self.KINDS:
+            size = plan.slot(k)
             if not size:
                 continue
-            b = next(i for i, buf in enumerate(cfg.local_buffers) if kind in buf.holds)
-            self.where[kind] = (b, offsets[b], size)
-            offsets[b] += 2 * size
-            if kind in ("weight", "table"):
+            b = holder[k]
+            self.where[k] = (b, offsets[b], size, count[k])
+            offsets[b] += count[k] * size
+            if k in ("weight", "table"):
                 self.weight_end[b] = offsets[b]
         self.next = {k: 0 for k in self.where}
 
     def take(self, kind: str) -> tuple[int, int]:
-        b, off, size = self.where[kind]
+        b, off, size, n = self.where[kind]
         k = self.next[kind]
-        self.next[kind] = 1 - k
+        self.next[kind] = (k + 1) % n
         return b, off + k * size
 
 

@@ -97,12 +97,28 @@ class HazardTracker:
         self.local: dict[int, list[_Record]] = {}
         self.mem: dict[int, _Record] = {}
 
+    def _split(self, key: int, lo: int, hi: int) -> list[_Record]:
+        """Cut the buffer's records at lo and hi so each lies wholly inside or outside [lo, hi)."""
+        recs = self.local.setdefault(key, [])
+        out = []
+        for rec in recs:
+            if rec.lo < hi and lo < rec.hi and (rec.lo < lo or rec.hi > hi):
+                for a, b in ((rec.lo, max(rec.lo, lo)), (max(rec.lo, lo), min(rec.hi, hi)), (min(rec.hi, hi), rec.hi)):
+                    if a < b:
+                        part = _Record(a, b, rec.writer)
+                        part.readers = dict(rec.readers)
+                        out.append(part)
+            else:
+                out.append(rec)
+        self.local[key] = out
+        return out
+
     def access(self, idx: int, engine: int, reads: list[Access], writes: list[Access]) -> list[int]:
         deps: list[int] = []
         for is_local, key, lo, hi in reads:
             if is_local:
-                for rec in self.local.get(key, ()):
-                    if rec.lo < hi and lo < rec.hi:
+                for rec in self._split(key, lo, hi):
+                    if lo <= rec.lo and rec.hi <= hi:
                         if rec.writer is not None:
                             deps.append(rec.writer)
                         rec.readers[engine] = idx
@@ -115,21 +131,14 @@ class HazardTracker:
                 rec.readers[engine] = idx
         for is_local, key, lo, hi in writes:
             if is_local:
-                recs = self.local.setdefault(key, [])
                 keep = []
-                for rec in recs:
-                    if rec.lo < hi and lo < rec.hi:
+                for rec in self._split(key, lo, hi):
+                    if lo <= rec.lo and rec.hi <= hi:
                         if rec.writer is not None:
                             deps.append(rec.writer)
                         deps.extend(rec.readers.values())
-                        # Keep only the bytes this write does not cover; their history stays as it was.
-                        for a, b in ((rec.lo, lo), (hi, rec.hi)):
-                            if a < b:
-                                part = _Record(max(a, rec.lo), min(b, rec.hi), rec.writer)
-                                part.readers = dict(rec.readers)
-                                keep.append(part)
-                        continue
-                    keep.append(rec)
+                    else:
+                        keep.append(rec)
                 keep.append(_Record(lo, hi, idx))
                 self.local[key] = keep
             else:

@@ -478,7 +478,11 @@ def _mean_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ops = body.expect(body.chain(), [("qnn.mean", False), ("clip", True)])
     core = ops["qnn.mean"]
     in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if core.attrs.get("exclude"):
+        raise body.fail("qnn.mean with exclude=True is not supported", hint="list the reduced axes explicitly")
     axes = core.attrs.get("axis")
+    if axes is None:
+        raise body.fail("qnn.mean over all axes is not supported", hint="the NPU reduces H and W")
     axes = tuple(sorted(int(x) % len(in_t.shape) for x in (axes if isinstance(axes, (tuple, list)) else (axes,))))
     if len(in_t.shape) != 4 or axes != (1, 2):
         raise body.fail(f"qnn.mean over axes {axes} of a {in_t.shape} tensor is not supported",

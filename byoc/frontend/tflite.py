@@ -14,6 +14,8 @@ Usage::
 * Every node carries ``Span(<TFLite tensor name>)`` of the tensor it computes (a whole ``pad → conv → bias →
   requantize → clip`` chain carries its output tensor's name; weights carry their own tensor's name); unnamed
   tensors are called ``t<index>``. The last node of a chain is the one whose value equals the TFLite tensor.
+* Shapes are the stored static shapes; a dynamic ``shape_signature`` (e.g. hello_world's batch of -1) is
+  imported at its stored size (1).
 * The file is validated defensively (``tflite_reader``): corrupt or inconsistent files raise ``ModelError``
   naming the tensor/operator and file offset; unsupported ops are reported together in one
   ``UnsupportedOpsError``. Nothing in the file is executed; constants are zero-copy views of the bytes.

@@ -37,7 +37,7 @@ class Resize2DAttrs(Attrs):
     roi: tuple | None = None
     size: tuple = ()
     layout: str = "NCHW"
-    method: str = "nearest_neighbor"
+    method: str = "linear"  # as in Relay; only nearest_neighbor is implemented
     coordinate_transformation_mode: str = "half_pixel"
     rounding_method: str = ""
     cubic_alpha: float = -0.5

@@ -28,7 +28,7 @@ _TOKEN_ALTERNATIVES = (
     r'@(?:[A-Za-z_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")',     # @global or @"quoted global"
     r'"(?:[^"\\\n]|\\.)*"',                                  # "string"
     r"-inf\b|-nan\b",
-    r".",                                                    # anything else: reported by the parser
+    r"\S",                                                   # anything else: reported by the parser
 )
 _TOKEN = re.compile(_SKIP + "(" + "|".join(_TOKEN_ALTERNATIVES) + ")", re.S)
 _METADATA_RE = re.compile(r"^#\[metadata\][ \t]*$", re.M)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..ir.expr import Call, Function
 from ..ir.module import IRModule
+from ..relay.dataflow_pattern.graph import IndexedGraph
 from ..relay.dataflow_pattern.partition import partition_with_memo
 from ..relay.dataflow_pattern.table import CompositePattern, normalize_table
 from .infer_type import infer_expr, infer_module
@@ -21,9 +22,12 @@ __all__ = ["MergeComposite", "merge_composite"]
 
 def merge_composite(func: Function, table: tuple[CompositePattern, ...], global_types=None, log=None) -> Function:
     """MergeComposite on one function (typed)."""
+    graph = None
     for entry in table:
+        if graph is None or graph.root is not func.body:
+            graph = IndexedGraph(func.body)
         body, memo, refusals = partition_with_memo(entry.pattern, func.body, {"Composite": entry.name},
-                                                   entry.check, label=f"{entry.name} check")
+                                                   entry.check, label=f"{entry.name} check", graph=graph)
         if log is not None:
             for refusal in refusals:
                 s = refusal.support
@@ -32,8 +36,11 @@ def merge_composite(func: Function, table: tuple[CompositePattern, ...], global_
                         log.add_refusal(n, f"{entry.name}: {s.reason}", strong=s.applies)
             log.remap(memo)
         if body is not func.body:
+            # Types carry over (every rewrite here is type-preserving); only the function node is new.
+            t = func._checked_type
             func = func.replace(body=body)
-            infer_expr(func, global_types)
+            if t is not None:
+                func._set_checked_type(t)
     return func
 
 

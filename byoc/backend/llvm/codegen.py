@@ -82,6 +82,20 @@ class CpuCodegen:
         mod.data_layout = self.data_layout
         return mod
 
+    def finish_text(self, text: str) -> str:
+        """Attach the function attributes llvmlite cannot spell (vector width preferences) to kernels."""
+        head = f'define i32 @"{KERNEL_PLACEHOLDER}"('
+        start = text.find(head)
+        if start < 0:
+            return text
+        end = text.index("\n", start)
+        line = text[start:end]
+        if line.endswith(" nounwind"):
+            line = line[: -len(" nounwind")]
+        attrs = f'attributes #0 = {{ nounwind "prefer-vector-width"="{self.vector_bits}" ' \
+                f'"min-legal-vector-width"="{self.vector_bits}" }}'
+        return text[:start] + line + " #0" + text[end:] + "\n" + attrs + "\n"
+
     def create_library(self, name: str) -> "CodeLibrary":
         return CodeLibrary(self, name)
 
@@ -149,7 +163,7 @@ class CodeLibrary:
         """Add a module defining ``byoc_kernel``; returns the content-addressed symbol it is renamed to."""
         if self._finalized:
             raise CodegenError(f"code library {self.name}: operation impossible on a finalized library")
-        text = str(module)
+        text = self.codegen.finish_text(str(module))
         symbol, key = self.codegen.symbol_for(text)
         if symbol not in self._kernels:
             self._kernels[symbol] = (text.replace(f'@"{KERNEL_PLACEHOLDER}"', f'@"{symbol}"'), key)

@@ -34,10 +34,7 @@ def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, inpu
     ax = _axis(axis, len(ctx.index))
     if rounding == "TFLITE":
         m, s = qnn_ops.requant_params(scale_in, output_scale)
-        mv = channel_value(ctx, builder, m, "int32", ax)
-        sv = channel_value(ctx, builder, s, "int32", ax)
-        y = builder.sext(mbqm(builder, builder.trunc(xi, I32), mv, sv, m_may_be_min=bool(np.any(m == -(1 << 31)))),
-                         I64)
+        y = builder.sext(mbqm_per_channel(ctx, builder, builder.trunc(xi, I32), m, s, ax), I64)
     elif rounding == "TFLITE_FLOAT":
         real = scale_in / np.float64(np.asarray(output_scale).reshape(-1)[0])
         rv = channel_value(ctx, builder, real, "float64", ax)
@@ -55,6 +52,25 @@ def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, inpu
     lo, hi = int_min_max(out_dtype)
     y = saturate(builder, builder.add(y, const_int(I64, scalar_int(output_zp))), lo, hi)
     return builder.trunc(y, ir.IntType(np.dtype(out_dtype).itemsize * 8)) if out_dtype != "int64" else y
+
+
+def mbqm_per_channel(ctx, builder: ir.IRBuilder, x: ir.Value, m: np.ndarray, s: np.ndarray, axis: int) -> ir.Value:
+    """MBQM with (multiplier, shift) per channel; the shift-derived masks are tabulated at build time so a
+    per-channel epilogue does no shift arithmetic (and uniform values become immediates)."""
+    m = np.asarray(m, np.int64).reshape(-1)
+    s = np.asarray(s, np.int64).reshape(-1)
+    left = np.maximum(s, 0)
+    right = np.maximum(-s, 0)
+    mask = (np.int64(1) << right) - 1
+    x = builder.shl(x, channel_value(ctx, builder, left, "int32", axis))
+    hi = srdhm(builder, x, channel_value(ctx, builder, m, "int32", axis), bool(np.any(m == -(1 << 31))))
+    # RDBPOT: (hi >> right) + ((hi & mask) > (mask >> 1) + (hi < 0)).
+    maskv = channel_value(ctx, builder, mask.astype(np.int64).astype(np.uint32).view(np.int32), "int32", axis)
+    halfv = channel_value(ctx, builder, (mask >> 1), "int32", axis)
+    rem = builder.and_(hi, maskv)
+    neg = builder.zext(builder.icmp_signed("<", hi, const_int(I32, 0)), I32)
+    up = builder.zext(builder.icmp_signed(">", rem, builder.add(halfv, neg)), I32)
+    return builder.add(builder.ashr(hi, channel_value(ctx, builder, right, "int32", axis)), up)
 
 
 @lower_element("qnn.requantize", const_args=(1, 2, 3, 4))

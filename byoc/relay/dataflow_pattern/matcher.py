@@ -92,14 +92,13 @@ class DFPatternMatcher:
         self.graph = graph
         self.memo: dict[int, list[Expr]] = {}
         self._trail: list[int] = []
-        self._patterns: dict[int, DFPattern] = {}
         self._memoize = True
+        self._orders: dict[int, tuple[DFPattern, list[DFPattern]]] = {}
 
     # -- public -------------------------------------------------------------------------------------------
     def match(self, pattern: DFPattern, expr: Expr) -> bool:
         self.memo = {}
         self._trail = []
-        self._patterns = {}
         self._memoize = True
         return self._visit(pattern, expr)
 
@@ -107,10 +106,15 @@ class DFPatternMatcher:
         """The bindings of the last successful ``match(pattern, expr)``."""
         by_pattern: dict[DFPattern, tuple[Expr, ...]] = {}
         captures: dict[str, tuple[Expr, ...]] = {}
-        for p in pattern_post_order(pattern):
-            exprs = self.memo.get(id(p))
-            if not exprs:
+        cached = self._orders.get(id(pattern))
+        if cached is None or cached[0] is not pattern:
+            cached = (pattern, [p for p in pattern_post_order(pattern)])
+            self._orders[id(pattern)] = cached
+        memo = self.memo
+        for p in cached[1]:
+            if id(p) not in memo:
                 continue
+            exprs = memo[id(p)]
             by_pattern[p] = tuple(exprs)
             if p.name and p.name not in captures:
                 captures[p.name] = tuple(exprs)
@@ -126,7 +130,6 @@ class DFPatternMatcher:
         if ok:
             self.memo.setdefault(key, []).append(e)
             self._trail.append(key)
-            self._patterns[key] = p
         else:
             self._rollback(mark)
         return ok

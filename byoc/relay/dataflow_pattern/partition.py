@@ -13,7 +13,8 @@ from typing import Callable
 
 from ...errors import ByocError
 from ...ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
-from ...ir.traversal import children, post_order, rebuild, rewrite_post_order
+from ...ir.types import FuncType
+from ...ir.traversal import children, post_order, rebuild
 from .check import Support, evaluate_check
 from .graph import IndexedGraph, is_pre_partitioned
 from .matcher import DFPatternMatcher, Match
@@ -50,10 +51,13 @@ class PatternGrouper:
         self.graph = graph if graph is not None else IndexedGraph(expr)
         self.matcher = DFPatternMatcher(self.graph)
         self.pattern_order = pattern_post_order(pattern)
-        self.leaf_patterns = [p for p in self.pattern_order if not pattern_children(p)]
-        self.any_arity = [p for p in self.pattern_order
-                          if (isinstance(p, TuplePattern) and p.fields is None)
-                          or (isinstance(p, CallPattern) and p.args is None)]
+        # Pattern nodes whose matches are group inputs: (pattern, True) = any-arity operands, False = the match.
+        self.input_sources: list[tuple[DFPattern, bool]] = []
+        for p in self.pattern_order:
+            if (isinstance(p, TuplePattern) and p.fields is None) or (isinstance(p, CallPattern) and p.args is None):
+                self.input_sources.append((p, True))
+            elif not pattern_children(p):
+                self.input_sources.append((p, False))
         self.fuzzy_sources = [p for p in self.pattern_order if isinstance(p, (DominatorPattern, FunctionPattern))]
         self.groups: list[Group] = []
         self.assigned: dict[int, int] = {}
@@ -105,18 +109,17 @@ class PatternGrouper:
                 return
             inputs[id(e)] = e
 
-        for p in self.pattern_order:
-            if p in self.any_arity:
-                for m in memo.get(p, ()):
+        for p, any_arity in self.input_sources:
+            for m in memo.get(p, ()):
+                if any_arity:
                     for a in (m.fields if isinstance(m, Tuple) else m.args):
                         make_input(a, p)
-            elif not pattern_children(p):
-                for m in memo.get(p, ()):
+                else:
                     make_input(m, p)
         gid = self._next_gid
         params: dict[int, Var] = {}
         for k, (key, e) in enumerate(inputs.items()):
-            params[key] = Var(f"FunctionVar_{gid}_{k}", e._checked_type)  # type: ignore[attr-defined]
+            params[key] = _typed_like(Var(f"FunctionVar_{gid}_{k}", e._checked_type), e)  # type: ignore[attr-defined]
         body, name, interior = _extract(root, params)
         # Overlap and escaping-value checks (Ops, functions and constants are global, never "interior").
         for n in interior:
@@ -154,7 +157,7 @@ def _extract(root: Expr, params: dict[int, Var]) -> tuple[Expr, str, list[Expr]]
             new[id(n)] = params[id(n)]
             continue
         interior.append(n)
-        new[id(n)] = rebuild(n, tuple(new[id(c)] for c in children(n)))
+        new[id(n)] = _typed_like(rebuild(n, tuple(new[id(c)] for c in children(n))), n)
         if isinstance(n, Call):
             label.append(n.op.name + "_" if isinstance(n.op, Op) else "Call_")
         elif isinstance(n, Tuple):
@@ -171,34 +174,41 @@ def _extract(root: Expr, params: dict[int, Var]) -> tuple[Expr, str, list[Expr]]
 
 
 def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = None, check=None, *,
-                        label: str = "check") -> tuple[Expr, dict[int, Expr], list[Refusal]]:
-    """``partition`` that also returns the rewrite memo (old node id → new node) and the refused groups."""
+                        label: str = "check", graph: IndexedGraph | None = None
+                        ) -> tuple[Expr, dict[int, Expr], list[Refusal]]:
+    """``partition`` that also returns the rewrite memo (old node id → new node) and the refused groups.
+
+    ``graph`` (an IndexedGraph of ``expr``) may be passed to reuse it across patterns.
+    """
     if isinstance(pattern, FunctionPattern):
         return expr, {}, []
     _ensure_types(expr)
-    groups = PatternGrouper(pattern, expr).run()
+    if graph is None or graph.root is not expr:
+        graph = IndexedGraph(expr)
+    groups = PatternGrouper(pattern, expr, graph).run()
     memo: dict[int, Expr] = {}
     if not groups:
         return expr, memo, []
     by_root = {id(g.root): g for g in groups}
     extra = dict(attrs or {})
     refusals: list[Refusal] = []
-
-    def fn(orig: Expr, new: Expr) -> Expr | None:
-        g = by_root.get(id(orig))
-        if g is None:
-            return None
-        support = evaluate_check(check, orig, g.match.captures, label=label)
-        if not support.ok:
-            refusals.append(Refusal(orig, g.interior, support))
-            return None
-        func = g.function.with_attr("PartitionedFromPattern", g.name)
-        for k, v in extra.items():
-            func = func.with_attr(k, v)
-        return Call(func, tuple(memo.get(id(a), a) for a in g.inputs), span=getattr(orig, "span", None))
-
-    out = rewrite_post_order(expr, fn, memo=memo, enter_functions=True)
-    return out, memo, refusals
+    for node in graph.order:
+        kids = graph.inputs(node)
+        new = _typed_like(rebuild(node, tuple(memo[id(c)] for c in kids)), node) if kids else node
+        g = by_root.get(id(node))
+        if g is not None:
+            support = evaluate_check(check, node, g.match.captures, label=label)
+            if support.ok:
+                func = g.function.with_attr("PartitionedFromPattern", g.name)
+                for k, v in extra.items():
+                    func = func.with_attr(k, v)
+                _type_function(func)
+                new = _typed_like(Call(func, tuple(memo.get(id(a), a) for a in g.inputs),
+                                       span=getattr(node, "span", None)), node)
+            else:
+                refusals.append(Refusal(node, g.interior, support))
+        memo[id(node)] = new
+    return memo[id(expr)], memo, refusals
 
 
 def partition(pattern: DFPattern, expr: Expr, attrs: dict | None = None,
@@ -206,6 +216,21 @@ def partition(pattern: DFPattern, expr: Expr, attrs: dict | None = None,
     """``pattern.partition(expr, attrs, check)``: every accepted match becomes a call to an inline function
     carrying ``PartitionedFromPattern`` and ``attrs``."""
     return partition_with_memo(pattern, expr, attrs, check)[0]
+
+
+def _typed_like(new: Expr, old: Expr) -> Expr:
+    """Rewrites here preserve types (a composite call has its root's type): carry the memo over."""
+    t = old._checked_type  # type: ignore[attr-defined]
+    if new is not old and t is not None and new._checked_type is None:  # type: ignore[attr-defined]
+        new._set_checked_type(t)
+    return new
+
+
+def _type_function(func: Function) -> None:
+    body_t = func.body._checked_type  # type: ignore[attr-defined]
+    if body_t is None or any(p.type_annotation is None for p in func.params):
+        return
+    func._set_checked_type(FuncType(tuple(p.type_annotation for p in func.params), body_t))
 
 
 def _ensure_types(expr: Expr) -> None:

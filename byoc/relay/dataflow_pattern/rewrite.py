@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...errors import PatternError
 from ...ir.expr import Expr
 from ...ir.structural import structural_equal
-from ...ir.traversal import rewrite_post_order
+from ...ir.traversal import rebuild
 from .pattern import DFPattern
 
 __all__ = ["DFPatternCallback", "rewrite", "DEFAULT_MAX_ROUNDS"]
@@ -46,26 +46,27 @@ def _apply_one(cb: DFPatternCallback, expr: Expr) -> Expr:
                            hint="set self.pattern = <a DFPattern> in its __init__")
     if cb.require_type:
         _ensure_types(expr)
-    groups = PatternGrouper(pattern, expr).run()
+    grouper = PatternGrouper(pattern, expr)
+    groups = grouper.run()
     if not groups:
         return expr
     by_root = {id(g.root): g for g in groups}
     memo: dict[int, Expr] = {}
-
-    def fn(orig: Expr, new: Expr) -> Expr | None:
-        g = by_root.get(id(orig))
-        if g is None:
-            return None
-        node_map = g.match.node_map.mapped(lambda e: memo.get(id(e), e))
-        out = cb.callback(orig, new, node_map)
-        if out is None:
-            return None
-        if not isinstance(out, Expr):
-            raise PatternError(f"callback {cb.describe()} returned {type(out).__name__}, not an expression",
-                               hint="return a relay expression, or None to keep the matched node")
-        return out
-
-    return rewrite_post_order(expr, fn, memo=memo)
+    graph = grouper.graph
+    for node in graph.order:
+        kids = graph.inputs(node)
+        new = rebuild(node, tuple(memo[id(c)] for c in kids)) if kids else node
+        g = by_root.get(id(node))
+        if g is not None:
+            node_map = g.match.node_map.mapped(lambda e: memo.get(id(e), e))
+            out = cb.callback(node, new, node_map)
+            if out is not None:
+                if not isinstance(out, Expr):
+                    raise PatternError(f"callback {cb.describe()} returned {type(out).__name__}, not an "
+                                       f"expression", hint="return a relay expression, or None to keep the node")
+                new = out
+        memo[id(node)] = new
+    return memo[id(expr)]
 
 
 def rewrite(callbacks, expr: Expr, mod=None, *, max_rounds: int = DEFAULT_MAX_ROUNDS) -> Expr:

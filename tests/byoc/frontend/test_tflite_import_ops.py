@@ -270,3 +270,22 @@ def test_float_model(act):
     y = w.hard_swish(w.leaky_relu(w.logistic(y), 0.3))
     w.output(w.softmax(y, 1.5))
     check(w.finish(), 12, float_model=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_tflm_semantics_matches_tflite_micro(seed):
+    from tflite_oracles import tflm_run
+    rng = np.random.default_rng(seed)
+    w = TFLiteWriter()
+    x = w.input("x", (1, 256), "int8", scale=float(rng.uniform(0.01, 0.2)), zero_point=int(rng.integers(-20, 20)))
+    q, ws, _ = _weights(rng, (16, 256), "int8", bool(seed % 2), 0)
+    os_, ozp = _out_params(rng, x, ws, 256, "int8")
+    fc = w.fully_connected(x, q, rng.integers(-3000, 3000, 16), weight_scale=ws, out_scale=os_, out_zp=ozp)
+    w.output(w.logistic(x), w.tanh(x), fc)
+    data = w.finish()
+    mod, _ = from_tflite(data, semantics="tflm")
+    for _ in range(3):
+        inputs = random_inputs(mod, rng)
+        outs, _ = ir_run(mod, inputs)
+        for o, r in zip(outs, tflm_run(data, inputs)):
+            assert (o == r).all(), f"{int((o != r).sum())} mismatches"

@@ -37,18 +37,14 @@ def litert_run(data: bytes, inputs: list[np.ndarray]) -> tuple[list[np.ndarray],
 
 
 def tflm_run(data: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    import tflite
     from tflite_micro import runtime
     it = runtime.Interpreter.from_bytes(data)
     for i, v in enumerate(inputs):
         it.set_input(v, i)
     it.invoke()
-    outs, i = [], 0
-    while True:
-        try:
-            outs.append(np.array(it.get_output(i)))
-        except Exception:  # noqa: BLE001 - the runtime signals "no more outputs" with a generic error
-            return outs
-        i += 1
+    count = tflite.Model.GetRootAs(data, 0).Subgraphs(0).OutputsLength()
+    return [np.array(it.get_output(i)) for i in range(count)]
 
 
 def ir_run(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:

@@ -80,3 +80,84 @@ def dense_composite(x_shape, w, *, zp_in=0, zp_w=0, s_in=0.05, s_w=0.01, s_out=0
 
 def requant_scales(rng, cout):
     return rng_scale(rng, cout, -10, -6)
+
+
+def _s(v):
+    return relay.const(np.float32(v))
+
+
+def _z(v):
+    return relay.const(int(v), "int32")
+
+
+def binary_composite(kind, shape, *, s_a=0.05, zp_a=0, s_b=0.07, zp_b=0, s_out=0.1, zp_out=0, clip=None,
+                     dtype="int8"):
+    a = relay.var("a", shape=shape, dtype=dtype)
+    b = relay.var("b", shape=shape, dtype=dtype)
+    op = relay.qnn.op.add if kind == "add" else relay.qnn.op.mul
+    y = op(a, b, _s(s_a), _z(zp_a), _s(s_b), _z(zp_b), _s(s_out), _z(zp_out))
+    if clip is not None:
+        y = relay.clip(y, clip[0], clip[1])
+    pa = relay.var("p0", shape=shape, dtype=dtype)
+    pb = relay.var("p1", shape=shape, dtype=dtype)
+    return [pa, pb], composite(f"npu.qnn_{kind}", [a, b], y)(pa, pb)
+
+
+def pool_composite(kind, shape, pool_size, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), clip=None,
+                   count_include_pad=False, dtype="int8"):
+    x = relay.var("x", shape=shape, dtype=dtype)
+    if kind == "avg":
+        y = relay.cast(x, "int32")
+        y = relay.nn.avg_pool2d(y, pool_size, strides, dilation, padding, layout="NHWC",
+                                count_include_pad=count_include_pad)
+        y = relay.cast(y, dtype)
+    else:
+        y = relay.nn.max_pool2d(x, pool_size, strides, dilation, padding, layout="NHWC")
+    if clip is not None:
+        y = relay.clip(y, clip[0], clip[1])
+    p = relay.var("p0", shape=shape, dtype=dtype)
+    return [p], composite(f"npu.qnn_{kind}_pool2d", [x], y)(p)
+
+
+def mean_composite(shape, *, s_in=0.05, zp_in=0, s_out=0.04, zp_out=0, dtype="int8"):
+    x = relay.var("x", shape=shape, dtype=dtype)
+    y = relay.qnn.op.mean(x, _s(s_in), _z(zp_in), _s(s_out), _z(zp_out), axis=(1, 2), keepdims=True)
+    p = relay.var("p0", shape=shape, dtype=dtype)
+    return [p], composite("npu.qnn_mean", [x], y)(p)
+
+
+def lut_composite(kind, shape, *, s_in=0.05, zp_in=0, dtype="int8", rounding="TFLITE"):
+    x = relay.var("x", shape=shape, dtype=dtype)
+    if kind == "sigmoid":
+        s_out, zp_out = 1.0 / 256, -128 if dtype == "int8" else 0
+        y = relay.qnn.op.sigmoid(x, _s(s_in), _z(zp_in), _s(s_out), _z(zp_out), rounding=rounding)
+    else:
+        s_out, zp_out = 1.0 / 128, 0 if dtype == "int8" else 128
+        y = relay.qnn.op.tanh(x, _s(s_in), _z(zp_in), _s(s_out), _z(zp_out), rounding=rounding)
+    p = relay.var("p0", shape=shape, dtype=dtype)
+    return [p], composite(f"npu.qnn_{kind}", [x], y)(p)
+
+
+def requant_composite(shape, s_in, zp_in, s_out, zp_out, *, clip=None, dtype="int8", out_dtype="int8",
+                      rounding="TFLITE"):
+    x = relay.var("x", shape=shape, dtype=dtype)
+    s_in = np.asarray(s_in, np.float32)
+    y = relay.qnn.op.requantize(x, relay.const(s_in), _z(zp_in), _s(s_out), _z(zp_out), axis=len(shape) - 1,
+                                rounding=rounding, out_dtype=out_dtype)
+    if clip is not None:
+        y = relay.clip(y, clip[0], clip[1])
+    p = relay.var("p0", shape=shape, dtype=dtype)
+    return [p], composite("npu.qnn_requantize", [x], y)(p)
+
+
+def clip_composite(shape, lo, hi, dtype="int8"):
+    x = relay.var("x", shape=shape, dtype=dtype)
+    p = relay.var("p0", shape=shape, dtype=dtype)
+    return [p], composite("npu.qnn_clip", [x], relay.clip(x, lo, hi))(p)
+
+
+def concat_composite(shapes, *, s=0.05, zp=3, dtype="int8"):
+    xs = [relay.var(f"x{i}", shape=sh, dtype=dtype) for i, sh in enumerate(shapes)]
+    y = relay.qnn.op.concatenate(xs, [_s(s)] * len(xs), [_z(zp)] * len(xs), _s(s), _z(zp), axis=3)
+    ps = [relay.var(f"p{i}", shape=sh, dtype=dtype) for i, sh in enumerate(shapes)]
+    return ps, composite("npu.qnn_concatenate", xs, y)(*ps)
