@@ -76,8 +76,17 @@ class Machine:
 
     # ------------------------------------------------------------------------------------------- commands
     def run(self) -> None:
-        local = self.local
         for i, c in enumerate(self.prog.commands):
+            try:
+                self.step(i, c)
+            except (ValueError, IndexError, TypeError, OverflowError, ZeroDivisionError) as e:
+                # A validated program whose tiles disagree in size with what a command expects (corrupt data).
+                raise NPUError(f"command #{i} ({disassemble_command(c)}) cannot run: {e}",
+                               hint="the local tile it reads was written with a different shape") from e
+
+    def step(self, i: int, c) -> None:
+        local = self.local
+        if True:
             if isinstance(c, Load):
                 src = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
                 if c.pad:

@@ -210,7 +210,9 @@ def _static_problems(prog: Program) -> list[str]:
     if ids != list(range(len(ids))):
         out.append("region ids must be 0..n-1 in order")
     for r in prog.regions:
-        if not 0 <= r.area < n_areas:
+        if r.base < 0 or r.size < 0 or r.base + r.size > 1 << 32:
+            out.append(f"region {r.id} ({r.name}) spans {r.base}..{r.base + r.size}, outside the 32-bit address space")
+        elif not 0 <= r.area < n_areas:
             out.append(f"region {r.id} ({r.name}) is in area {r.area}, config has {n_areas}")
         elif cfg.memory_areas[r.area].size_bytes and r.base + r.size > cfg.memory_areas[r.area].size_bytes:
             out.append(f"region {r.id} ({r.name}) ends at {r.base + r.size}, past area "
@@ -260,6 +262,9 @@ def _static_problems(prog: Program) -> list[str]:
                 if index.find(c.area, c.base, c.base + span) is None:
                     out.append(f"#{i}: memory {c.base:#x}..{c.base + span:#x} of area {c.area} is not one region")
                 if isinstance(c, Load):
+                    lo, hi = np.iinfo(DTYPES[c.dtype]).min, np.iinfo(DTYPES[c.dtype]).max
+                    if c.pad and not lo <= c.pad_value <= hi:
+                        out.append(f"#{i}: pad value {c.pad_value} is outside {DTYPES[c.dtype]}")
                     if not 0 <= c.kind < len(TileKind):
                         out.append(f"#{i}: tile kind {c.kind} is unknown")
                         continue

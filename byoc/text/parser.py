@@ -85,6 +85,7 @@ class _Parser:
         self.literal_cache: dict[str, np.ndarray] = {}
         self.type_cache: dict[tuple, Type] = {}
         self.attr_fields: dict[type, frozenset] = {}
+        self.attrs_cache: dict[tuple[type, str], Any] = {}
 
     # --------------------------------------------------------------------------------------- token helpers
 
@@ -471,11 +472,15 @@ class _Parser:
                                      hint=(f"did you mean {close[0]!r}? " if close else "") +
                                      f"{name} accepts: {', '.join(sorted(known)) or 'no attributes'}")
                 values[key] = value
-        try:
-            attrs = attrs_type(**values)
-        except (IRError, TypeError, ValueError) as e:
-            msg = e.message if isinstance(e, IRError) else str(e)
-            raise self.error(f"bad attributes for {name}: {msg}", at) from None
+        # Attrs are frozen values, so equal ones can be shared; repr keeps 1, 1.0 and True apart.
+        key = (attrs_type, repr(tuple(values.items())))
+        attrs = self.attrs_cache.get(key)
+        if attrs is None:
+            try:
+                attrs = self.attrs_cache[key] = attrs_type(**values)
+            except (IRError, TypeError, ValueError) as e:
+                msg = e.message if isinstance(e, IRError) else str(e)
+                raise self.error(f"bad attributes for {name}: {msg}", at) from None
         try:
             return Call(op_def.op, tuple(args), attrs)
         except IRError as e:

@@ -154,7 +154,10 @@ class _Annotator:
             return post
         if is_end(pre):
             inner = post.args[0]
-            self.target_of.setdefault(id(inner), post.attrs.compiler)
+            target = self.target_of.setdefault(id(inner), post.attrs.compiler)
+            if target != post.attrs.compiler:
+                # The producer was re-decided by this run (it had been left to "default"): follow it.
+                return compiler_end(inner, target)
             return post
         if pre.args and is_begin(pre.args[0]) and pre.args[0].attrs.compiler != DEFAULT_TARGET:
             return post  # annotated by an earlier run

@@ -179,6 +179,8 @@ def check_case(seed: int) -> None:
                 raise AssertionError(f"seed {seed} ({name}) under {preset}: {bad}/{r.size} outputs differ; "
                                      f"tile {prog.layers[0].tile}\n{fn.astext()}")
         assert stats.total_cycles > 0
+        for layer in stats.per_layer:  # timing invariant: never faster than the physical roofline
+            assert layer.cycles >= layer.roofline_cycles > 0, (seed, name, preset, layer)
 
 
 @pytest.mark.parametrize("chunk", range(N_CASES // CHUNK))

@@ -242,53 +242,82 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
 
 
 def _emit_depthwise(ctx, builder, g, data, wq_hwio, zp_in, out_dtype) -> bool:
+    """Depthwise conv: 16 channels per vector, taps unrolled with their weights held in registers."""
     mult = g.cog  # output channel oc reads input channel oc // mult
     taps = g.kh * g.kw
     w = wq_hwio.reshape(taps, g.cout)
     narrow = _fits_int8(w)
+    lane_ty = I16 if narrow else I32
     wtab = ctx.data(w.astype(np.int16 if narrow else np.int32))
-    acc_ty = I32
-    acc = alloca_once(builder, acc_ty, size=g.cout, name="dwacc")
     c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
     no_pad = not any(g.attrs.padding)
     signed = data.dtype.startswith("int")
-    prod_ty = I16 if narrow else I32
+    ext = builder.sext if signed else builder.zext
+    nfull = g.cout // 16 if mult == 1 else 0
+    vl = ir.VectorType(lane_ty, 16)
+    v32 = V16I32
+    v8 = ir.VectorType(I8, 16)
+    tile = alloca_once(builder, I32, size=16, name="dwtile")
+    acc1 = alloca_once(builder, I32, name="dwacc1")
+    zp_vec = ir.Constant(vl, [zp_in] * 16)
+
+    def tap_pos(oy, ox, t):
+        ky, kx = divmod(t, g.kw)
+        iy = builder.add(builder.mul(oy, c64(g.sh)), c64(ky * g.dh - g.pt))
+        ix = builder.add(builder.mul(ox, c64(g.sw)), c64(kx * g.dw - g.pl))
+        if no_pad:
+            return iy, ix, None
+        inside = builder.and_(
+            builder.and_(builder.icmp_signed(">=", iy, c64(0)), builder.icmp_signed("<", iy, c64(g.h))),
+            builder.and_(builder.icmp_signed(">=", ix, c64(0)), builder.icmp_signed("<", ix, c64(g.w))))
+        return builder.select(inside, iy, c64(0)), builder.select(inside, ix, c64(0)), inside
+
     with ctx.parallel(builder, g.n * g.oh, name="row") as row:
         n = builder.udiv(row, c64(g.oh))
         oy = builder.urem(row, c64(g.oh))
-        with for_range(builder, 0, g.ow, name="ox") as ox:
-            with for_range(builder, 0, g.cout, name="z") as c:
-                builder.store(const_int(I32, 0), builder.gep(acc, [c.index], inbounds=True, source_etype=I32))
-            for t in range(taps):
-                ky, kx = divmod(t, g.kw)
-                iy = builder.add(builder.mul(oy, c64(g.sh)), c64(ky * g.dh - g.pt))
-                ix = builder.add(builder.mul(ox.index, c64(g.sw)), c64(kx * g.dw - g.pl))
-
-                def accumulate():
-                    src = data.offset(builder, [n, iy, ix, c64(0)])
-                    with for_range(builder, 0, g.cout, name=f"t{t}c") as c:
-                        cin = c.index if mult == 1 else builder.udiv(c.index, c64(mult))
-                        xv = data.load_at(builder, builder.add(src, cin))
-                        xv = (builder.sext if signed else builder.zext)(xv, prod_ty)
-                        xs = builder.sub(xv, ir.Constant(prod_ty, zp_in))
-                        wv = wtab.load_at(builder, builder.add(c64(t * g.cout), c.index))
-                        prod = builder.mul(xs, wv)
-                        if prod_ty != I32:
-                            prod = builder.sext(prod, I32)
-                        p = builder.gep(acc, [c.index], inbounds=True, source_etype=I32)
-                        builder.store(builder.add(builder.load(p), prod), p)
-
-                if no_pad:
-                    accumulate()
-                else:
-                    inside = builder.and_(
-                        builder.and_(builder.icmp_signed(">=", iy, c64(0)), builder.icmp_signed("<", iy, c64(g.h))),
-                        builder.and_(builder.icmp_signed(">=", ix, c64(0)), builder.icmp_signed("<", ix, c64(g.w))))
-                    with builder.if_then(inside):
-                        accumulate()
-            with for_range(builder, 0, g.cout, name="e") as c:
-                v = builder.load(builder.gep(acc, [c.index], inbounds=True, source_etype=I32))
-                ctx.emit_output(builder, [n, oy, ox.index, c.index], emit_cast(builder, v, "int32", out_dtype))
+        if nfull:
+            with for_range(builder, 0, nfull, name="cb") as cb:
+                c0 = builder.mul(cb.index, c64(16))
+                wv = []
+                for t in range(taps):
+                    p = wtab.gep(builder, builder.add(c64(t * g.cout), c0))
+                    v = builder.load(builder.bitcast(p, vl.as_pointer()), typ=vl)
+                    v.align = 2
+                    wv.append(v)
+                with for_range(builder, 0, g.ow, name="ox") as ox:
+                    acc = ir.Constant(v32, [0] * 16)
+                    for t in range(taps):
+                        iy, ix, inside = tap_pos(oy, ox.index, t)
+                        p = data.gep(builder, builder.add(data.offset(builder, [n, iy, ix, c64(0)]), c0))
+                        xv = builder.load(builder.bitcast(p, v8.as_pointer()), typ=v8)
+                        xv.align = 1
+                        xs = builder.sub(ext(xv, vl), zp_vec)
+                        if inside is not None:
+                            xs = builder.select(inside, xs, ir.Constant(vl, [0] * 16))
+                        prod = builder.mul(xs, wv[t])
+                        acc = builder.add(acc, builder.sext(prod, v32) if lane_ty != I32 else prod)
+                    st = builder.store(acc, builder.bitcast(tile, v32.as_pointer()))
+                    st.align = 4
+                    with for_range(builder, 0, 16, name="e") as c:
+                        v = builder.load(builder.gep(tile, [c.index], inbounds=True, source_etype=I32))
+                        ctx.emit_output(builder, [n, oy, ox.index, builder.add(c0, c.index)],
+                                        emit_cast(builder, v, "int32", out_dtype))
+        if nfull * 16 < g.cout:
+            # Remaining channels (or a depth multiplier > 1): one channel at a time.
+            with for_range(builder, 0, g.ow, name="sx") as ox, for_range(builder, nfull * 16, g.cout, name="sc") as c:
+                builder.store(const_int(I32, 0), acc1)
+                cin = c.index if mult == 1 else builder.udiv(c.index, c64(mult))
+                for t in range(taps):
+                    iy, ix, inside = tap_pos(oy, ox.index, t)
+                    xv = data.load_at(builder, builder.add(data.offset(builder, [n, iy, ix, c64(0)]), cin))
+                    xs = builder.sub(ext(xv, I32), const_int(I32, zp_in))
+                    if inside is not None:
+                        xs = builder.select(inside, xs, const_int(I32, 0))
+                    wv = wtab.load_at(builder, builder.add(c64(t * g.cout), c.index))
+                    wv = builder.sext(wv, I32) if lane_ty != I32 else wv
+                    builder.store(builder.add(builder.load(acc1), builder.mul(xs, wv)), acc1)
+                ctx.emit_output(builder, [n, oy, ox.index, c.index],
+                                emit_cast(builder, builder.load(acc1), "int32", out_dtype))
     return True
 
 

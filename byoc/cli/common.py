@@ -1,0 +1,241 @@
+"""What every ``byoc`` command shares: exit codes, output (tables, JSON, progress), models and inputs."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ByocError, ExecutionError, ModelError
+
+__all__ = ["EXIT_OK", "EXIT_MISMATCH", "EXIT_USAGE", "EXIT_BAD_INPUT", "EXIT_INTERNAL", "UsageError", "Output",
+           "Progress", "format_table", "LoadedModel", "load_model", "make_inputs", "load_npy", "human"]
+
+EXIT_OK = 0          # success
+EXIT_MISMATCH = 1    # a comparison found differences, or a check failed
+EXIT_USAGE = 2       # bad command line (argparse uses 2 as well)
+EXIT_BAD_INPUT = 3   # a ByocError: bad model, artifact, config or input file
+EXIT_INTERNAL = 4    # a bug: an unexpected exception
+
+
+class UsageError(Exception):
+    """A command-line mistake argparse cannot see (e.g. a malformed --input); exits with EXIT_USAGE."""
+
+
+class Output:
+    """Where a command writes: results on stdout (text or one JSON document), progress on stderr."""
+
+    def __init__(self, json_mode: bool, stdout=None, stderr=None):
+        self.json_mode = json_mode
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+
+    def text(self, s: str = "") -> None:
+        if not self.json_mode:
+            print(s, file=self.stdout)
+
+    def json(self, doc: dict) -> None:
+        if self.json_mode:
+            json.dump(_jsonable(doc), self.stdout, indent=2, sort_keys=False)
+            self.stdout.write("\n")
+
+    def note(self, s: str) -> None:
+        """A human remark (where a file went, what was skipped): stderr, so stdout stays parseable."""
+        print(s, file=self.stderr)
+
+    def progress(self, total: int, label: str) -> "Progress":
+        live = not self.json_mode and hasattr(self.stderr, "isatty") and self.stderr.isatty()
+        return Progress(total, label, self.stderr if live else None)
+
+
+class Progress:
+    """A one-line bar on a terminal's stderr; silent when stderr is not a TTY or output is JSON."""
+
+    def __init__(self, total: int, label: str, stream=None):
+        self.total = max(1, total)
+        self.done = 0
+        self.label = label
+        self.stream = stream
+
+    def step(self, what: str) -> None:
+        if self.stream is None:
+            return
+        width = 24
+        filled = width * self.done // self.total
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{self.done}/{self.total} {what[:40]:40s}")
+        self.stream.flush()
+        self.done += 1
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.flush()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _jsonable(v: Any):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+def human(n: float) -> str:
+    """1234567 → '1.23M' (tables stay narrow; JSON keeps exact numbers)."""
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.2f}{unit}"
+    return f"{n:g}" if isinstance(n, float) else str(n)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    """An aligned plain-text table; ``align`` is one char per column ('l' or 'r'), numbers default to right."""
+    cells = [[_cell(v) for v in r] for r in rows]
+    if align is None:
+        align = "".join("r" if rows and all(isinstance(r[i], (int, float, np.number)) for r in rows) else "l"
+                        for i in range(len(headers)))
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(vals):
+        out = [v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(vals, widths, align)]
+        return "  ".join(out).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), sep] + [line(r) for r in cells])
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.2f}" if abs(v) < 1e6 else human(v)
+    return str(v)
+
+
+# ------------------------------------------------------------------------------------------------- models
+
+@dataclass(frozen=True, eq=False)
+class LoadedModel:
+    path: str
+    kind: str          # "tflite" | "onnx"
+    data: bytes
+    mod: Any           # IRModule
+    params: dict
+    semantics: str     # "litert" | "tflm" for TFLite files, "onnxruntime" for ONNX
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+def _sniff(path: str, data: bytes) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".tflite" or data[4:8] == b"TFL3":
+        return "tflite"
+    if ext == ".onnx":
+        return "onnx"
+    raise ModelError(f"{path}: cannot tell the model format (extension {ext or 'none'!r}, no TFLite identifier)",
+                     hint="byoc reads .tflite and .onnx files")
+
+
+def load_model(path: str, semantics: str = "auto") -> LoadedModel:
+    """Read and import a model file. ``semantics="auto"`` imports a TFLite file with LiteRT's semantics unless
+    LiteRT refuses the file, in which case TFLite Micro's (whose interpreter is then the oracle)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ModelError(f"cannot read model {path!r}: {e.strerror or e}", hint="check the path") from None
+    kind = _sniff(path, data)
+    if kind == "onnx":
+        from ..frontend import from_onnx
+        mod, params = from_onnx(data)
+        return LoadedModel(path, kind, data, mod, params, "onnxruntime")
+    from ..frontend import from_tflite
+    if semantics == "auto":
+        from ..compare import litert_refusal
+        semantics = "tflm" if litert_refusal(data) else "litert"
+    mod, params = from_tflite(data, semantics=semantics)
+    return LoadedModel(path, kind, data, mod, params, semantics)
+
+
+# ------------------------------------------------------------------------------------------------- inputs
+
+def load_npy(path: str) -> np.ndarray:
+    """A .npy file, never unpickled."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise ExecutionError(f"cannot read input file {path!r}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ExecutionError(f"{path}: not a plain .npy array ({e})",
+                             hint="save inputs with numpy.save(path, array); object arrays are refused") from None
+
+
+def _input_types(func) -> list[tuple[str, tuple[int, ...], str]]:
+    out = []
+    for p in func.params:
+        t = p.checked_type if getattr(p, "_checked_type", None) is not None else p.type_annotation
+        out.append((p.name_hint, tuple(int(d) for d in t.shape), str(t.dtype)))
+    return out
+
+
+def random_tensor(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(int(info.min), int(info.max) + 1, size=shape, dtype=np.int64).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    return rng.standard_normal(size=shape).astype(dt)
+
+
+def make_inputs(func, specs: Sequence[str] = (), seed: int = 0) -> dict[str, np.ndarray]:
+    """Inputs for ``func``: ``name=file.npy`` (or a bare ``file.npy`` for a one-input model) where given,
+    seeded random values of the right shape and dtype for the rest."""
+    types = _input_types(func)
+    names = [n for n, _, _ in types]
+    given: dict[str, np.ndarray] = {}
+    for spec in specs:
+        if "=" in spec:
+            name, path = spec.split("=", 1)
+        elif len(names) == 1:
+            name, path = names[0], spec
+        else:
+            raise UsageError(f"--input {spec!r}: the model has {len(names)} inputs ({', '.join(names)}); "
+                             f"write --input NAME=FILE.npy")
+        if name not in names:
+            raise UsageError(f"--input {spec!r}: the model has no input {name!r} (inputs: {', '.join(names)})")
+        given[name] = load_npy(path)
+    rng = np.random.default_rng(seed)
+    out = {}
+    problems = []
+    for name, shape, dtype in types:
+        value = random_tensor(rng, shape, dtype)  # drawn even when given, so --seed streams stay stable
+        if name in given:
+            value = given[name]
+            if tuple(value.shape) != shape or value.dtype.name != dtype:
+                problems.append(f"input {name!r}: expected {dtype}{list(shape)}, file has "
+                                f"{value.dtype.name}{list(value.shape)}")
+        out[name] = value
+    if problems:
+        raise ExecutionError("bad inputs: " + "; ".join(problems), hint="convert the .npy file with numpy first")
+    return out
+
+
+def describe_error(e: ByocError) -> str:
+    return f"error: {e}"
