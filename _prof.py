@@ -1,13 +1,12 @@
-import time, byoc
-from byoc.frontend import from_tflite
+import time, cProfile, pstats, byoc
+from benchmarks.bench_partition import alternating_chain
 from byoc.transform.pass_infra import PassContext, PassTimingInstrument
-mod, params = from_tflite("/work/shared/models/mobilenet_v2_quantized_1x3x224x224.tflite")
-byoc.partition_for("npu", mod, params)
-best = {}
-for i in range(7):
-    ti = PassTimingInstrument()
-    with PassContext(instruments=[ti]):
-        byoc.partition_for("npu", mod, params)
-    for n, t in ti.timings:
-        best[n] = min(best.get(n, 1e9), t)
-for n, t in best.items(): print(f"{n:30s} {t*1e3:8.1f} ms")
+mod = alternating_chain(2000)
+byoc.partition_for("npu", alternating_chain(10))
+ti = PassTimingInstrument()
+with PassContext(instruments=[ti]):
+    t=time.time(); byoc.partition_for("npu", mod); print(time.time()-t)
+print(ti.render())
+cProfile.run('byoc.partition_for("npu", mod)', '/tmp/prof')
+p=pstats.Stats('/tmp/prof'); p.sort_stats('tottime').print_stats(15)
+p.print_callers('post_order')

@@ -131,7 +131,7 @@ class Interpreter:
             out = op_def.compute(args, call.attrs)
         except ByocError:
             raise
-        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as e:
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError, MemoryError) as e:
             raise ExecutionError(f"{op_def.name} failed on inputs of shapes "
                                  f"{[getattr(a, 'shape', None) for a in args]}: {e}") from e
         if self.tap is not None:

@@ -6,8 +6,6 @@ commands (double-buffered slots) → dependencies from the hazard tracker → to
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from byoc.errors import NPUError
@@ -76,8 +74,13 @@ class _Emitter:
     def finish(self) -> list:
         engines = [int(c.ENGINE) for c in self.cmds]
         wait, signal = assign_tokens(engines, self.deps)
-        return [dataclasses.replace(c, wait=w, signal=s) if (w or s) else c
-                for c, w, s in zip(self.cmds, wait, signal)]
+        return [_with_tokens(c, w, s) if (w or s) else c for c, w, s in zip(self.cmds, wait, signal)]
+
+
+def _with_tokens(c, wait: int, signal: int):
+    if isinstance(c, Ppu):
+        return Ppu(wait, signal, c.layer, *c.payload()[:18], params=c.params)
+    return type(c)(wait, signal, c.layer, *c.payload())
 
 
 class _Slots:

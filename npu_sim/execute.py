@@ -7,6 +7,8 @@ which is exact for int8/uint8 operands (|Σ| < 2^53), then wraps to int32 like T
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -20,6 +22,8 @@ __all__ = ["Machine", "run_functional"]
 
 _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("spare", "u1")])
 _NP = [np.dtype(d) for d in DTYPES]
+_RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
+_INT32_MIN = -(1 << 31)
 
 
 class Machine:
@@ -34,6 +38,7 @@ class Machine:
             r = prog.regions[rid]
             self.mem[r.area][r.base:r.base + r.size] = np.frombuffer(data, np.uint8)
         self.local: dict[tuple[int, int], np.ndarray] = {}
+        self.tables: dict[tuple[int, int], tuple] = {}   # decoded requant tables, keyed by the tile they came from
 
     def view(self, area: int, base: int, h: int, w: int, c: int, dtype: int) -> np.ndarray:
         dt = _NP[dtype]
@@ -131,18 +136,41 @@ class Machine:
                 for kx in range(c.kw):
                     ys, xs = ky * c.dh, kx * c.dw
                     acc += x[ys:ys + (c.oh - 1) * c.sh + 1:c.sh, xs:xs + (c.ow - 1) * c.sw + 1:c.sw] * w[:, ky, kx]
-        return wrap32(acc.reshape(c.oh, c.ow, c.oc).astype(np.int64)).astype(np.int32)
+        # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator.
+        return acc.reshape(c.oh, c.ow, c.oc).astype(np.int64).astype(np.int32)
+
+    def requant_table(self, c: Ppu, i: int) -> tuple:
+        key = (c.table_buf, c.table_off)
+        tile = self.tile(*key, i)
+        hit = self.tables.get(key)
+        if hit is not None and hit[0] is tile and hit[1] == c.oc:
+            return hit[2]
+        t = tile.reshape(-1).view(np.uint8)[:c.oc * 10].view(_TABLE_DTYPE)
+        bias = t["bias"].astype(np.int64)
+        m, s = t["mult"].astype(np.int64), t["shift"].astype(np.int64)
+        # Common case: right shifts only and no INT32_MIN multiplier, so MBQM is SRDHM + RDBPOT without the
+        # left-shift wrap or the saturation test (identical results; see byoc.quant.fixedpoint.mbqm).
+        simple = bool(np.all(s <= 0) and np.all(m > _INT32_MIN))
+        e = -s
+        mask = (np.int64(1) << e) - 1 if simple else None
+        decoded = (bias, m, s, simple, e, mask)
+        self.tables[key] = (tile, c.oc, decoded)
+        return decoded
 
     def ppu(self, c: Ppu, i: int) -> np.ndarray:
         op = c.op
         out_dt = _NP[c.out_dtype]
         x = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic).astype(np.int64)
         if op == PpuOp.REQUANT:
-            t = self.raw(c.table_buf, c.table_off, i)[:c.oc * 10].view(_TABLE_DTYPE)
-            bias = t["bias"].astype(np.int64)
-            m, s = t["mult"].astype(np.int64), t["shift"].astype(np.int64)
-            acc = wrap32(x + bias) - c.param("zp_in")
-            if c.rounding == Rounding.TFLITE:
+            bias, m, s, simple, e, mask = self.requant_table(c, i)
+            zp_in = c.param("zp_in")
+            acc = (x + bias).astype(np.int32).astype(np.int64)   # wrapping int32 bias add
+            if zp_in:
+                acc -= zp_in
+            if c.rounding == Rounding.TFLITE and simple and not zp_in:
+                h = (acc * m + (1 << 30)) >> 31
+                y = (h >> e) + ((h & mask) > ((mask >> 1) + (h < 0)))
+            elif c.rounding == Rounding.TFLITE:
                 y = mbqm(acc, m, s)
             else:
                 total = 31 - s
@@ -192,14 +220,59 @@ class Machine:
             return table[x - c.param("qmin")].astype(out_dt)
         else:
             y = x
-        info = np.iinfo(out_dt)
-        lo = max(int(info.min), c.param("act_min"))
-        hi = min(int(info.max), c.param("act_max"))
+        lo, hi = _RANGE[c.out_dtype]
+        lo = max(lo, c.param("act_min"))
+        hi = min(hi, c.param("act_max"))
         return np.clip(y, lo, hi).astype(out_dt)
+
+
+def _openblas():
+    """numpy's bundled OpenBLAS (for its thread-count controls), or None."""
+    import ctypes
+    import glob
+    import os
+    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libdir, "lib*openblas*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("scipy_openblas", "openblas"):
+            for suffix in ("64_", ""):
+                get, put = f"{prefix}_get_num_threads{suffix}", f"{prefix}_set_num_threads{suffix}"
+                if hasattr(lib, get) and hasattr(lib, put):
+                    return getattr(lib, get), getattr(lib, put)
+    return None
+
+
+_BLAS = None
+
+
+@contextlib.contextmanager
+def single_threaded_blas():
+    """Per-tile GEMMs are small; OpenBLAS threading on them costs far more than it gains (30× on a busy
+    2-core host), so the functional run pins BLAS to one thread and restores the setting afterwards."""
+    global _BLAS
+    if _BLAS is None:
+        try:
+            _BLAS = _openblas() or False
+        except Exception:  # any loader problem: just run with the default threading
+            _BLAS = False
+    if not _BLAS:
+        yield
+        return
+    get, put = _BLAS
+    old = int(get())
+    put(1)
+    try:
+        yield
+    finally:
+        put(old)
 
 
 def run_functional(prog: Program, inputs: dict) -> list[np.ndarray]:
     m = Machine(prog)
     m.write_inputs(inputs)
-    m.run()
+    with single_threaded_blas():
+        m.run()
     return m.read_outputs()

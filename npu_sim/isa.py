@@ -92,6 +92,10 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
 }
 
 
+PPU_PARAM_INDEX: dict[int, dict[str, int]] = {int(op): {n: i for i, n in enumerate(names)}
+                                              for op, names in PPU_PARAM_NAMES.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class Load:
     """DMA-in: copy an (h, w, c) window at (y0, x0, c0) of an HWC tensor into local SRAM.
@@ -236,7 +240,7 @@ class Ppu:
                 self.ic, self.oh, self.ow, self.oc) + tuple(self.params)
 
     def param(self, name: str) -> int:
-        return self.params[PPU_PARAM_NAMES[PpuOp(self.op)].index(name)]
+        return self.params[PPU_PARAM_INDEX[self.op][name]]
 
 
 Command = Load | Store | Mac | Ppu

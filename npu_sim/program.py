@@ -128,7 +128,7 @@ class Program:
         try:
             meta = json.loads(data[pos:pos + meta_len].decode("utf-8"))
             config = config_from_dict(meta["config"], source="<program>")
-            regions = tuple(Region(**r) for r in meta["regions"])
+            regions = tuple(_region(r) for r in meta["regions"])
             inputs = tuple(_binding(t) for t in meta["inputs"])
             outputs = tuple(_binding(t) for t in meta["outputs"])
             layers = tuple(_layer(x) for x in meta["layers"])
@@ -147,8 +147,9 @@ class Program:
             raise NPUError("NPU program constant table does not match the constant section length")
         cmds = []
         end = pos + cmd_len
+        view = memoryview(data)[:end]
         for _ in range(n_cmds):
-            c, pos = decode_command(data[:end], pos)
+            c, pos = decode_command(view, pos)
             cmds.append(c)
         if pos != end:
             raise NPUError(f"NPU program command section has {end - pos} unexplained trailing bytes")
@@ -178,6 +179,10 @@ def program_dependencies(prog: Program) -> list[list[int]]:
         reads, writes = command_accesses(c, index)
         out.append(tracker.access(i, int(c.ENGINE), reads, writes))
     return out
+
+
+def _region(r) -> Region:
+    return Region(int(r["id"]), str(r["name"]), int(r["area"]), int(r["base"]), int(r["size"]), str(r["kind"]))
 
 
 def _binding(t) -> TensorBinding:

@@ -9,8 +9,8 @@ so the schedule (and every cycle count) is deterministic.
 """
 from __future__ import annotations
 
-import json
 import heapq
+import json
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -75,7 +75,7 @@ def decode_container(data: bytes, source: str = "<bytes>") -> tuple[dict, dict[s
         raise bad("header checksum mismatch", _FIXED.size, hint="the file is corrupt")
     try:
         header = json.loads(header_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:  # RecursionError: absurd nesting
         raise bad(f"header is not valid JSON: {e}", _FIXED.size) from e
     if not isinstance(header, dict) or not isinstance(header.get("sections"), list) \
             or not isinstance(header.get("meta"), dict):

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArtifactError, ConfigError, ByocError
+from ..errors import ArtifactError, ConfigError
 
 __all__ = ["NpuConfigChoice", "resolve_npu_config", "SimCodegen", "NpuRecorder", "build_module",
            "export_module", "load_artifact", "LoadedArtifact", "ARTIFACT_FORMAT"]
@@ -41,7 +41,6 @@ class NpuConfigChoice:
 def resolve_npu_config(spec: str | None) -> NpuConfigChoice:
     """``--npu-config``: a preset name, a TOML file path, or None for the default preset."""
     import npu_sim
-    from npu_sim.config import config_from_dict
     if spec is None:
         return NpuConfigChoice(npu_sim.preset(DEFAULT_PRESET), DEFAULT_PRESET, None)
     if spec in npu_sim.PRESETS:
@@ -165,7 +164,7 @@ def export_module(exe, pmod, path: str, target: str, npu_config: NpuConfigChoice
     return "byoc container (IR, rebuilt on load)"
 
 
-def load_artifact(path: str) -> LoadedArtifact:
+def load_artifact(path: str, recorder: NpuRecorder | None = None) -> LoadedArtifact:
     from runtime.container import read_container
     meta, sections = read_container(path)
     if meta.get("format") != ARTIFACT_FORMAT:
@@ -194,10 +193,7 @@ def load_artifact(path: str) -> LoadedArtifact:
                                   sections["npu_config.toml"].decode("utf-8"))
         else:
             cfg = resolve_npu_config(meta.get("npu_preset") or None)
-    exe, _ = build_module(pmod, target, cfg)
+    exe, _ = build_module(pmod, target, cfg, recorder=recorder)
     main = pmod["main"]
     return LoadedArtifact(exe, tuple(p.name_hint for p in main.params), meta, main, cfg, pmod)
 
-
-def is_byoc_error(e: BaseException) -> bool:
-    return isinstance(e, ByocError)

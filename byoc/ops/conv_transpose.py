@@ -56,7 +56,7 @@ def conv2d_transpose_out_type(name: str, data: TensorType, weight: TensorType, a
         raise fail(name, "weight", f"a 4-D tensor in layout {attrs.kernel_layout}", weight)
     perm = _kernel_perm(name, attrs.kernel_layout)
     kh, kw, ci, cog = (weight.shape[i] for i in perm)
-    n, h, w, c = to_nhwc(np.empty(data.shape, np.bool_), attrs.data_layout).shape
+    n, h, w, c = to_nhwc(np.broadcast_to(np.False_, data.shape), attrs.data_layout).shape
     g = attrs.groups
     if g <= 0 or c % g:
         raise fail(name, "groups", f"a divisor of the input channels {c}", g)
@@ -80,7 +80,7 @@ def conv2d_transpose_out_type(name: str, data: TensorType, weight: TensorType, a
     if oh <= 0 or ow <= 0:
         raise fail(name, "padding", f"padding small enough for a positive output size (got {oh}x{ow})",
                    attrs.padding)
-    out = np.empty((n, oh, ow, co), np.bool_)
+    out = np.broadcast_to(np.False_, (n, oh, ow, co))
     return TensorType(from_nhwc(out, attrs.out_layout or attrs.data_layout).shape, out_dtype)
 
 

@@ -96,10 +96,10 @@ def _out_shape(t: TensorType, attrs) -> tuple[int, ...]:
                    repr(attrs.rounding_method))
     if len(attrs.size) != 2 or min(attrs.size) <= 0:
         raise fail(name, "size", "two positive sizes (height, width)", attrs.size)
-    n, h, w, c = to_nhwc(np.empty(t.shape, np.bool_), attrs.layout).shape
+    n, h, w, c = to_nhwc(np.broadcast_to(np.False_, t.shape), attrs.layout).shape
     if h == 0 or w == 0:
         raise fail(name, "data", "a non-empty spatial extent", t)
-    return from_nhwc(np.empty((n, attrs.size[0], attrs.size[1], c), np.bool_), attrs.layout).shape
+    return from_nhwc(np.broadcast_to(np.False_, (n, attrs.size[0], attrs.size[1], c)), attrs.layout).shape
 
 
 def _rel(types, attrs):

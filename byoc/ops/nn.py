@@ -58,7 +58,7 @@ def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv
         raise fail(name, "data", f"a 4-D tensor in layout {attrs.data_layout}", data)
     if weight.ndim != 4:
         raise fail(name, "weight", f"a 4-D tensor in layout {attrs.kernel_layout}", weight)
-    n, h, w, c = to_nhwc(np.empty(data.shape, np.bool_), attrs.data_layout).shape
+    n, h, w, c = to_nhwc(np.broadcast_to(np.False_, data.shape), attrs.data_layout).shape
     kh, kw, ci, co = kernel_hwio_shape(weight.shape, attrs.kernel_layout)
     g = attrs.groups
     if g <= 0 or c % g or co % g:
@@ -76,7 +76,7 @@ def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv
     if oh <= 0 or ow <= 0 or min(attrs.strides) <= 0 or min(attrs.dilation) <= 0:
         raise fail(name, "data", f"spatial size large enough for kernel {(kh, kw)} with dilation "
                    f"{attrs.dilation}, strides {attrs.strides}", (h, w))
-    out = np.empty((n, oh, ow, co), np.bool_)
+    out = np.broadcast_to(np.False_, (n, oh, ow, co))
     return TensorType(from_nhwc(out, attrs.out_layout or attrs.data_layout).shape, out_dtype)
 
 

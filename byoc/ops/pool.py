@@ -72,14 +72,14 @@ def _pool_rel(name):
                        (attrs.pool_size, attrs.strides, attrs.dilation))
         if min(attrs.padding) < 0:
             raise fail(name, "padding", "non-negative padding", attrs.padding)
-        n, h, w, c = to_nhwc(np.empty(data.shape, np.bool_), attrs.layout).shape
+        n, h, w, c = to_nhwc(np.broadcast_to(np.False_, data.shape), attrs.layout).shape
         t, l, b, r = attrs.padding
         oh = pool_out_size(h, attrs.pool_size[0], attrs.strides[0], attrs.dilation[0], t, b, attrs.ceil_mode)
         ow = pool_out_size(w, attrs.pool_size[1], attrs.strides[1], attrs.dilation[1], l, r, attrs.ceil_mode)
         if oh <= 0 or ow <= 0:
             raise fail(name, "data", f"a spatial size of at least the dilated pool window {attrs.pool_size}",
                        (h, w))
-        out = np.empty((n, oh, ow, c), np.bool_)
+        out = np.broadcast_to(np.False_, (n, oh, ow, c))
         return TensorType(from_nhwc(out, attrs.out_layout or attrs.layout).shape, data.dtype)
     return rel
 
@@ -159,10 +159,10 @@ def _global_rel(name):
             raise fail(name, "layout", "NCHW or NHWC", (attrs.layout, attrs.out_layout))
         if data.ndim != 4:
             raise fail(name, "data", f"a 4-D tensor in layout {attrs.layout}", data)
-        n, h, w, c = to_nhwc(np.empty(data.shape, np.bool_), attrs.layout).shape
+        n, h, w, c = to_nhwc(np.broadcast_to(np.False_, data.shape), attrs.layout).shape
         if h == 0 or w == 0:
             raise fail(name, "data", "a non-empty spatial extent", data)
-        out = np.empty((n, 1, 1, c), np.bool_)
+        out = np.broadcast_to(np.False_, (n, 1, 1, c))
         return TensorType(from_nhwc(out, attrs.out_layout or attrs.layout).shape, data.dtype)
     return rel
 

@@ -68,8 +68,8 @@ def _clip_compute(args, attrs):
     lo, hi = attrs.a_min, attrs.a_max
     if x.dtype.kind in "iu":
         info = np.iinfo(x.dtype)
-        lo = info.min if lo == float("-inf") else max(int(np.ceil(lo)), info.min)
-        hi = info.max if hi == float("inf") else min(int(np.floor(hi)), info.max)
+        lo = info.min if lo == float("-inf") else min(max(int(np.ceil(lo)), info.min), info.max)
+        hi = info.max if hi == float("inf") else max(min(int(np.floor(hi)), info.max), info.min)
     return np.clip(x, lo, hi).astype(x.dtype)
 
 

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from ..ir.expr import Call, Expr, Op, Tuple, TupleGetItem, _as_expr
+from ..ops.registry import register_op_attr  # TVM spelling: relay.op.register_op_attr(op, "target.<t>")
 
 __all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
            "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",
            "reshape", "squeeze", "expand_dims", "transpose", "concatenate", "split", "strided_slice", "mean", "sum",
-           "max", "min"]
+           "max", "min", "register_op_attr"]
 
 
 def make_call(op_name: str, args, attrs: dict | None = None, span=None) -> Call:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import re
+import struct
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ DTYPE_SUFFIX = {"int32": "", "int8": "i8", "int16": "i16", "int64": "i64", "uint
                 "uint32": "u32", "float32": "f", "float64": "f64", "float16": "f16"}
 SUFFIX_DTYPE = {v: k for k, v in DTYPE_SUFFIX.items() if v}
 SUFFIX_DTYPE.update({"i32": "int32", "f32": "float32"})
+_DTYPE_NAME_BY_CODE = {np.dtype(d).str[1:]: d for d in DTYPES}  # "i8" -> "int64", any byte order
 
 
 def quote_name(name: str) -> str:
@@ -54,26 +56,29 @@ def type_text(t: Type | None) -> str:
 
 # ------------------------------------------------------------------------------------------ scalar literals
 
+_FLOAT_PACK = {"float16": struct.Struct("<e"), "float32": struct.Struct("<f"), "float64": struct.Struct("<d")}
+
+
 def scalar_literal(data: np.ndarray) -> str | None:
     """The inline literal of a 0-d constant, or None when only the metadata section can hold it exactly."""
     if data.ndim != 0:
         return None
-    dtype = data.dtype.name
+    dtype = _DTYPE_NAME_BY_CODE.get(data.dtype.str[1:])
     if dtype == "bool":
-        return "True" if bool(data) else "False"
-    suffix = DTYPE_SUFFIX.get(dtype)
+        return "True" if data.item() else "False"
+    suffix = DTYPE_SUFFIX.get(dtype) if dtype is not None else None
     if suffix is None:
         return None
-    if data.dtype.kind in "iu":
-        return f"{int(data)}{suffix}"
     value = data.item()
+    if dtype[0] != "f":
+        return f"{value}{suffix}"
     if not math.isfinite(value):
         return None
-    text = str(data.dtype.type(value))  # numpy's shortest round-trip spelling for this width
+    text = repr(value) if dtype == "float64" else str(data.dtype.type(value))  # shortest round-trip spelling
     if "." not in text and "e" not in text:
         text += ".0"
-    back = np.asarray(float(text), dtype=data.dtype)
-    if back.tobytes() != data.tobytes():  # e.g. a decimal->float64->float16 double rounding
+    # The parser reads decimal -> float64 -> dtype; keep the literal only if that gives back the same bits.
+    if _FLOAT_PACK[dtype].pack(float(text)) != data.tobytes():
         return None
     return text + suffix
 

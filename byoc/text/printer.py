@@ -50,6 +50,8 @@ _INLINE = 2  # written out in its single slot
 _FLAT = 3    # a tail Let: `let %v = value;` statements continuing the enclosing block
 
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
+_LEAF_TYPES = frozenset((Var, Constant, GlobalVar, Op))
+_MISSING = object()
 
 
 def _uses(node: Expr) -> list[tuple[Expr, int]]:
@@ -77,11 +79,20 @@ class _Output:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.line_of: dict[int, int] = {}
+        self.line_of: dict[Expr, int] = {}
         self.meta: list[np.ndarray] = []
-        self.meta_index: dict[int, int] = {}
+        self.meta_index: dict[Constant, int] = {}
         self.type_cache: dict = {}
+        self.comment_cache: dict[int, str] = {}
         self.attrs_cache: dict = {}
+        self.literal_cache: dict[tuple[str, bytes], str | None] = {}
+
+    def type_comment(self, t) -> str:
+        # Keyed by identity: the type objects stay alive (held by the nodes) while one text is printed.
+        s = self.comment_cache.get(id(t))
+        if s is None:
+            s = self.comment_cache[id(t)] = f" /* ty={self.type_str(t)} */"
+        return s
 
     def type_str(self, t) -> str:
         try:
@@ -119,35 +130,43 @@ class _Output:
 
 
 class _RootPrinter:
-    """Layout and emission of one root: a global function (printed as ``def``) or a bare expression."""
+    """Layout and emission of one root: a global function (printed as ``def``) or a bare expression.
+
+    Side tables are keyed by the nodes themselves (identity hashed) and filled in two linear passes.
+    """
 
     def __init__(self, out: _Output, root: Expr):
         self.out = out
         self.root = root
         self.order = order = post_order(root)
-        index = {id(n): i for i, n in enumerate(order)}
-        self.index = index
-        count: dict[int, int] = {id(root): 1}
-        last_kind: dict[int, int] = {id(root): _TAIL}
+        # Uses: how many times each node is used, and the slot of those whose use is a tail or a let value.
+        count: dict[Expr, int] = {root: 1}
+        slot_use: dict[Expr, int] = {root: _TAIL}
+        get = count.get
         for node in order:
-            for c, k in _uses(node):
-                cid = id(c)
-                count[cid] = count.get(cid, 0) + 1
-                last_kind[cid] = k
-        self.count = count
-        mode: dict[int, int] = {}
-        for node in order:
-            if isinstance(node, (Var, Constant, GlobalVar, Op)):
-                mode[id(node)] = _LEAF
+            t = type(node)
+            if t is Call:
+                if type(node.op) is not Op:
+                    count[node.op] = get(node.op, 0) + 1
+                for c in node.args:
+                    count[c] = get(c, 0) + 1
+            elif t in _LEAF_TYPES:
                 continue
-            single = count.get(id(node), 0) == 1
-            kind = last_kind.get(id(node), _OPERAND)
-            if isinstance(node, Let) and single and kind == _TAIL:
-                mode[id(node)] = _FLAT
-            elif single and kind != _OPERAND:
-                mode[id(node)] = _INLINE
             else:
-                mode[id(node)] = _BOUND
+                for c, k in _uses(node):
+                    count[c] = get(c, 0) + 1
+                    if k != _OPERAND:
+                        slot_use[c] = k
+        self.count = count
+        mode: dict[Expr, int] = {}
+        for node in order:
+            t = type(node)
+            if t in _LEAF_TYPES:
+                continue
+            if count[node] == 1 and node in slot_use:
+                mode[node] = _FLAT if t is Let and slot_use[node] == _TAIL else _INLINE
+            else:
+                mode[node] = _BOUND
         self.mode = mode
         self._place()
         self._name()
@@ -158,9 +177,11 @@ class _RootPrinter:
         """Assign every node its home block (the LCA of its uses' blocks), users before operands."""
         parent, depth = [-1], [0]
         tail_of: list[Expr] = [self.root]
-        home: dict[int, int] = {id(self.root): 0}
-        owned: dict[int, tuple[int, ...]] = {}
+        home: dict[Expr, int] = {self.root: 0}
+        owned: dict[Expr, tuple[int, ...]] = {}
         mode = self.mode
+        leaf_types = _LEAF_TYPES
+        has_lets: set[int] = set()
 
         def new_scope(p: int, tail: Expr) -> int:
             parent.append(p)
@@ -168,63 +189,74 @@ class _RootPrinter:
             tail_of.append(tail)
             return len(parent) - 1
 
+        def settle(c: Expr, s: int) -> None:
+            cur = home.get(c)
+            if cur is None:
+                home[c] = s
+            elif cur != s:
+                a, b = cur, s
+                while a != b:
+                    if depth[a] >= depth[b]:
+                        a = parent[a]
+                    else:
+                        b = parent[b]
+                home[c] = a
+
         for node in reversed(self.order):
-            if mode[id(node)] == _LEAF:
+            t = type(node)
+            if t in leaf_types:
                 continue
-            h = home[id(node)]
-            if isinstance(node, Function):
+            h = home[node]
+            if t is Call or t is Tuple or t is TupleGetItem:
+                for c in (node.args if t is Call else node.fields if t is Tuple else (node.tuple_value,)):
+                    if type(c) not in leaf_types:
+                        cur = home.get(c)
+                        if cur is None:
+                            home[c] = h
+                        elif cur != h:
+                            settle(c, h)
+                if t is Call and type(node.op) not in leaf_types:
+                    settle(node.op, h)
+            elif t is Let:
+                s = h if mode[node] == _FLAT else new_scope(h, node.body)
+                owned[node] = (s,)
+                has_lets.add(s)
+                settle(node.value, s)
+                settle(node.body, s)
+            elif t is If:
+                tb, fb = new_scope(h, node.true_branch), new_scope(h, node.false_branch)
+                owned[node] = (tb, fb)
+                settle(node.cond, h)
+                settle(node.true_branch, tb)
+                settle(node.false_branch, fb)
+            elif t is Function:
                 s = new_scope(h, node.body)
-                owned[id(node)] = (s,)
-                targets = ((node.body, s),)
-            elif isinstance(node, If):
-                t, f = new_scope(h, node.true_branch), new_scope(h, node.false_branch)
-                owned[id(node)] = (t, f)
-                targets = ((node.cond, h), (node.true_branch, t), (node.false_branch, f))
-            elif isinstance(node, Let):
-                s = h if mode[id(node)] == _FLAT else new_scope(h, node.body)
-                owned[id(node)] = (s,)
-                targets = ((node.value, s), (node.body, s))
-            else:
-                targets = tuple((c, h) for c, _ in _uses(node))
-            for c, s in targets:
-                cid = id(c)
-                cur = home.get(cid)
-                if cur is None:
-                    home[cid] = s
-                elif cur != s:
-                    a, b = cur, s
-                    while a != b:
-                        if depth[a] >= depth[b]:
-                            a = parent[a]
-                        else:
-                            b = parent[b]
-                    home[cid] = a
-        self.home, self.owned, self.tail_of = home, owned, tail_of
+                owned[node] = (s,)
+                settle(node.body, s)
+        self.owned, self.tail_of = owned, tail_of
         items: list[list[tuple[float, Expr, bool]]] = [[] for _ in parent]
-        index = self.index
+        index = {node: i for i, node in enumerate(self.order)} if has_lets else {}
         for i, node in enumerate(self.order):
-            m = mode[id(node)]
+            m = mode.get(node)
             if m == _BOUND:
-                items[home[id(node)]].append((i, node, False))
-            if isinstance(node, Let):
-                key = max(index[id(node.var)], index[id(node.value)]) + 0.5
-                items[owned[id(node)][0]].append((key, node, True))
-        for lst in items:
-            lst.sort(key=lambda t: t[0])
+                items[home[node]].append((i, node, False))
+            if m is not None and type(node) is Let:
+                key = max(index[node.var], index[node.value]) + 0.5
+                items[owned[node][0]].append((key, node, True))
+        for s in has_lets:
+            items[s].sort(key=lambda item: item[0])
         self.items = items
 
     def _name(self) -> None:
         """%0, %1, ... for bound nodes in post-order; variables keep their names, made unique."""
-        self.num: dict[int, str] = {}
-        self.var_name: dict[int, str] = {}
+        refs: dict[Expr, str] = {}
         taken: set[str] = set()
-        bound: set[int] = set()
+        bound: set[Expr] = set()
+        mode = self.mode
         n = 0
         for node in self.order:
-            if self.mode[id(node)] == _BOUND:
-                self.num[id(node)] = f"%{n}"
-                n += 1
-            elif isinstance(node, Var):
+            t = type(node)
+            if t is Var:
                 base = _BAD_NAME_CHARS.sub("_", node.name_hint) or "v"
                 if base.isdigit():
                     base = "v" + base  # bare numbers are the names of bound nodes
@@ -233,59 +265,70 @@ class _RootPrinter:
                     k += 1
                     name = f"{base}_{k}"
                 taken.add(name)
-                self.var_name[id(node)] = "%" + name
-            if isinstance(node, Function):
-                bound.update(id(p) for p in node.params)
-            elif isinstance(node, Let):
-                bound.add(id(node.var))
-        self.free_vars = [v for v in self.order if isinstance(v, Var) and id(v) not in bound]
+                refs[node] = "%" + name
+            elif mode.get(node) == _BOUND:
+                refs[node] = f"%{n}"
+                n += 1
+            elif t is GlobalVar:
+                refs[node] = "@" + quote_name(node.name_hint)
+            if t is Function:
+                bound.update(node.params)
+            elif t is Let:
+                bound.add(node.var)
+        self.refs = refs
+        self.free_vars = [v for v in self.order if type(v) is Var and v not in bound]
 
     # ----------------------------------------------------------------------------------------- spelling
 
     def ref(self, node: Expr) -> str:
-        nid = id(node)
-        if nid in self.var_name:
-            return self.var_name[nid]
-        if nid in self.num:
-            return self.num[nid]
-        if isinstance(node, Constant):
-            return self._const_ref(node)
-        if isinstance(node, GlobalVar):
-            return "@" + quote_name(node.name_hint)
-        if isinstance(node, Op):
-            return node.name
-        return "%<" + type(node).__name__ + ">"  # unreachable for well-formed layouts
+        text = self.refs.get(node)
+        if text is not None:
+            return text
+        if type(node) is Constant:
+            text = self._const_ref(node)
+        elif isinstance(node, Op):
+            text = node.name
+        else:  # unreachable for well-formed layouts: a slot-only node referenced as an operand
+            text = f"%<{type(node).__name__}>"
+        self.refs[node] = text
+        return text
 
     def _const_ref(self, node: Constant) -> str:
+        out = self.out
         text = None
-        if self.count.get(id(node), 0) <= 1:
-            text = scalar_literal(node.data)
+        data = node.data
+        if data.ndim == 0 and self.count.get(node, 0) <= 1:
+            key = (data.dtype.str, data.tobytes())
+            text = out.literal_cache.get(key, _MISSING)
+            if text is _MISSING:
+                text = out.literal_cache[key] = scalar_literal(data)
         if text is None:
-            out = self.out
-            k = out.meta_index.get(id(node))
+            k = out.meta_index.get(node)
             if k is None:
-                k = out.meta_index[id(node)] = len(out.meta)
-                out.meta.append(node.data)
+                k = out.meta_index[node] = len(out.meta)
+                out.meta.append(data)
             text = f"meta[relay.Constant][{k}]"
         return text + self.ty(node)
 
     def ty(self, node: Expr) -> str:
         t = node._checked_type  # type: ignore[attr-defined]
-        return "" if t is None else f" /* ty={self.out.type_str(t)} */"
+        return "" if t is None else self.out.type_comment(t)
 
     def expr_text(self, node: Expr) -> str:
-        ref = self.ref
-        if isinstance(node, Call):
-            parts = [ref(a) for a in node.args]
-            if isinstance(node.op, Op):
+        refs, ref = self.refs, self.ref
+        t = type(node)
+        if t is Call:
+            parts = [refs.get(a) or ref(a) for a in node.args]
+            op = node.op
+            if type(op) is Op:
                 if node.attrs is not None:
                     parts.extend(self.out.attr_parts(node.attrs))
-                return f"{node.op.name}({', '.join(parts)})"
-            return f"{ref(node.op)}({', '.join(parts)})"
-        if isinstance(node, Tuple):
+                return f"{op.name}({', '.join(parts)})"
+            return f"{ref(op)}({', '.join(parts)})"
+        if t is Tuple:
             inner = ", ".join(ref(f) for f in node.fields)
             return f"({inner},)" if len(node.fields) == 1 else f"({inner})"
-        if isinstance(node, TupleGetItem):
+        if t is TupleGetItem:
             return f"{ref(node.tuple_value)}.{node.index}"
         return ref(node)
 
@@ -294,7 +337,7 @@ class _RootPrinter:
         parts = []
         for p in func.params:
             ann = p.type_annotation
-            parts.append(self.var_name[id(p)] + ("" if ann is None else ": " + self.out.type_str(ann)))
+            parts.append(self.refs[p] + ("" if ann is None else ": " + self.out.type_str(ann)))
         for key, value in func.attrs.items():
             k = key if isinstance(key, str) and IDENT_RE.match(key) else attr_text(str(key))
             parts.append(f"{k}={attr_text(value)}")
@@ -308,7 +351,7 @@ class _RootPrinter:
         if def_name is not None:
             assert isinstance(self.root, Function)
             head = f"def @{quote_name(def_name)}{self.signature(self.root)} {{"
-            work: list[tuple] = [("t", "}", None), ("b", self.owned[id(self.root)][0], 1), ("t", head, self.root)]
+            work: list[tuple] = [("t", "}", None), ("b", self.owned[self.root][0], 1), ("t", head, self.root)]
         else:
             work = [("b", 0, 0)]
         lines, line_of = self.out.lines, self.out.line_of
@@ -316,11 +359,12 @@ class _RootPrinter:
             item = work.pop()
             tag = item[0]
             if tag == "t":
-                if item[2] is not None:
-                    line_of.setdefault(id(item[2]), len(lines))
+                if item[2] is not None and item[2] not in line_of:
+                    line_of[item[2]] = len(lines)
                 lines.append(item[1])
             elif tag == "m":
-                line_of.setdefault(id(item[1]), len(lines))
+                if item[1] not in line_of:
+                    line_of[item[1]] = len(lines)
             else:
                 expanded = self._block(item[1], item[2])
                 expanded.reverse()
@@ -329,28 +373,32 @@ class _RootPrinter:
     def _block(self, scope: int, depth: int) -> list[tuple]:
         pad = "  " * depth
         out: list[tuple] = []
-        if scope == 0 and self.free_vars:
+        type_str = self.out.type_str
+        if scope == 0:
             for v in self.free_vars:
                 ann = v.type_annotation
-                out.append(("t", f"{pad}free_var {self.var_name[id(v)]}"
-                                 f"{'' if ann is None else ': ' + self.out.type_str(ann)};", v))
-        mode = self.mode
+                out.append(("t", f"{pad}free_var {self.refs[v]}{'' if ann is None else ': ' + type_str(ann)};", v))
+        mode, refs = self.mode, self.refs
         for _, node, is_let in self.items[scope]:
             if is_let:
                 var, value = node.var, node.value
-                ann = "" if var.type_annotation is None else ": " + self.out.type_str(var.type_annotation)
-                head = f"{pad}let {self.var_name[id(var)]}{ann} = "
-                if mode[id(value)] == _INLINE:
+                ann = "" if var.type_annotation is None else ": " + type_str(var.type_annotation)
+                head = f"{pad}let {refs[var]}{ann} = "
+                if mode.get(value) == _INLINE:
                     out.append(("m", node))
                     self._expr_items(out, value, head, ";", depth)
                 else:
                     out.append(("t", head + self.ref(value) + ";", node))
             else:
-                self._expr_items(out, node, f"{pad}{self.num[id(node)]} = ", ";", depth)
+                t = type(node)
+                if t is Call or t is Tuple or t is TupleGetItem:  # the common single-line case
+                    out.append(("t", f"{pad}{refs[node]} = {self.expr_text(node)}{self.ty(node)};", node))
+                else:
+                    self._expr_items(out, node, f"{pad}{refs[node]} = ", ";", depth)
         tail = self.tail_of[scope]
-        while mode.get(id(tail)) == _FLAT:
+        while mode.get(tail) == _FLAT:
             tail = tail.body  # type: ignore[attr-defined]
-        if mode[id(tail)] == _INLINE:
+        if mode.get(tail) == _INLINE:
             self._expr_items(out, tail, pad, "", depth)
         else:
             out.append(("t", pad + self.ref(tail), None))
@@ -359,20 +407,21 @@ class _RootPrinter:
     def _expr_items(self, out: list[tuple], node: Expr, prefix: str, suffix: str, depth: int) -> None:
         pad = "  " * depth
         ty = self.ty(node)
-        if isinstance(node, Function):
+        t = type(node)
+        if t is Function:
             out.append(("t", f"{prefix}fn {self.signature(node)} {{", node))
-            out.append(("b", self.owned[id(node)][0], depth + 1))
+            out.append(("b", self.owned[node][0], depth + 1))
             out.append(("t", f"{pad}}}{ty}{suffix}", None))
-        elif isinstance(node, If):
-            t, f = self.owned[id(node)]
+        elif t is If:
+            tb, fb = self.owned[node]
             out.append(("t", f"{prefix}if ({self.ref(node.cond)}) {{", node))
-            out.append(("b", t, depth + 1))
+            out.append(("b", tb, depth + 1))
             out.append(("t", f"{pad}}} else {{", None))
-            out.append(("b", f, depth + 1))
+            out.append(("b", fb, depth + 1))
             out.append(("t", f"{pad}}}{ty}{suffix}", None))
-        elif isinstance(node, Let):
+        elif t is Let:
             out.append(("t", f"{prefix}{{", node))
-            out.append(("b", self.owned[id(node)][0], depth + 1))
+            out.append(("b", self.owned[node][0], depth + 1))
             out.append(("t", f"{pad}}}{ty}{suffix}", None))
         else:
             out.append(("t", f"{prefix}{self.expr_text(node)}{ty}{suffix}", node))
@@ -407,12 +456,12 @@ def astext(obj, show_meta_data: bool = True) -> str:
 def excerpt(root, node: Expr, before: int = 4, after: int = 2) -> str:
     """The printed lines of ``root`` around the one that defines ``node``, marked with ``^^^^`` beneath."""
     out = _render(root, show_meta_data=False)
-    line = out.line_of.get(id(node))
+    line = out.line_of.get(node)
     if line is None:  # a leaf printed inside its first user's line
         roots = [f for _, f in root.sorted_items()] if isinstance(root, IRModule) else [root]
         for user in post_order(roots):
-            if id(user) in out.line_of and any(c is node for c in children(user)):
-                line = out.line_of[id(user)]
+            if user in out.line_of and any(c is node for c in children(user)):
+                line = out.line_of[user]
                 break
     if line is None:
         return ""

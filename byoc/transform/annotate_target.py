@@ -18,10 +18,10 @@ from ..errors import PassError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.traversal import children, post_order, rebuild
-from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
+from ..ops.annotation import COMPILER_BEGIN, COMPILER_END, CompilerAttrs
 from ..ops.registry import get_op_attr
 from ..relay.dataflow_pattern.check import evaluate_check
-from .infer_type import infer_module
+from .type_carry import ensure_typed, typed_like
 from .pass_infra import ModulePass, PassContext
 from .placement import Decision, PlacementLog, current_log
 
@@ -31,15 +31,25 @@ __all__ = ["AnnotateTarget", "annotate_target", "compiler_begin", "compiler_end"
 DEFAULT_TARGET = "default"
 
 
+_ATTRS: dict[str, CompilerAttrs] = {}
+
+
+def _attrs(target: str) -> CompilerAttrs:
+    a = _ATTRS.get(target)
+    if a is None:
+        a = _ATTRS[target] = CompilerAttrs(target)
+    return a
+
+
 def compiler_begin(expr: Expr, target: str) -> Call:
-    call = Call(Op.get(COMPILER_BEGIN), (expr,), {"compiler": target})
+    call = Call(Op.get(COMPILER_BEGIN), (expr,), _attrs(target))
     if expr._checked_type is not None:  # type: ignore[attr-defined]
         call._set_checked_type(expr._checked_type)  # type: ignore[attr-defined]
     return call
 
 
 def compiler_end(expr: Expr, target: str) -> Call:
-    call = Call(Op.get(COMPILER_END), (expr,), {"compiler": target})
+    call = Call(Op.get(COMPILER_END), (expr,), _attrs(target))
     if expr._checked_type is not None:  # type: ignore[attr-defined]
         call._set_checked_type(expr._checked_type)  # type: ignore[attr-defined]
     return call
@@ -118,33 +128,34 @@ class _Annotator:
             if isinstance(n, (Var, Constant, Op, GlobalVar)) or is_composite(n):
                 new[id(n)] = n
                 continue
-            post = rebuild(n, tuple(new[id(c)] for c in children(n)))
+            post = typed_like(rebuild(n, tuple(new[id(c)] for c in children(n))), n)
             if isinstance(n, Call):
                 new[id(n)] = self.visit_call(n, post)
             elif isinstance(n, Tuple):
                 if self.include_non_call_ops:
                     t, fields = self.annotate_args(post.fields, None)
-                    out = post.replace(fields=fields)
+                    out = typed_like(post.replace(fields=fields), n)
                     self.target_of[id(out)] = t
                 else:
-                    out = post.replace(fields=tuple(self.end_of(f) for f in post.fields))
+                    out = typed_like(post.replace(fields=tuple(self.end_of(f) for f in post.fields)), n)
                 new[id(n)] = out
             elif isinstance(n, TupleGetItem):
                 if self.include_non_call_ops:
                     t, (tv,) = self.annotate_args((post.tuple_value,), None)
-                    out = post.replace(tuple_value=tv)
+                    out = typed_like(post.replace(tuple_value=tv), n)
                     self.target_of[id(out)] = t
                 else:
-                    out = post.replace(tuple_value=self.end_of(post.tuple_value))
+                    out = typed_like(post.replace(tuple_value=self.end_of(post.tuple_value)), n)
                 new[id(n)] = out
             elif isinstance(n, Function):
-                new[id(n)] = post.replace(body=self.end_of(post.body))
+                new[id(n)] = typed_like(post.replace(body=self.end_of(post.body)), n)
             elif isinstance(n, Let):
                 value = post.value if isinstance(post.value, Function) else self.end_of(post.value)
-                new[id(n)] = post.replace(value=value, body=self.end_of(post.body))
+                new[id(n)] = typed_like(post.replace(value=value, body=self.end_of(post.body)), n)
             elif isinstance(n, If):
-                new[id(n)] = post.replace(cond=self.end_of(post.cond), true_branch=self.end_of(post.true_branch),
-                                          false_branch=self.end_of(post.false_branch))
+                new[id(n)] = typed_like(post.replace(cond=self.end_of(post.cond),
+                                                     true_branch=self.end_of(post.true_branch),
+                                                     false_branch=self.end_of(post.false_branch)), n)
             else:
                 new[id(n)] = post
         return self.end_of(new[id(body)])
@@ -206,7 +217,7 @@ class _Annotator:
 def annotate_target(func: Function, targets, include_non_call_ops: bool = True,
                     log: PlacementLog | None = None, fname: str = "main") -> Function:
     annotator = _Annotator(tuple(targets), include_non_call_ops, log, fname)
-    return func.replace(body=annotator.run(func.body))
+    return typed_like(func.replace(body=annotator.run(func.body)), func)
 
 
 def _normalize_targets(targets) -> tuple[str, ...]:
@@ -235,11 +246,11 @@ class AnnotateTarget(ModulePass):
         self.include_non_call_ops = bool(include_non_call_ops)
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mod = infer_module(mod.copy())
+        mod = ensure_typed(mod)
         log = current_log(ctx)
         out = mod.copy()
         for gv, func in mod.items():
             if "Compiler" in func.attrs or "SkipOptimization" in func.attrs:
                 continue
             out[gv] = annotate_target(func, self.targets, self.include_non_call_ops, log, gv.name_hint)
-        return infer_module(out)
+        return ensure_typed(out)

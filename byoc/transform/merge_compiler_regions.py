@@ -24,7 +24,7 @@ from ..ir.expr import Call, Expr, Function, Var
 from ..ir.module import IRModule
 from ..ir.traversal import rewrite_post_order
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
-from .infer_type import infer_module
+from .type_carry import ensure_typed, typed_like
 from .pass_infra import ModulePass, PassContext
 from .regions import RegionSet, describe_node, skip_composites
 
@@ -207,9 +207,9 @@ def merge_compiler_regions(func: Function) -> Function:
         if _is_ann(orig, COMPILER_BEGIN) and _is_ann(orig.args[0], COMPILER_END):
             if rs.region(orig) is not None and rs.region(orig) == rs.region(orig.args[0]):
                 return new.args[0].args[0]
-        return None
+        return typed_like(new, orig)
 
-    return func.replace(body=rewrite_post_order(body, drop_internal))
+    return typed_like(func.replace(body=rewrite_post_order(body, drop_internal)), func)
 
 
 class MergeCompilerRegions(ModulePass):
@@ -219,6 +219,7 @@ class MergeCompilerRegions(ModulePass):
     opt_level = 0
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        mod = ensure_typed(mod)
         out = mod.copy()
         for gv, func in mod.items():
             if "Compiler" in func.attrs or "SkipOptimization" in func.attrs:
@@ -227,4 +228,4 @@ class MergeCompilerRegions(ModulePass):
                 out[gv] = merge_compiler_regions(func)
             except PartitionError as e:
                 raise e.with_note(f"in function @{gv.name_hint}")
-        return infer_module(out)
+        return ensure_typed(out)

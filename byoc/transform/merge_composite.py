@@ -1,8 +1,8 @@
 """MergeComposite: group multi-op patterns into inline composite functions (Relay semantics).
 
 For each table entry in order (order = priority) the entry's pattern is partitioned over the whole function
-with ``{"Composite": name}``; types are re-inferred in between (incrementally: untouched nodes keep their type)
-so later checks see ``checked_type``. A check receives the matched root call of the un-rewritten graph, or, for
+with ``{"Composite": name}``. Every rewrite is type-preserving and carries ``checked_type`` over, so later checks
+see types without re-running InferType (Relay re-infers the whole module after each pattern). A check receives the matched root call of the un-rewritten graph, or, for
 a ``Check`` object, a context with that root and the match's named captures. Nodes already inside a composite
 are never matched again.
 """
@@ -13,7 +13,7 @@ from ..ir.module import IRModule
 from ..relay.dataflow_pattern.graph import IndexedGraph
 from ..relay.dataflow_pattern.partition import partition_with_memo
 from ..relay.dataflow_pattern.table import CompositePattern, normalize_table
-from .infer_type import infer_expr, infer_module
+from .type_carry import ensure_typed
 from .pass_infra import FunctionPass, PassContext
 from .placement import current_log
 
@@ -54,7 +54,7 @@ class MergeComposite(FunctionPass):
         self.table = normalize_table(pattern_table)
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mod = infer_module(mod.copy())
+        mod = ensure_typed(mod)
         self._global_types = {gv.name_hint: gv._checked_type for gv in mod.get_global_vars()}
         return super().run(mod, ctx)
 

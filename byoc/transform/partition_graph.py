@@ -15,10 +15,11 @@ import re
 from ..errors import PartitionError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
+from ..ir.types import TupleType
 from ..ir.traversal import children, post_order, rebuild, rewrite_post_order
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
 from .annotate_target import DEFAULT_TARGET, compiler_end
-from .infer_type import infer_expr, infer_module
+from .type_carry import ensure_typed, type_function, typed_like
 from .pass_infra import ModulePass, PassContext
 from .regions import RegionSet, describe_node, skip_composites
 
@@ -57,17 +58,24 @@ def _prepare(body: Expr) -> Expr:
             if target == DEFAULT_TARGET:
                 return new.args[0]
             if _is_ann(new, COMPILER_END) and isinstance(new.args[0], Tuple):
-                return new.args[0].replace(fields=tuple(compiler_end(f, target) for f in new.args[0].fields))
-        return None
+                return typed_like(new.args[0].replace(fields=tuple(compiler_end(f, target)
+                                                                   for f in new.args[0].fields)), orig)
+        return typed_like(new, orig)
     return rewrite_post_order(body, fn)
 
 
+def _typed_tuple(fields: list[Expr]) -> Tuple:
+    t = Tuple(tuple(fields))
+    if all(f._checked_type is not None for f in fields):  # type: ignore[attr-defined]
+        t._set_checked_type(TupleType(tuple(f._checked_type for f in fields)))  # type: ignore[attr-defined]
+    return t
+
+
 def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: bool,
-                    taken: set[str], global_types=None) -> tuple[Function, list[tuple[str, Function]]]:
+                    taken: set[str]) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
     body = _prepare(func.body)
     if body is not func.body:
-        func = func.replace(body=body)
-        infer_expr(func, global_types)  # parameters take the types of the edges they replace
+        func = typed_like(func.replace(body=body), func)
     rs = RegionSet(body)
     if not rs.parent:
         return func, []
@@ -112,21 +120,25 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
                     new[id(n)] = producer
                     continue
                 if key not in params:
-                    params[key] = Var(f"{target}_{counter - 1}_i{len(params)}", n._checked_type)  # type: ignore
+                    t = n._checked_type or producer._checked_type  # type: ignore[attr-defined]
+                    params[key] = typed_like(Var(f"{target}_{counter - 1}_i{len(params)}", t), n)
                     edge_of[key] = n.args[0]
                 new[id(n)] = params[key]
                 continue
             if isinstance(n, Function) and "Composite" in n.attrs:
                 new[id(n)] = n
                 continue
-            new[id(n)] = rebuild(n, tuple(new[id(ch)] for ch in children(n)))
+            new[id(n)] = typed_like(rebuild(n, tuple(new[id(ch)] for ch in children(n))), n)
         outs = [new[k] for k in outputs]
-        fbody = outs[0] if len(outs) == 1 else Tuple(tuple(outs))
-        f = Function(tuple(params.values()), fbody,
-                     attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1})
-        made.append((name, f))
-        info[c] = {"gv": GlobalVar(name), "edges": list(edge_of.values()), "out_index": out_index,
-                   "single": len(outs) == 1, "call": None}
+        fbody = outs[0] if len(outs) == 1 else _typed_tuple(outs)
+        f = type_function(Function(tuple(params.values()), fbody,
+                                   attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1}))
+        gv = GlobalVar(name)
+        if f._checked_type is not None:  # type: ignore[attr-defined]
+            gv._set_checked_type(f._checked_type)  # type: ignore[attr-defined]
+        made.append((gv, f))
+        info[c] = {"gv": gv, "edges": list(edge_of.values()), "out_index": out_index,
+                   "single": len(outs) == 1, "call": None, "type": fbody._checked_type}
 
     # Rewrite the caller: every compiler_end becomes the call (or an item of it).
     def main_kids(n: Expr) -> tuple[Expr, ...]:
@@ -145,6 +157,8 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
                                          f"(input {describe_node(missing[0])} depends on the partition)",
                                          hint="run MergeCompilerRegions instead of merging regions by hand")
                 entry["call"] = Call(entry["gv"], tuple(main[id(e)] for e in entry["edges"]))
+                if entry["type"] is not None:
+                    entry["call"]._set_checked_type(entry["type"])
             call = entry["call"]
             if entry["single"]:
                 main[id(n)] = call
@@ -152,7 +166,7 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
                 k = entry["out_index"][id(n.args[0])]
                 items = entry.setdefault("items", {})
                 if k not in items:
-                    items[k] = TupleGetItem(call, k)
+                    items[k] = typed_like(TupleGetItem(call, k), n)
                 main[id(n)] = items[k]
             continue
         if _is_ann(n, COMPILER_BEGIN) or rs.region(n) is not None:
@@ -162,11 +176,11 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
             main[id(n)] = n
             continue
         try:
-            main[id(n)] = rebuild(n, tuple(main[id(ch)] for ch in children(n)))
+            main[id(n)] = typed_like(rebuild(n, tuple(main[id(ch)] for ch in children(n))), n)
         except KeyError:
             raise PartitionError(f"partitions form a cycle around {describe_node(n)}",
                                  hint="run MergeCompilerRegions instead of merging regions by hand") from None
-    return func.replace(body=main[id(body)]), made
+    return typed_like(func.replace(body=main[id(body)]), func), made
 
 
 class PartitionGraph(ModulePass):
@@ -180,19 +194,17 @@ class PartitionGraph(ModulePass):
         self.bind_constants = bool(bind_constants)
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mod = infer_module(mod.copy())
-        global_types = {gv.name_hint: gv._checked_type for gv in mod.get_global_vars()}
+        mod = ensure_typed(mod)
         out = mod.copy()
         taken = {gv.name_hint for gv in mod.get_global_vars()}
         for gv, func in mod.items():
             if "Compiler" in func.attrs or "SkipOptimization" in func.attrs:
                 continue
             try:
-                new_func, made = partition_graph(func, gv.name_hint, self.mod_name, self.bind_constants, taken,
-                                                 global_types)
+                new_func, made = partition_graph(func, gv.name_hint, self.mod_name, self.bind_constants, taken)
             except PartitionError as e:
                 raise e.with_note(f"in function @{gv.name_hint}")
             out[gv] = new_func
-            for name, f in made:
-                out[name] = f
-        return infer_module(out)
+            for new_gv, f in made:
+                out.add(new_gv, f)
+        return ensure_typed(out)

@@ -13,6 +13,7 @@ import hashlib
 import os
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from ...errors import CodegenError
 __all__ = ["CpuCodegen", "CodeLibrary", "get_codegen", "cache_dir", "CodegenStats"]
 
 # Bump when the generated code's meaning changes without its IR text changing (e.g. pass pipeline).
-BACKEND_VERSION = "byoc-cpu-2"
+BACKEND_VERSION = "byoc-cpu-3"
 _MAGIC = b"BYOCOBJ1"
 KERNEL_PLACEHOLDER = "byoc_kernel"
 
@@ -60,8 +61,9 @@ class CpuCodegen:
         target = llvm.Target.from_triple(self.triple)
         # The large code model: RuntimeDyld may place an object's code and constant pools more than 2 GiB
         # apart, and 32-bit PC-relative references then wrap silently (wrong constants, wrong results).
-        self.target_machine = target.create_target_machine(
-            cpu=self.cpu_name, features=self.feature_string, opt=3, reloc="static", codemodel="large")
+        self._target = target
+        self.target_machine = self._new_target_machine()
+        self._local = threading.local()
         self.data_layout = str(self.target_machine.target_data)
         self.vnni512 = self.has("avx512vnni") and self.has("avx512bw") and self.has("avx512f")
         self.avx512 = self.has("avx512f") and self.has("avx512bw")
@@ -72,6 +74,18 @@ class CpuCodegen:
         self.stats = CodegenStats()
         self.fingerprint = "|".join([BACKEND_VERSION, llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)),
                                      self.triple, self.cpu_name, self.feature_string])
+
+    def _new_target_machine(self):
+        return self._target.create_target_machine(
+            cpu=self.cpu_name, features=self.feature_string, opt=3, reloc="static", codemodel="large")
+
+    def _thread_state(self):
+        """An LLVM context and target machine per compiling thread (neither is safe to share)."""
+        st = self._local
+        if not hasattr(st, "context"):
+            st.context = llvm.create_context()
+            st.target_machine = self._new_target_machine()
+        return st.context, st.target_machine
 
     def has(self, feature: str) -> bool:
         return self.features.get(feature, False)
@@ -108,8 +122,9 @@ class CpuCodegen:
 
     def compile_object(self, ir_text: str, symbol: str) -> bytes:
         """Parse, verify, optimise at O3 for the host and emit an object file."""
+        context, tm = self._thread_state()
         try:
-            mod = llvm.parse_assembly(ir_text)
+            mod = llvm.parse_assembly(ir_text, context=context)
             mod.verify()
         except RuntimeError as e:
             raise CodegenError(f"generated LLVM IR for kernel {symbol} does not verify: {e}",
@@ -118,11 +133,11 @@ class CpuCodegen:
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(self.target_machine, pto)
+        pto.loop_unrolling = False  # full unrolling of small constant loops explodes compile time
+        pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
         mod.verify()
-        return self.target_machine.emit_object(mod)
+        return tm.emit_object(mod)
 
     def load_objects(self, objects: dict[str, bytes]) -> None:
         with self._lock:
@@ -179,6 +194,7 @@ class CodeLibrary:
         cg = self.codegen
         objects: dict[str, bytes] = {}
         directory = cache_dir()
+        misses = []
         for symbol, (text, key) in self._kernels.items():
             if cg.address(symbol) is not None:
                 cg.stats.memory_hits += 1
@@ -186,13 +202,22 @@ class CodeLibrary:
             obj = _read_cached(directory, key) if directory is not None else None
             if obj is not None:
                 cg.stats.disk_hits += 1
+                objects[symbol] = obj
             else:
-                obj = cg.compile_object(text, symbol)
-                cg.stats.compiled += 1
-                if directory is not None:
-                    _write_cached(directory, key, obj)
+                misses.append((symbol, text, key))
+        # LLVM releases the GIL: compile independent kernels on every core.
+        workers = min(len(misses), os.cpu_count() or 1)
+        if workers > 1:
+            with ThreadPoolExecutor(workers) as pool:
+                compiled = list(pool.map(lambda m: cg.compile_object(m[1], m[0]), misses))
+        else:
+            compiled = [cg.compile_object(text, symbol) for symbol, text, _ in misses]
+        for (symbol, _, key), obj in zip(misses, compiled):
+            cg.stats.compiled += 1
+            if directory is not None:
+                _write_cached(directory, key, obj)
             objects[symbol] = obj
-        cg.load_objects(objects)
+        cg.load_objects({s: objects[s] for s in self._kernels if s in objects})
         self._finalized = True
 
     def get_address(self, symbol: str) -> int:

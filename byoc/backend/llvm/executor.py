@@ -211,6 +211,9 @@ def compile_function(func: Function, externs: dict[str, Callable] | None = None,
             out = _alloc(node.checked_type)
             values[key] = out
             steps.append(_extern_step(node, mod, externs, values, out))
+    for p in func.params:  # a parameter the body never reads still needs its input buffer
+        if id(p) not in values:
+            values[id(p)] = _alloc(p.checked_type)
     return CpuExecutable(func, steps, values, library, groups, num_threads)
 
 

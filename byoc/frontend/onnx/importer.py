@@ -149,7 +149,7 @@ class Importer:
             names.setdefault(key, []).append(n.name or (n.output[0] if n.output else "?"))
         if missing:
             lines = [f"{op} ×{cnt}: {', '.join(names[op][:5])}{', ...' if cnt > 5 else ''}"
-                     for op, cnt in sorted(missing.items())]
+                     for op, cnt in sorted(missing.items(), key=lambda kv: str(kv[0]))]  # names may be bytes
             raise UnsupportedOpsError(
                 f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines),
                 hint="supported: " + ", ".join(sorted(set(float_conv) | set(qop_conv))))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+import byoc
 from backend_cases import assert_matches, c, floats, ints, run_both
 from byoc import relay
 from byoc.relay.op import make_call
@@ -56,8 +57,8 @@ def _elementwise_step(rs, x, shape, dtype, extra):
                 c(int(rs.randint(lo // 4, hi // 4 + 1)), "int32")]
         return make_call("qnn.requantize", args, dict(axis=axis, rounding=rounding, out_dtype=out_dtype)), out_dtype
     if kind == "clip":
-        lo = float(rs.uniform(-200, 50))
-        return make_call("clip", [x], dict(a_min=lo, a_max=lo + float(rs.uniform(0, 300)))), dtype
+        lo = float(rs.uniform(-100, 50))
+        return make_call("clip", [x], dict(a_min=lo, a_max=lo + float(rs.uniform(0, 150)))), dtype
     if kind == "cast":
         to = rs.choice(["int8", "uint8", "int16", "int32", "float32"])
         return make_call("cast", [x], dict(dtype=to)), to
@@ -72,7 +73,7 @@ def _elementwise_step(rs, x, shape, dtype, extra):
     return make_call("nn.relu", [x]), dtype
 
 
-@settings(max_examples=450, **SETTINGS)
+@settings(max_examples=400, **SETTINGS)
 @given(seed=st.integers(0, 2**31 - 1), shape_i=st.integers(0, len(SHAPES) - 1), depth=st.integers(1, 3),
        dtype=st.sampled_from(INT_DTYPES + ["float32"]))
 def test_random_elementwise_chains(seed, shape_i, depth, dtype):
@@ -90,7 +91,7 @@ def test_random_elementwise_chains(seed, shape_i, depth, dtype):
     assert_matches(ref, out, True, f"seed {seed}")
 
 
-@settings(max_examples=350, **SETTINGS)
+@settings(max_examples=300, **SETTINGS)
 @given(seed=st.integers(0, 2**31 - 1), ksize=st.sampled_from([1, 3]), stride=st.sampled_from([1, 2]),
        depthwise=st.booleans(), dtype=st.sampled_from(["int8", "uint8"]), padded=st.booleans(),
        dense=st.booleans())
@@ -127,7 +128,7 @@ def test_random_fused_qnn_anchor(seed, ksize, stride, depthwise, dtype, padded, 
         e = make_call("clip", [e], dict(a_min=float(zp_out), a_max=float(hi)))
     params, inputs = [x], {"x": ints(rs, x.type_annotation.shape, dtype)}
     if rs.rand() < 0.4:
-        out_t = relay.transform.InferType()(__import__("byoc").IRModule.from_expr(relay.Function([x], e)))["main"].ret_type
+        out_t = relay.transform.InferType()(byoc.IRModule.from_expr(relay.Function([x], e)))["main"].body.checked_type
         r = relay.var("r", shape=out_t.shape, dtype=dtype)
         e = make_call("qnn.add", [e, r, c(0.1), c(zp_out, "int32"), c(0.08), c(zp_out, "int32"), c(0.15),
                                   c(zp_out, "int32")])
@@ -138,7 +139,7 @@ def test_random_fused_qnn_anchor(seed, ksize, stride, depthwise, dtype, padded, 
     assert_matches(ref, out, True, f"seed {seed}")
 
 
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=300, **SETTINGS)
 @given(seed=st.integers(0, 2**31 - 1), op=st.sampled_from(["nn.max_pool2d", "nn.avg_pool2d", "qnn.mean", "sum",
                                                           "max", "mean", "qnn.softmax", "transpose", "nn.pad",
                                                           "strided_slice", "reshape"]),

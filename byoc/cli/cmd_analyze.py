@@ -1,0 +1,222 @@
+"""``byoc compare``, ``byoc profile`` and ``byoc report``."""
+from __future__ import annotations
+
+import csv
+import os
+
+from ..errors import ByocError, ExecutionError
+from .adapters import resolve_npu_config
+from .cmd_model import add_input_args, add_model_args, add_target_args, offload_target, partition_model
+from .common import EXIT_MISMATCH, Output, UsageError, format_table, human, load_model, make_inputs
+from .summary import layer_rows, merged_trace, offload_summary, profile_partitions
+
+__all__ = ["register", "profile_table", "compare_tables"]
+
+
+def _target(args) -> str:
+    t = offload_target(args.target)
+    if not t:
+        raise UsageError(f"--target {args.target!r} names no offload target (e.g. npu)")
+    return t
+
+
+def _diff_cell(t, executor: str) -> str:
+    d = next((d for d in t.diffs if d.executor == executor), None)
+    if d is None:
+        return "-"
+    if d.mismatches < 0:
+        return "shape?"
+    return "ok" if d.mismatches == 0 else f"{d.mismatches} (max {d.max_diff:g})"
+
+
+def compare_tables(result, show_all: bool = False) -> str:
+    execs = [e.name for e in result.executors if e.available and e.name != "reference"]
+    lines = [format_table(["executor", "what", "seconds", "note"],
+                          [[e.name, e.description if e.available else f"{e.description} (unavailable)",
+                            f"{e.seconds:.2f}", e.note or ""] for e in result.executors], "llrl"), ""]
+    head = ["output", "shape", "dtype", "placement"] + execs
+    lines.append(format_table(head, [[t.name, "x".join(map(str, t.shape)), t.dtype, t.placement]
+                                     + [_diff_cell(t, x) for x in execs] for t in result.outputs], "l" * len(head)))
+    lines.append("")
+    shown = [t for t in result.intermediates if show_all or t.differs]
+    differ = sum(t.differs for t in result.intermediates)
+    lines.append(f"intermediate tensors: {len(result.intermediates)} compared, {differ} differ"
+                 + ("" if show_all or not shown else " (listed in topological order)"))
+    if shown:
+        head = ["tensor", "shape", "placement"] + execs
+        lines.append(format_table(head, [[t.name, "x".join(map(str, t.shape)), t.placement]
+                                         + [_diff_cell(t, x) for x in execs] for t in shown[:200]], "l" * len(head)))
+    lines.append("")
+    lines.extend(result.notes)
+    lines.append(result.verdict())
+    return "\n".join(lines)
+
+
+def run_compare(args, model, out: Output, partitioned=None):
+    from ..compare import compare_model
+    target = _target(args)
+    cfg = resolve_npu_config(getattr(args, "npu_config", None)) if target == "npu" else None
+    inputs = make_inputs(model.mod["main"], args.input, args.seed)
+    if partitioned is None:
+        partitioned = partition_model(model, target, args)
+    with out.progress(4, "compare") as bar:
+        return compare_model(model, inputs, target, npu_config=cfg, oracle=not args.no_oracle,
+                             npu_executor=args.npu_executor, progress=bar.step, partitioned=partitioned)
+
+
+def cmd_compare(args, out: Output) -> int:
+    model = load_model(args.model, args.semantics)
+    result = run_compare(args, model, out)
+    out.json({**result.to_json(), "seed": args.seed, "semantics": model.semantics})
+    out.text(compare_tables(result, args.all))
+    return 0 if result.ok else EXIT_MISMATCH
+
+
+def profile_table(profiles) -> str:
+    areas: list[str] = []
+    for p in profiles:
+        for a in p.program.config.memory_areas:
+            if a.name not in areas:
+                areas.append(a.name)
+    rows = []
+    for r in layer_rows(profiles):
+        rows.append([r["layer"], r["kind"], r["cycles"], human(r["macs"])] +
+                    [human(r["bytes"].get(a, 0)) for a in areas] +
+                    [f"{r['utilisation']:.2f}", r["bound"], r["roofline_cycles"]])
+    head = ["layer", "kind", "cycles", "MACs"] + [f"{a} bytes" for a in areas] + ["util", "bound", "roofline"]
+    lines = [format_table(head, rows, "llrr" + "r" * len(areas) + "rlr")]
+    for p in profiles:
+        s = p.stats
+        lines.append(f"@{p.partition}: {s.total_cycles} cycles = {s.total_cycles / s.clock_hz * 1e3:.3f} ms at "
+                     f"{s.clock_hz / 1e6:g} MHz ({s.config_name}), {human(s.total_macs)} MACs, "
+                     f"{s.command_count} commands")
+    return "\n".join(lines)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as e:
+        raise ExecutionError(f"cannot write {path!r}: {e.strerror or e}") from None
+
+
+def _csv_text(rows: list[dict], areas: list[str]) -> str:
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["partition", "layer", "composite", "kind", "cycles", "exclusive_cycles", "macs"] +
+               [f"bytes_{a}" for a in areas] + ["utilisation", "bound", "roofline_cycles"])
+    for r in rows:
+        w.writerow([r["partition"], r["layer"], r["composite"], r["kind"], r["cycles"], r["exclusive_cycles"],
+                    r["macs"]] + [r["bytes"].get(a, 0) for a in areas] +
+                   [r["utilisation"], r["bound"], r["roofline_cycles"]])
+    return buf.getvalue()
+
+
+def run_profile(args, model, out: Output, partitioned=None):
+    target = _target(args)
+    if target != "npu":
+        raise UsageError(f"profile simulates the npu target; got --target {args.target!r}")
+    cfg = resolve_npu_config(args.npu_config)
+    pmod, report = partitioned or partition_model(model, target, args)
+    n = sum(1 for _, f in pmod.sorted_items() if f.attrs.get("Compiler") == target)
+    with out.progress(n, "simulate") as bar:
+        profiles = profile_partitions(pmod, target, cfg.config, bar.step)
+    return pmod, report, cfg, profiles
+
+
+def cmd_profile(args, out: Output) -> int:
+    model = load_model(args.model, args.semantics)
+    pmod, report, cfg, profiles = run_profile(args, model, out)
+    rows = layer_rows(profiles)
+    areas = [a.name for a in cfg.config.memory_areas]
+    summary = offload_summary(pmod)
+    cpu = next((r for r in summary if r.target == "cpu"), None)
+    if args.csv:
+        _write(args.csv, _csv_text(rows, areas))
+        out.note(f"wrote {args.csv}")
+    if args.trace:
+        _write(args.trace, merged_trace(profiles))
+        out.note(f"wrote {args.trace} (open in ui.perfetto.dev or chrome://tracing)")
+    total = sum(int(p.stats.total_cycles) for p in profiles)
+    out.json({"model": model.path, "npu_config": cfg.name, "clock_hz": cfg.config.clock_hz, "layers": rows,
+              "total_cycles": total, "partitions": [{"name": p.partition, "cycles": int(p.stats.total_cycles),
+                                                     "macs": int(p.stats.total_macs),
+                                                     "commands": int(p.stats.command_count)} for p in profiles],
+              "cpu": {"ops": cpu.ops, "macs": cpu.macs} if cpu else None})
+    if profiles:
+        out.text(profile_table(profiles))
+    else:
+        out.text("nothing is offloaded to the NPU: no layer to simulate")
+    if cpu:
+        out.text(f"host CPU: {cpu.ops} op(s), {human(cpu.macs)} MACs (not simulated)")
+    return 0
+
+
+def cmd_report(args, out: Output) -> int:
+    from ..report import ReportData, write_report
+    model = load_model(args.model, args.semantics)
+    target = _target(args)
+    partitioned = partition_model(model, target, args)
+    pmod, report = partitioned
+    profiles, profile_error = [], None
+    if target == "npu":
+        try:
+            profiles = run_profile(args, model, out, partitioned)[3]
+        except ByocError as e:
+            profile_error = str(e)
+    result, compare_error = None, None
+    if not args.no_compare:
+        try:
+            result = run_compare(args, model, out, partitioned)
+        except ByocError as e:
+            compare_error = str(e)
+    data = ReportData(model=model, partitioned=pmod, report=report, target=target, summary=offload_summary(pmod),
+                      profiles=profiles, comparison=result,
+                      problems=tuple(x for x in (profile_error, compare_error) if x))
+    size = write_report(args.output, data)
+    out.json({"report": os.path.abspath(args.output), "bytes": size,
+              "verdict": result.verdict() if result else None, "ok": result.ok if result else None,
+              "problems": list(data.problems)})
+    out.text(f"wrote {os.path.abspath(args.output)} ({size} bytes)")
+    if result is not None:
+        out.text(result.verdict())
+    for p in data.problems:
+        out.text(f"note: {p}")
+    return 0 if result is None or result.ok else EXIT_MISMATCH
+
+
+def _compare_args(p) -> None:
+    add_input_args(p)
+    p.add_argument("--no-oracle", action="store_true", help="skip TFLite's / onnxruntime's reference")
+    p.add_argument("--npu-executor", choices=("auto", "simulator"), default="auto",
+                   help="auto: the registered npu codegen when there is one, else the simulator adapter")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="compare every executor with the reference, output and intermediate "
+                                       "tensors; exit 1 when outputs differ")
+    add_model_args(p)
+    add_target_args(p)
+    _compare_args(p)
+    p.add_argument("--npu-config", metavar="PRESET|FILE", help="NPU preset name or TOML file")
+    p.add_argument("--all", action="store_true", help="list every intermediate tensor, not only differing ones")
+    p.set_defaults(handler=cmd_compare)
+
+    p = sub.add_parser("profile", help="simulate the NPU partitions: per-layer cycles, traffic, roofline")
+    add_model_args(p)
+    add_target_args(p)
+    p.add_argument("--npu-config", metavar="PRESET|FILE", help="NPU preset name or TOML file")
+    p.add_argument("--csv", metavar="F.csv", help="write the per-layer table as CSV")
+    p.add_argument("--trace", metavar="F.json", help="write a Chrome/Perfetto trace")
+    p.set_defaults(handler=cmd_profile)
+
+    p = sub.add_parser("report", help="write a self-contained HTML report (graph, profile, comparison)")
+    add_model_args(p)
+    add_target_args(p)
+    _compare_args(p)
+    p.add_argument("--npu-config", metavar="PRESET|FILE", help="NPU preset name or TOML file")
+    p.add_argument("--no-compare", action="store_true", help="skip running the executors")
+    p.add_argument("-o", "--output", required=True, metavar="report.html")
+    p.set_defaults(handler=cmd_report)

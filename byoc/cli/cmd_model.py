@@ -1,0 +1,170 @@
+"""``byoc import``, ``byoc partition`` and ``byoc patterns``."""
+from __future__ import annotations
+
+import argparse
+
+from .common import Output, format_table, human, load_model
+from .summary import offload_summary
+
+__all__ = ["register", "add_model_args", "add_target_args", "add_input_args", "partition_model"]
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="a .tflite or .onnx file")
+    p.add_argument("--semantics", choices=("auto", "litert", "tflm"), default="auto",
+                   help="TFLite arithmetic to reproduce: LiteRT's reference kernels or TFLite Micro's "
+                        "(auto: LiteRT, or TFLite Micro for files LiteRT refuses)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def add_target_args(p: argparse.ArgumentParser, default: str = "npu") -> None:
+    p.add_argument("--target", default=default, help=f"offload target (default {default})")
+    p.add_argument("--keep-compute-free", action="store_true",
+                   help="keep partitions without multiply-accumulate work on the accelerator (by default they "
+                        "go back to the CPU, like Ethos-N's InlineNonComputeIntensivePartitions)")
+    p.add_argument("--min-partition-size", type=int, default=1, metavar="N",
+                   help="partitions with fewer ops go back to the CPU (default 1)")
+
+
+def add_input_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
+                   help="an input tensor (.npy, never unpickled); others are random")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+
+
+def offload_target(target: str) -> str:
+    """``--target npu`` or ``npu,llvm`` → the pattern-table target (the non-host name)."""
+    names = [t.strip() for t in target.split(",") if t.strip() and t.strip() not in ("llvm", "cpu")]
+    return names[0] if names else ""
+
+
+def partition_model(model, target: str, args):
+    from ..partition import partition_for
+    return partition_for(target, model.mod, model.params, return_report=True,
+                         inline_non_mac=not getattr(args, "keep_compute_free", False),
+                         min_partition_size=getattr(args, "min_partition_size", 1))
+
+
+def _io(func) -> dict:
+    def t(x):
+        tt = getattr(x, "_checked_type", None) or getattr(x, "type_annotation", None)
+        return {"shape": [int(d) for d in tt.shape], "dtype": str(tt.dtype)} if hasattr(tt, "shape") else {}
+    return {"inputs": [dict(name=p.name_hint, **t(p)) for p in func.params]}
+
+
+def cmd_import(args, out: Output) -> int:
+    from ..transform.infer_type import InferType
+    model = load_model(args.model, args.semantics)
+    mod = InferType()(model.mod)
+    text = mod.astext(show_meta_data=args.meta)
+    out.json({"model": model.path, "format": model.kind, "semantics": model.semantics, **_io(mod["main"]),
+              "ir": text})
+    out.text(text)
+    return 0
+
+
+def summary_table(rows) -> str:
+    return format_table(["target", "partitions", "ops", "MACs", "MAC share"],
+                        [[r.target, r.partitions, r.ops, human(r.macs),
+                          f"{100 * r.macs / max(1, sum(x.macs for x in rows)):.1f}%"] for r in rows], "lrrrr")
+
+
+def reasons_table(report, width: int = 100) -> str:
+    """CPU-resident ops grouped by tensor and reason, the reason wrapped under its ops."""
+    import textwrap
+    cpu = report.cpu_ops()
+    if not cpu:
+        return "every op is offloaded"
+    groups: list[tuple[str, str, list[str]]] = []
+    for n in cpu:
+        reason = n.reason or "no pattern or op rule of the target matches"
+        if groups and groups[-1][0] == (n.name or "-") and groups[-1][1] == reason:
+            groups[-1][2].append(n.op)
+        else:
+            groups.append((n.name or "-", reason, [n.op]))
+    lines = [f"{len(cpu)} op(s) stay on the CPU:"]
+    for name, reason, ops in groups:
+        lines.append(f"  {name}  ({', '.join(ops)})")
+        lines.extend(textwrap.wrap(reason, width, initial_indent="      ", subsequent_indent="      "))
+    return "\n".join(lines)
+
+
+def partition_json(pmod, report, rows) -> dict:
+    return {"summary": [{"target": r.target, "partitions": r.partitions, "ops": r.ops, "macs": r.macs}
+                        for r in rows],
+            "partitions": [{"name": p.name, "target": p.target, "ops": len(p.ops), "composites": list(p.composites)}
+                           for p in report.partitions],
+            "cpu_ops": [{"op": n.op, "name": n.name, "reason": n.reason, "inner_ops": list(n.inner_ops)}
+                        for n in report.cpu_ops()],
+            "notes": list(report.notes)}
+
+
+def cmd_partition(args, out: Output) -> int:
+    model = load_model(args.model, args.semantics)
+    target = offload_target(args.target)
+    if not target:
+        from .common import UsageError
+        raise UsageError(f"--target {args.target!r} names no offload target (e.g. npu)")
+    pmod, report = partition_model(model, target, args)
+    rows = offload_summary(pmod)
+    text = pmod.astext(show_meta_data=False)
+    out.json({"model": model.path, "target": target, **partition_json(pmod, report, rows), "ir": text})
+    if not args.report:
+        out.text(text)
+        out.text()
+    out.text(summary_table(rows))
+    if args.report:
+        out.text()
+        for p in report.partitions:
+            out.text(f"@{p.name}: {len(p.ops)} ops; composites: {_counted(p.composites)}")
+        out.text()
+        out.text(reasons_table(report))
+        shown = {n.reason for n in report.cpu_ops()}
+        for n in report.notes:
+            if n not in shown:
+                out.text(n)
+    return 0
+
+
+def _counted(names) -> str:
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in sorted(counts.items())) or "none"
+
+
+def cmd_patterns(args, out: Output) -> int:
+    from patterns import describe_rules, registered_targets
+    targets = [args.target] if args.target else registered_targets()
+    doc = {}
+    for t in targets:
+        rules = describe_rules(t)
+        doc[t] = [{"name": r.name, "kind": r.kind, "rules": list(r.rules)} for r in rules]
+        out.text(f"== {t}: {sum(r.kind == 'composite' for r in rules)} composite pattern(s), "
+                 f"{sum(r.kind == 'op' for r in rules)} single-op rule(s)")
+        for r in rules:
+            out.text(f"{r.name} ({r.kind})")
+            for line in r.rules or ("(no conditions)",):
+                out.text(f"  - {line}")
+        out.text()
+    out.json({"targets": doc})
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import", help="import a model and print its IR")
+    add_model_args(p)
+    p.add_argument("--meta", action="store_true", help="include the constants' metadata section")
+    p.set_defaults(handler=cmd_import)
+
+    p = sub.add_parser("partition", help="partition a model for a target and explain the placement")
+    add_model_args(p)
+    add_target_args(p)
+    p.add_argument("--report", action="store_true",
+                   help="print the partitions and, for every op left on the CPU, why (instead of the IR)")
+    p.set_defaults(handler=cmd_partition)
+
+    p = sub.add_parser("patterns", help="list the registered pattern tables and their support rules")
+    p.add_argument("target", nargs="?", help="one target (default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(handler=cmd_patterns)

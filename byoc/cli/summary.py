@@ -1,0 +1,134 @@
+"""Numbers the commands and the HTML report share: MACs per op, the offload summary, NPU profiles."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.expr import Call, Function, Op
+from ..ir.module import IRModule
+from ..ir.traversal import post_order
+from ..ir.types import TensorType
+
+__all__ = ["macs_of", "OffloadRow", "offload_summary", "PartitionProfile", "profile_partitions", "merged_trace",
+           "layer_rows"]
+
+_CONV = ("qnn.conv2d", "nn.conv2d")
+_DENSE = ("qnn.dense", "nn.dense")
+_TCONV = ("qnn.conv2d_transpose", "nn.conv2d_transpose")
+
+
+def _shape(e) -> tuple[int, ...] | None:
+    t = getattr(e, "_checked_type", None)
+    return tuple(int(d) for d in t.shape) if isinstance(t, TensorType) else None
+
+
+def _channel_axis(layout: str, rank: int) -> int:
+    return layout.index("C") if layout and "C" in layout and len(layout) == rank else rank - 1
+
+
+def macs_of(call: Call) -> int:
+    """Multiply-accumulates of one op call (convolutions and matrix products; 0 for everything else)."""
+    if not isinstance(call.op, Op):
+        return 0
+    name = call.op.name
+    out, data, weight = _shape(call), _shape(call.args[0]), _shape(call.args[1]) if len(call.args) > 1 else None
+    if out is None or data is None or weight is None:
+        return 0
+    w = int(np.prod(weight, dtype=np.int64))
+    if name in _CONV:
+        cout = out[_channel_axis(str(getattr(call.attrs, "data_layout", "NHWC")), len(out))]
+        return int(np.prod(out, dtype=np.int64)) * w // max(cout, 1)
+    if name in _DENSE:
+        return int(np.prod(out, dtype=np.int64)) * data[-1]
+    if name in _TCONV:
+        cin = data[_channel_axis(str(getattr(call.attrs, "data_layout", "NHWC")), len(data))]
+        return int(np.prod(data, dtype=np.int64)) * w // max(cin, 1)
+    return 0
+
+
+def _op_calls(func: Function) -> list[Call]:
+    return [n for n in post_order(func.body) if isinstance(n, Call) and isinstance(n.op, Op)]
+
+
+@dataclass(frozen=True)
+class OffloadRow:
+    target: str
+    partitions: int
+    ops: int
+    macs: int
+
+
+def offload_summary(pmod: IRModule) -> list[OffloadRow]:
+    """Ops, MACs and partitions per target (``cpu`` is what stays in ``main``), in a fixed order."""
+    rows: dict[str, list[int]] = {}
+    for gv, func in pmod.sorted_items():
+        target = func.attrs.get("Compiler")
+        if gv.name_hint != "main" and not target:
+            continue
+        key = str(target) if target else "cpu"
+        calls = _op_calls(func)
+        r = rows.setdefault(key, [0, 0, 0])
+        r[0] += 1 if target else 0
+        r[1] += len(calls)
+        r[2] += sum(macs_of(c) for c in calls)
+    order = sorted(k for k in rows if k != "cpu") + (["cpu"] if "cpu" in rows else [])
+    return [OffloadRow(k, *rows[k]) for k in order]
+
+
+# ------------------------------------------------------------------------------------------------ profile
+
+@dataclass(frozen=True, eq=False)
+class PartitionProfile:
+    partition: str
+    program: object      # npu_sim.Program
+    stats: object        # npu_sim.Stats
+
+
+def profile_partitions(pmod: IRModule, target: str, config, progress=None) -> list[PartitionProfile]:
+    """Compile every ``target`` partition with npu_sim and simulate it (timing does not depend on the data,
+    so the inputs are zeros)."""
+    import npu_sim
+    out = []
+    for gv, func in pmod.sorted_items():
+        if func.attrs.get("Compiler") != target:
+            continue
+        if progress:
+            progress(gv.name_hint)
+        prog = npu_sim.compile(func, config, gv.name_hint)
+        zeros = {b.name: np.zeros(b.shape, b.dtype) for b in prog.inputs}
+        _, stats = npu_sim.simulate(prog, zeros)
+        out.append(PartitionProfile(gv.name_hint, prog, stats))
+    return out
+
+
+def layer_rows(profiles: list[PartitionProfile]) -> list[dict]:
+    """One dict per NPU layer (JSON, CSV and the report use the same fields)."""
+    rows = []
+    for p in profiles:
+        for s in p.stats.per_layer:
+            rows.append({"partition": p.partition, "layer": s.name, "composite": s.composite, "kind": s.kind,
+                         "cycles": int(s.cycles), "exclusive_cycles": int(s.exclusive_cycles), "macs": int(s.macs),
+                         "bytes": {k: int(v) for k, v in s.bytes_by_area.items()},
+                         "utilisation": round(float(s.utilisation), 4), "bound": s.bound,
+                         "roofline_cycles": int(s.roofline_cycles)})
+    return rows
+
+
+def merged_trace(profiles: list[PartitionProfile]) -> str:
+    """One Chrome/Perfetto trace: each partition is a process, partitions placed one after another in time."""
+    events: list[dict] = []
+    offset_us = 0.0
+    for pid, p in enumerate(profiles):
+        doc = json.loads(p.stats.to_trace_json())
+        for e in doc.get("traceEvents", []):
+            e = dict(e, pid=pid)
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                e["args"] = {"name": f"{p.partition} ({p.stats.config_name})"}
+            if "ts" in e:
+                e["ts"] = round(e["ts"] + offset_us, 4)
+            events.append(e)
+        offset_us += p.stats.total_cycles / p.stats.clock_hz * 1e6
+    return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":"))
+

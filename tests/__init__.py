@@ -1,0 +1,1 @@
+"""The project's test suite (a package so ``python -m tests.fuzz`` and ``tests.regressions`` can import helpers)."""

@@ -1,0 +1,10 @@
+"""Differential fuzzing and robustness hunting.
+
+* ``graphs``: hypothesis strategies for random quantized TFLite graphs (written with ``TFLiteWriter``).
+* ``differential``: one model through every executor, compared bit for bit with LiteRT BUILTIN_REF.
+* ``mutate`` / ``files``: file fuzzing of ``.tflite``, ``.onnx``, artifact containers and NPU programs in child
+  processes under address-space limits and per-case alarms; only ``ByocError`` subclasses may escape.
+* ``regressions``: shrunk failures saved as ``tests/regressions/data/*.npz`` and replayed by
+  ``tests/regressions/test_saved_cases.py``.
+* ``python -m tests.fuzz --minutes N`` (``make fuzz``): the long mode with random seeds.
+"""
