@@ -304,13 +304,13 @@ def _from_bytes(blob: bytes, ref: np.ndarray) -> np.ndarray | None:
 def compare_model(model, inputs: dict[str, np.ndarray], target: str = "npu", *, npu_config=None,
                   oracle: bool = True, npu_executor: str = "auto", progress: Callable[[str], None] | None = None,
                   partitioned=None, partition_options: dict | None = None) -> CompareResult:
-    """Compare executors on ``model`` (a ``byoc.cli.common.LoadedModel``-like object with ``mod``, ``params``,
+    """Compare executors on ``model`` (``target=""``: no offloaded build) (a ``byoc.cli.common.LoadedModel``-like object with ``mod``, ``params``,
     ``kind``, ``data``, ``name``). ``npu_executor``: "auto" (the registered npu codegen if any, else the
     simulator adapter) or "simulator". ``partitioned`` reuses an existing ``(pmod, report)``; otherwise
     ``partition_for`` runs with ``partition_options`` (default: compute-free partitions go back to the CPU)."""
     import time
     from . import evaluate
-    from .cli.adapters import NpuRecorder, build_module
+    from .cli.adapters import build_module
     from .partition import partition_for
 
     step = progress or (lambda what: None)
@@ -345,34 +345,26 @@ def compare_model(model, inputs: dict[str, np.ndarray], target: str = "npu", *, 
     outputs["cpu"], values["cpu"] = got[:n_out], dict(zip(names, got[n_out:]))
     execs.append(ExecutorInfo("cpu", "byoc.build(target='llvm')", True, seconds=time.perf_counter() - t0))
 
-    # npu + cpu build
-    step(f"{target}+CPU build")
-    t0 = time.perf_counter()
-    if partitioned is None:
-        opts = {"inline_non_mac": True} if partition_options is None else partition_options
-        partitioned = partition_for(target, mod, params, return_report=True, **opts)
-    pmod, report = partitioned
-    fault = os.environ.get(FAULT_ENV)
-    if fault:
-        pmod, victim = inject_fault(pmod, target, fault)
-        notes.append(f"testing fault injected ({FAULT_ENV}={fault}): requantization of {victim!r} is off by one")
-    recorder = NpuRecorder(keep_tensors=True)
-    pm2, names2, n_out2 = with_probes(pmod)
-    exe2, how = build_module(pm2, f"{target},llvm", npu_config, recorder=recorder,
-                             prefer_simulator=(npu_executor == "simulator"))
-    got = exe2.run(dict(inputs))
-    outputs["npu"] = got[:n_out2]
-    vals = dict(zip(names2, got[n_out2:]))
-    for name, (_, blob) in recorder.tensors.items():
-        if name in ref_tensors and name not in vals:
-            v = _from_bytes(blob, ref_tensors[name])
-            if v is not None:
-                vals[name] = v
-    values["npu"] = vals
-    note = "" if recorder.tensors or not report.partitions else \
-        "tensors inside NPU partitions are not observable with this codegen; partition outputs are compared"
-    execs.append(ExecutorInfo("npu", f"partition_for('{target}') + build('{target},llvm') via {how}", True, note,
-                              time.perf_counter() - t0))
+    # offloaded build
+    report, pmod = None, None
+    if target:
+        step(f"{target}+CPU build")
+        t0 = time.perf_counter()
+        if partitioned is None:
+            opts = {"inline_non_mac": True} if partition_options is None else partition_options
+            partitioned = partition_for(target, mod, params, return_report=True, **opts)
+        pmod, report = partitioned
+        fault = os.environ.get(FAULT_ENV)
+        if fault:
+            pmod, victim = inject_fault(pmod, target, fault)
+            notes.append(f"testing fault injected ({FAULT_ENV}={fault}): requantization of {victim!r} is off "
+                         f"by one")
+        outputs[target], values[target], how, observable = _run_offloaded(
+            pmod, target, inputs, ref_tensors, npu_config, npu_executor == "simulator")
+        note = "" if observable or not report.partitions else \
+            "tensors inside offloaded partitions are not observable with this codegen; partition outputs are compared"
+        execs.append(ExecutorInfo(target, f"partition_for('{target}') + build('{target},llvm') via {how}", True,
+                                  note, time.perf_counter() - t0))
 
     # oracle
     if oracle:
@@ -393,7 +385,7 @@ def compare_model(model, inputs: dict[str, np.ndarray], target: str = "npu", *, 
             execs.append(ExecutorInfo("oracle", "TFLite/onnxruntime", False, "not installed"))
 
     # tensors
-    placement = _placement_by_name(report, pmod)
+    placement = _placement_by_name(report, pmod) if report is not None else {}
     out_names = _output_names(main, len(ref_out))
     out_cmp = []
     for i, ref in enumerate(ref_out):
@@ -409,6 +401,23 @@ def compare_model(model, inputs: dict[str, np.ndarray], target: str = "npu", *, 
     if first is None:
         first = next((t for t in out_cmp if t.differs), None)
     return CompareResult(model.name, target, tuple(execs), tuple(out_cmp), tuple(inter), first, tuple(notes))
+
+
+def _run_offloaded(pmod, target, inputs, ref_tensors, npu_config, prefer_simulator):
+    """Outputs and named tensors of the ``<target>,llvm`` build; CPU-side tensors come back as extra outputs of
+    main, tensors inside NPU partitions from the simulator's memory (when the simulator adapter runs them)."""
+    from .cli.adapters import NpuRecorder, build_module
+    recorder = NpuRecorder(keep_tensors=True)
+    pm, names, n_out = with_probes(pmod)
+    exe, how = build_module(pm, f"{target},llvm", npu_config, recorder=recorder, prefer_simulator=prefer_simulator)
+    got = exe.run(dict(inputs))
+    vals = dict(zip(names, got[n_out:]))
+    for name, (_, blob) in recorder.tensors.items():
+        if name in ref_tensors and name not in vals:
+            v = _from_bytes(blob, ref_tensors[name])
+            if v is not None:
+                vals[name] = v
+    return got[:n_out], vals, how, bool(recorder.tensors)
 
 
 def _bound(mod: IRModule, params) -> IRModule:

@@ -54,10 +54,10 @@ def compare_tables(result, show_all: bool = False) -> str:
 
 def run_compare(args, model, out: Output, partitioned=None):
     from ..compare import compare_model
-    target = _target(args)
+    target = offload_target(args.target)   # "" (--target llvm): compare the CPU build and the oracle only
     cfg = resolve_npu_config(getattr(args, "npu_config", None)) if target == "npu" else None
     inputs = make_inputs(model.mod["main"], args.input, args.seed)
-    if partitioned is None:
+    if partitioned is None and target:
         partitioned = partition_model(model, target, args)
     with out.progress(4, "compare") as bar:
         return compare_model(model, inputs, target, npu_config=cfg, oracle=not args.no_oracle,

@@ -69,6 +69,8 @@ def _save_outputs(path: str, outputs: list[np.ndarray]) -> list[str]:
 
 
 def cmd_run(args, out: Output) -> int:
+    for spec in args.input:  # refuse unreadable or pickled inputs before the (slower) artifact load
+        load_npy(spec.split("=", 1)[1] if "=" in spec else spec)
     recorder = NpuRecorder() if args.profile else None
     art = load_artifact(args.artifact, recorder)
     if art.func is not None:

@@ -431,10 +431,14 @@ class _Parser:
                 if attrs:
                     raise self.error("positional argument after attributes", i,
                                      hint="write the operands first, then name=value attributes")
-                value = names.get(tok) if toks[i + 1] in _ARG_END else None
-                if value is not None:  # the common case: a bound name
+                simple = toks[i + 1] in _ARG_END
+                value = names.get(tok) if simple else None
+                if value is not None:  # the common cases: a bound name, a number
                     self.i = i + 1
                     args.append(value)
+                elif simple and tok[:1] in _NUMBER_START and len(tok) > (tok[:1] == "-"):
+                    self.i = i + 1
+                    args.append(Constant(self._literal_array(tok, i)))
                 else:
                     args.append(self.parse_expr())
             sep = toks[self.i]

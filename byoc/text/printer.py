@@ -251,6 +251,7 @@ class _RootPrinter:
         """%0, %1, ... for bound nodes in post-order; variables keep their names, made unique."""
         refs: dict[Expr, str] = {}
         taken: set[str] = set()
+        next_suffix: dict[str, int] = {}
         bound: set[Expr] = set()
         mode = self.mode
         n = 0
@@ -260,10 +261,12 @@ class _RootPrinter:
                 base = _BAD_NAME_CHARS.sub("_", node.name_hint) or "v"
                 if base.isdigit():
                     base = "v" + base  # bare numbers are the names of bound nodes
-                name, k = base, 0
+                k = next_suffix.get(base, 0)  # resume where the last clash stopped: linear, not quadratic
+                name = f"{base}_{k}" if k else base
                 while name in taken:
                     k += 1
                     name = f"{base}_{k}"
+                next_suffix[base] = k
                 taken.add(name)
                 refs[node] = "%" + name
             elif mode.get(node) == _BOUND:

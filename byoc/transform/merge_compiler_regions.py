@@ -22,11 +22,10 @@ from ..errors import PartitionError
 from ..ir.analysis import bound_vars
 from ..ir.expr import Call, Expr, Function, Var
 from ..ir.module import IRModule
-from ..ir.traversal import rewrite_post_order
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
 from .type_carry import ensure_typed, typed_like
 from .pass_infra import ModulePass, PassContext
-from .regions import RegionSet, describe_node, skip_composites
+from .regions import RegionSet, describe_node, rewrite_in_order, skip_composites
 
 __all__ = ["MergeCompilerRegions", "merge_compiler_regions"]
 
@@ -209,7 +208,8 @@ def merge_compiler_regions(func: Function) -> Function:
                 return new.args[0].args[0]
         return typed_like(new, orig)
 
-    return typed_like(func.replace(body=rewrite_post_order(body, drop_internal)), func)
+    memo = rewrite_in_order(rs.order, drop_internal)
+    return typed_like(func.replace(body=memo[id(body)]), func)
 
 
 class MergeCompilerRegions(ModulePass):

@@ -16,12 +16,12 @@ from ..errors import PartitionError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
-from ..ir.traversal import children, post_order, rebuild, rewrite_post_order
+from ..ir.traversal import children, post_order, rebuild
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
 from .annotate_target import DEFAULT_TARGET, compiler_end
 from .type_carry import ensure_typed, type_function, typed_like
 from .pass_infra import ModulePass, PassContext
-from .regions import RegionSet, describe_node, skip_composites
+from .regions import RegionSet, describe_node, rewrite_in_order, skip_composites
 
 __all__ = ["PartitionGraph", "partition_graph", "mangle_name", "sanitize_name"]
 
@@ -61,7 +61,7 @@ def _prepare(body: Expr) -> Expr:
                 return typed_like(new.args[0].replace(fields=tuple(compiler_end(f, target)
                                                                    for f in new.args[0].fields)), orig)
         return typed_like(new, orig)
-    return rewrite_post_order(body, fn)
+    return rewrite_in_order(post_order(body, child_fn=skip_composites), fn)[id(body)]
 
 
 def _typed_tuple(fields: list[Expr]) -> Tuple:

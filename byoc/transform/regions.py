@@ -9,16 +9,28 @@ from __future__ import annotations
 
 from ..errors import PartitionError
 from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem
-from ..ir.traversal import children, post_order
+from ..ir.traversal import children, post_order, rebuild
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
 
-__all__ = ["RegionSet", "build_regions", "region_operands", "skip_composites", "describe_node"]
+__all__ = ["RegionSet", "region_operands", "skip_composites", "describe_node", "rewrite_in_order"]
 
 
 def skip_composites(n: Expr) -> tuple[Expr, ...]:
     if isinstance(n, Function) and "Composite" in n.attrs:
         return ()
     return children(n)
+
+
+def rewrite_in_order(order: list[Expr], fn) -> dict[int, Expr]:
+    """Rebuild ``order`` (a post-order that does not enter composites) bottom-up; ``fn(orig, rebuilt)`` may
+    return a replacement or None. Returns the memo (old id → new node)."""
+    memo: dict[int, Expr] = {}
+    for n in order:
+        kids = skip_composites(n)
+        new = rebuild(n, tuple(memo[id(c)] for c in kids)) if kids else n
+        out = fn(n, new)
+        memo[id(n)] = new if out is None else out
+    return memo
 
 
 def _is_ann(e: Expr, name: str) -> bool:

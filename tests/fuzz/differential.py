@@ -176,15 +176,25 @@ def _cpu_partition_runner(func, name):
     return lambda arrays: exe.run(dict(zip(names, arrays)))
 
 
-def _npu_sim_runner(func, name):
-    import npu_sim
-    prog = npu_sim.compile(func, name=name)
-    names = [p.name_hint for p in func.params]
+def _npu_sim_runner_factory(refused: list[str]):
+    """Compile each NPU partition with npu_sim; a partition the NPU compiler refuses is noted in ``refused``
+    (reported as a finding: partition_for offered it to the NPU) and runs on the CPU so the rest is still checked."""
+    from byoc.errors import NPUError
 
-    def run(arrays):
-        outs, _ = npu_sim.simulate(prog, dict(zip(names, arrays)))
-        return outs
-    return run
+    def runner(func, name):
+        import npu_sim
+        try:
+            prog = npu_sim.compile(func, name=name)
+        except NPUError as e:
+            refused.append(f"@{name}: {type(e).__name__}: {e}")
+            return _cpu_partition_runner(func, name)
+        names = [p.name_hint for p in func.params]
+
+        def run(arrays):
+            outs, _ = npu_sim.simulate(prog, dict(zip(names, arrays)))
+            return outs
+        return run
+    return runner
 
 
 def _build_with_externs(pmod, externs: dict[str, Callable]):
@@ -348,8 +358,11 @@ def check_model(model: bytes, inputs, executors: tuple[str, ...] = ALL_EXECUTORS
                              ("run", lambda: box["exe"].run(feed))])
         elif feats["npu_sim"] is not None:
             rep.skipped["npu,llvm"] = "no npu codegen registered with byoc.build; ran npu_sim+llvm instead"
+            refused: list[str] = []
             run("npu_sim+llvm", [("build", lambda: box.setdefault("exe", _build_with_externs(
-                pm, {"npu": _npu_sim_runner}))), ("run", lambda: box["exe"].run(feed))])
+                pm, {"npu": _npu_sim_runner_factory(refused)}))), ("run", lambda: box["exe"].run(feed))])
+            for msg in refused:
+                rep.findings.append(Finding("npu_sim+llvm", "npu_sim.compile", "error", msg.split(": ", 1)[1]))
         else:
             rep.skipped["npu,llvm"] = "neither an npu codegen nor npu_sim is available"
 

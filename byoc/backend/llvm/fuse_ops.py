@@ -150,17 +150,22 @@ def _join(node: Call, kind: FusionKind, low: ElementLowering, fusable_producer, 
     out_t = node.checked_type
     if kind in (FusionKind.ELEMWISE, FusionKind.BROADCAST):
         for i, g in cands:
-            if g.anchor is not None and g.epilogue_ok and g.size() < MAX_GROUP_SIZE and \
+            if g.anchor is not None and g.epilogue_ok and g.size() + 1 <= MAX_GROUP_SIZE and \
                     isinstance(out_t, TensorType) and node.args[i].checked_type.shape == out_t.shape:
                 return g
-    merged = _Builder(None, False)
-    for _, g in cands:
-        if g.anchor is None and merged.size() + g.size() < MAX_GROUP_SIZE:
-            merged.members.extend(g.members)
+    injective = [g for _, g in cands if g.anchor is None]
+    if not injective:
+        return _Builder(None, False)
+    base = injective[0]  # grow the first producer's group in place (a chain costs O(1) per op)
+    if base.size() + 1 > MAX_GROUP_SIZE:
+        return _Builder(None, False)
+    for g in injective[1:]:
+        if base.size() + g.size() + 1 <= MAX_GROUP_SIZE:
+            base.members.extend(g.members)
             g.absorbed = True
             for m in g.members:
-                group_of[id(m)] = merged
-    return merged
+                group_of[id(m)] = base
+    return base
 
 
 def _finish(root: Call, g: _Builder) -> FusedGroup:

@@ -34,15 +34,28 @@ def _fits_int8(w: np.ndarray) -> bool:
     return w.size == 0 or (int(w.min()) >= -128 and int(w.max()) <= 127)
 
 
-def pack_gemm_weights(wmat: np.ndarray) -> tuple[np.ndarray, int, int]:
+def pack_gemm_weights(wmat: np.ndarray, nblk: int | None = None) -> tuple[np.ndarray, int, int]:
     """[Cout, K] int8 → ([nblk, Kp/4, 16, 4] int8, Kp, nblk); zero padding in K and in channels."""
     cout, k = wmat.shape
     kp = (k + 3) // 4 * 4
-    nblk = (cout + 15) // 16
+    nblk = nblk or (cout + 15) // 16
     padded = np.zeros((nblk * 16, kp), np.int8)
     padded[:cout, :k] = wmat
     packed = padded.reshape(nblk, 16, kp // 4, 4).transpose(0, 2, 1, 3)
     return np.ascontiguousarray(packed), kp, nblk
+
+
+def _blocking(cout: int) -> tuple[int, int, int]:
+    """(row tile MR, channel blocks per step NB, padded block count): one tile shape per kernel, so the
+    microkernel is emitted once (blocks are padded with zero weights to a multiple of NB)."""
+    need = (cout + 15) // 16
+    for nb in (4, 3, 2):
+        if need % nb == 0:
+            break
+    else:
+        nb = 4 if need > 4 else need
+    mr = {1: 8, 2: 8, 3: 6, 4: 6}[nb]
+    return mr, nb, (need + nb - 1) // nb * nb
 
 
 def _correction(wmat: np.ndarray, offset: int, nblk: int) -> np.ndarray:
@@ -50,12 +63,6 @@ def _correction(wmat: np.ndarray, offset: int, nblk: int) -> np.ndarray:
     out = np.zeros(nblk * 16, np.int64)
     out[:wmat.shape[0]] = s
     return (((out + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)).astype(np.int32)
-
-
-def _tile_shape(nblk: int) -> tuple[int, int]:
-    nb = min(4, nblk)
-    mr = {1: 8, 2: 8, 3: 6, 4: 6}[nb]
-    return mr, nb
 
 
 def _dot4(builder: ir.IRBuilder, acc, a, b, vnni: bool):
@@ -89,34 +96,47 @@ def _emit_gemm_tile(ctx, builder, a_tile, kp: int, wbuf, corr, nblk: int, cout: 
     """C[r, oc] = Σ_k A[r, k]·W[oc, k] + corr[oc] for the tile's rows, then the epilogue per element."""
     vnni = _vnni_ok(ctx)
     kq = kp // 4
-    accs = [[alloca_once(builder, V16I32, name=f"acc{r}_{j}") for j in range(nb)] for r in range(mr)]
     tile = alloca_once(builder, I32, size=mr * nb * 16, name="ctile")
+    zero = ir.Constant(V16I32, [0] * 16)
 
     def body(ngroup: int, blk0):
+        # The reduction loop carries its MR×NB accumulators in phis (registers), not in memory.
+        pre = builder.block
+        cond_bb = builder.append_basic_block("kq.cond")
+        body_bb = builder.append_basic_block("kq.body")
+        end_bb = builder.append_basic_block("kq.end")
+        builder.branch(cond_bb)
+        builder.position_at_end(cond_bb)
+        k = builder.phi(I64, name="kq")
+        k.add_incoming(ir.Constant(I64, 0), pre)
+        accs = [[builder.phi(V16I32) for _ in range(ngroup)] for _ in range(mr)]
+        for row in accs:
+            for a in row:
+                a.add_incoming(zero, pre)
+        builder.cbranch(builder.icmp_signed("<", k, ir.Constant(I64, kq)), body_bb, end_bb)
+        builder.position_at_end(body_bb)
+        bs = []
+        for j in range(ngroup):
+            off = builder.mul(builder.add(builder.mul(builder.add(blk0, ir.Constant(I64, j)), ir.Constant(I64, kq)), k),
+                              ir.Constant(I64, 64))
+            v = builder.load(builder.gep(wbuf.ptr, [off], inbounds=True, source_etype=I8), typ=V64I8)
+            v.align = 1
+            bs.append(v)
         for r in range(mr):
+            ap = builder.gep(a_tile, [builder.add(ir.Constant(I64, r * kp), builder.mul(k, ir.Constant(I64, 4)))],
+                             inbounds=True, source_etype=I8)
+            av = builder.load(ap, typ=I32)
+            av.align = 1
+            a = builder.bitcast(_splat_i32(builder, av), V64I8)
             for j in range(ngroup):
-                builder.store(ir.Constant(V16I32, [0] * 16), accs[r][j])
-        with for_range(builder, 0, kq, name="kq") as k:
-            bs = []
-            for j in range(ngroup):
-                off = builder.mul(builder.add(builder.mul(builder.add(blk0, ir.Constant(I64, j)), ir.Constant(I64, kq)),
-                                              k.index), ir.Constant(I64, 64))
-                p = builder.gep(wbuf.ptr, [off], inbounds=True, source_etype=I8)
-                v = builder.load(p, typ=V64I8)
-                v.align = 1
-                bs.append(v)
-            for r in range(mr):
-                ap = builder.gep(a_tile, [builder.add(ir.Constant(I64, r * kp), builder.mul(k.index, ir.Constant(I64, 4)))],
-                                 inbounds=True, source_etype=I8)
-                av = builder.load(ap, typ=I32)
-                av.align = 1
-                a = builder.bitcast(_splat_i32(builder, av), V64I8)
-                for j in range(ngroup):
-                    builder.store(_dot4(builder, builder.load(accs[r][j]), a, bs[j], vnni), accs[r][j])
+                accs[r][j].add_incoming(_dot4(builder, accs[r][j], a, bs[j], vnni), body_bb)
+        k.add_incoming(builder.add(k, ir.Constant(I64, 1)), body_bb)
+        builder.branch(cond_bb)
+        builder.position_at_end(end_bb)
         for r in range(mr):
             for j in range(ngroup):
                 p = builder.gep(tile, [ir.Constant(I64, (r * nb + j) * 16)], inbounds=True, source_etype=I32)
-                st = builder.store(builder.load(accs[r][j]), builder.bitcast(p, V16I32.as_pointer()))
+                st = builder.store(accs[r][j], builder.bitcast(p, V16I32.as_pointer()))
                 st.align = 4
         c0 = builder.mul(blk0, ir.Constant(I64, 16))
         width = builder.sub(ir.Constant(I64, cout), c0)
@@ -131,12 +151,8 @@ def _emit_gemm_tile(ctx, builder, a_tile, kp: int, wbuf, corr, nblk: int, cout: 
                 v = builder.add(builder.load(tp), corr.load(builder, [oc]))
                 ctx.emit_output(builder, base_index + [oc], emit_cast(builder, v, "int32", out_dtype))
 
-    full, tail = divmod(nblk, nb)
-    if full:
-        with for_range(builder, 0, full, name="blk") as g:
-            body(nb, builder.mul(g.index, ir.Constant(I64, nb)))
-    if tail:
-        body(tail, ir.Constant(I64, full * nb))
+    with for_range(builder, 0, nblk // nb, name="blk") as g:
+        body(nb, builder.mul(g.index, ir.Constant(I64, nb)))
 
 
 def try_emit_qnn_conv_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: np.ndarray) -> bool:
@@ -171,8 +187,8 @@ def _offset_and_pad(dtype: str, zp_in: int) -> tuple[int, bool]:
 
 
 def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
-    packed, kp, nblk = pack_gemm_weights(wmat)
-    mr, nb = _tile_shape(nblk)
+    mr, nb, nblk = _blocking(wmat.shape[0])
+    packed, kp, nblk = pack_gemm_weights(wmat, nblk)
     if mr * kp > _MAX_TILE_BYTES:
         return False
     offset, flip = _offset_and_pad(data.dtype, zp_in)
@@ -259,6 +275,8 @@ def _emit_depthwise(ctx, builder, g, data, wq_hwio, zp_in, out_dtype) -> bool:
     v8 = ir.VectorType(I8, 16)
     tile = alloca_once(builder, I32, size=16, name="dwtile")
     acc1 = alloca_once(builder, I32, name="dwacc1")
+    # Σ (x − zp)·w = Σ x·w − zp·Σ w: the zero-point term is a per-channel constant (padded taps read zp).
+    corr = ctx.data((-int(zp_in) * w.astype(np.int64).sum(axis=0)).astype(np.int64).astype(np.int32))
     zp_vec = ir.Constant(vl, [zp_in] * 16)
 
     def tap_pos(oy, ox, t):
@@ -284,16 +302,19 @@ def _emit_depthwise(ctx, builder, g, data, wq_hwio, zp_in, out_dtype) -> bool:
                     v = builder.load(builder.bitcast(p, vl.as_pointer()), typ=vl)
                     v.align = 2
                     wv.append(v)
+                cp = builder.bitcast(corr.gep(builder, c0), v32.as_pointer())
+                acc0 = builder.load(cp, typ=v32)
+                acc0.align = 4
                 with for_range(builder, 0, g.ow, name="ox") as ox:
-                    acc = ir.Constant(v32, [0] * 16)
+                    acc = acc0
                     for t in range(taps):
                         iy, ix, inside = tap_pos(oy, ox.index, t)
                         p = data.gep(builder, builder.add(data.offset(builder, [n, iy, ix, c64(0)]), c0))
                         xv = builder.load(builder.bitcast(p, v8.as_pointer()), typ=v8)
                         xv.align = 1
-                        xs = builder.sub(ext(xv, vl), zp_vec)
+                        xs = ext(xv, vl)
                         if inside is not None:
-                            xs = builder.select(inside, xs, ir.Constant(vl, [0] * 16))
+                            xs = builder.select(inside, xs, zp_vec)
                         prod = builder.mul(xs, wv[t])
                         acc = builder.add(acc, builder.sext(prod, v32) if lane_ty != I32 else prod)
                     st = builder.store(acc, builder.bitcast(tile, v32.as_pointer()))
@@ -330,14 +351,14 @@ def try_emit_qnn_dense_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: 
     if not _fits_int8(wq):
         return False
     wmat = wq.astype(np.int8)
-    packed, kp, nblk = pack_gemm_weights(wmat)
+    mr, nb, nblk = _blocking(wmat.shape[0])
+    packed, kp, nblk = pack_gemm_weights(wmat, nblk)
     offset, flip = _offset_and_pad(data.dtype, zp_in)
     if not 0 <= offset <= 255:
         return False
     k = wmat.shape[1]
     lead = data.shape[:-1]
     M = int(np.prod(lead, dtype=np.int64)) if lead else 1
-    mr, nb = _tile_shape(nblk)
     mr = min(mr, max(M, 1))
     if mr * kp > _MAX_TILE_BYTES:
         return False

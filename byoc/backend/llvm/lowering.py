@@ -55,7 +55,14 @@ def lower_kernel(op: str, const_args: tuple[int, ...] = (), epilogue: bool = Tru
     return register
 
 
+_LOADED = False
+
+
 def _ensure_loaded() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
     from . import lower_elemwise, lower_injective, lower_nn, lower_qnn, lower_reduce, lower_tuple  # noqa: F401
 
 

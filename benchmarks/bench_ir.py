@@ -1,0 +1,90 @@
+"""IR core speed: ``InferType``, ``astext`` and ``byoc.parse`` on TFLite-shaped int8 graphs of 1k/10k/100k ops.
+
+The graph repeats the importer's block ``qnn.conv2d (1x1, meta weight) → nn.bias_add (meta bias) →
+qnn.requantize → clip → add (residual)``, so every op has attributes, scalar literals and tensor constants
+(the metadata section grows with the graph). Peer, measured in the same run: one ``InferType`` over the same
+module (a single linear pass), so "ratio" reads "printing/parsing costs N type-inference passes". Growth rows
+compare each size with the previous one: 10× more ops should cost about 10× the time (target ≤ 12×).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+SIZES = (1_000, 10_000, 100_000)
+OPS_PER_BLOCK = 5
+
+
+def quantized_chain(n_ops: int):
+    """x → [qnn.conv2d → nn.bias_add → qnn.requantize → clip → add(residual)] × n_ops/5, int8 [1, 4, 4, 4]."""
+    import byoc
+    from byoc import relay
+    rng = np.random.default_rng(0)
+    x = relay.var("input", shape=(1, 4, 4, 4), dtype="int8")
+    c = relay.const
+    e = x
+    for _ in range(n_ops // OPS_PER_BLOCK):
+        w = c(rng.integers(-127, 128, (4, 1, 1, 4), dtype=np.int8))
+        y = relay.qnn.op.conv2d(e, w, c(-3), c(0), c(0.02, "float32"), c(rng.random(4).astype(np.float32) * 0.01),
+                                data_layout="NHWC", kernel_layout="OHWI")
+        y = relay.nn.bias_add(y, c(rng.integers(-500, 500, 4, dtype=np.int32)), axis=3)
+        y = relay.qnn.op.requantize(y, c(2e-4, "float64"), c(0), c(0.05, "float32"), c(-3), axis=3)
+        y = relay.clip(y, -128.0, 127.0)
+        e = relay.add(y, e)
+    return byoc.IRModule.from_expr(relay.Function([x], e))
+
+
+def _median_s(fn, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def measure(n_ops: int, repeats: int) -> dict:
+    import byoc
+    from byoc.relay.transform import InferType
+    mod = quantized_chain(n_ops)
+    infer_s, typed = _median_s(lambda: InferType()(mod.copy()), repeats)
+    print_s, text = _median_s(lambda: typed.astext(), repeats)
+    parse_s, parsed = _median_s(lambda: byoc.parse(text), repeats)
+    if not byoc.structural_equal(parsed, mod):
+        raise AssertionError(f"round trip of the {n_ops}-op graph is not structurally equal")
+    return {"infer": infer_s, "print": print_s, "parse": parse_s, "chars": len(text)}
+
+
+def run() -> list[dict]:
+    rows: list[dict] = []
+    quantized_chain(OPS_PER_BLOCK)  # warm-up: imports, op registry
+    previous = None
+    for n in SIZES:
+        m = measure(n, repeats=3 if n <= 10_000 else 1)
+        for phase in ("infer", "print", "parse"):
+            row = {"name": f"{phase} {n} ops", "value": m[phase] * 1e3, "unit": "ms"}
+            if phase != "infer":
+                row.update({"peer": "InferType, same module", "peer_value": m["infer"] * 1e3,
+                            "ratio": m[phase] / m["infer"]})
+            if n == 10_000:
+                row["target"] = "well under 1 s"
+            rows.append(row)
+        rows.append({"name": f"text size {n} ops", "value": m["chars"] / 1e6, "unit": "MB"})
+        if previous is not None:
+            for phase in ("infer", "print", "parse"):
+                rows.append({"name": f"{phase} growth {n // 10}→{n} ops", "value": m[phase] / previous[phase],
+                             "unit": "× time for 10× ops", "target": "<= 12"})
+        previous = m
+    return rows
+
+
+def main() -> None:
+    for r in run():
+        extra = f"  (peer {r['peer_value']:.1f} ms, ratio {r['ratio']:.2f})" if "peer" in r else ""
+        print(f"{r['name']:<32} {r['value']:10.3f} {r['unit']}{extra}")
+
+
+if __name__ == "__main__":
+    main()
