@@ -19,6 +19,7 @@ from byoc.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
 from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
 from byoc.quant import params as qp
+from .isa import Rounding
 
 __all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function"]
 
@@ -315,6 +316,9 @@ def _requant_tables(body: _Body, rq: Call, channels: int) -> tuple[np.ndarray, n
                         "fixed-point; the NPU's PPU cannot reproduce it",
                         hint="import with TFLite-Micro fixed-point FC requantization (rounding 'TFLITE') or keep "
                              "this layer on the CPU")
+    if rounding not in Rounding.__members__:
+        raise body.fail(f"qnn.requantize rounding {rounding!r} is not implemented by the NPU's PPU",
+                        hint=f"supported: {', '.join(Rounding.__members__)}; keep this layer on the CPU")
     s_in = np.asarray(body.const(rq.args[1], "requantize input_scale"), np.float64).reshape(-1)
     zp_rq = _scalar_int(body.const(rq.args[2], "requantize input_zero_point"), "requantize input zero point",
                         body.name)
@@ -414,6 +418,9 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     chain = body.chain()
     ops = body.expect(chain, [(opname, False), ("clip", True)])
     core = ops[opname]
+    if core.attrs.rounding != "TFLITE":
+        raise body.fail(f"{opname} rounding {core.attrs.rounding!r} is not implemented by the NPU's PPU",
+                        hint="only TFLite's fixed-point arithmetic ('TFLITE') runs on the NPU")
     a_t, b_t, out_t = _tensor_type(core.args[0]), _tensor_type(core.args[1]), _tensor_type(body.call)
     if a_t.shape != b_t.shape or a_t.shape != out_t.shape:
         raise body.fail(f"broadcasting {a_t.shape} with {b_t.shape} is not supported",

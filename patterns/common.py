@@ -100,6 +100,10 @@ def layout_rule(name: str, key: str, allowed: tuple[str, ...]) -> Rule:
     return Rule(f"{key} is {' or '.join(allowed)}", test)
 
 
+# The rounding modes the NPU's post-processing unit implements (npu_sim.isa.Rounding).
+FIXED_POINT_ROUNDINGS = ("TFLITE", "UPWARD", "TONEAREST")
+
+
 def fixed_point_rule(name: str) -> Rule:
     """The requantize can be reproduced by a fixed-point multiplier (not LiteRT's double-precision FC path)."""
     def test(ctx: MatchContext):
@@ -108,8 +112,11 @@ def fixed_point_rule(name: str) -> Rule:
             return None
         if rq.attrs.rounding == "TFLITE_FLOAT":
             return LITERT_FC_REASON
+        if rq.attrs.rounding not in FIXED_POINT_ROUNDINGS:
+            return (f"requantize rounding {rq.attrs.rounding!r} is not one the NPU's fixed-point PPU implements "
+                    f"({', '.join(FIXED_POINT_ROUNDINGS)})")
         return None
-    return Rule("the requantization is fixed-point (rounding is not 'TFLITE_FLOAT')", test)
+    return Rule("the requantization is fixed-point (rounding is " + " or ".join(FIXED_POINT_ROUNDINGS) + ")", test)
 
 
 def clip_range_rule(name: str = "clip") -> Rule:

@@ -142,9 +142,15 @@ def _same_shapes(ctx):
     return None
 
 
+@rule("the arithmetic is TFLite's (rounding 'TFLITE'; other frontends' float rescaling is not fixed-point)")
+def _tflite_arithmetic(ctx):
+    mode = ctx["core"].attrs.rounding
+    return None if mode == "TFLITE" else f"found rounding {mode!r}"
+
+
 def _binary_check(what: str) -> Check:
     return Check((dtype_rule("inputs and output", [input_of("core", 0), input_of("core", 1), root]),
-                  _same_shapes, batch_one_rule(root, "the output"),
+                  _tflite_arithmetic, _same_shapes, batch_one_rule(root, "the output"),
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule()), summary=what)
 
