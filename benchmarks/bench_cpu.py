@@ -52,13 +52,9 @@ def _litert(model: Path, reference: bool):
     return interp
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
-    ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--threads", type=int, default=1, help="threads for our module (peers always use 1)")
-    args = ap.parse_args(argv)
-
+def measure(model: Path = DEFAULT_MODEL, runs: int = 30, threads: int = 1) -> dict:
+    """All figures of one benchmark run (see the module docstring)."""
+    args = argparse.Namespace(model=Path(model), runs=runs, threads=threads)
     import byoc
     from byoc.frontend import from_tflite
 
@@ -113,10 +109,40 @@ def main(argv=None) -> dict:
         "unique_kernels": len(set(exe.kernel_symbols)),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
+    return result
+
+
+def run() -> list[dict]:
+    """Rows for benchmarks/run.py."""
+    r = measure()
+    name = f"{r['model']} CPU-only latency, {r['threads']} thread"
+    return [
+        {"name": name, "value": r["ours_ms"], "unit": "ms", "peer": "LiteRT BUILTIN_REF (1 thread)",
+         "peer_value": r["litert_builtin_ref_ms"], "ratio": r["ratio_vs_builtin_ref"], "target": "ratio ≤ 0.1"},
+        {"name": name, "value": r["ours_ms"], "unit": "ms", "peer": "LiteRT default resolver / XNNPACK (1 thread)",
+         "peer_value": r["litert_xnnpack_ms"], "ratio": r["ratio_vs_xnnpack"], "target": "ratio ≤ 2"},
+        {"name": "MobileNetV2 cold build (fresh cache, fresh process)", "value": r["cold_build_s"], "unit": "s",
+         "target": "≤ 10 s"},
+        {"name": "MobileNetV2 warm build (disk cache, fresh process)", "value": r["warm_build_s"], "unit": "s",
+         "target": "≤ 1 s"},
+        {"name": "MobileNetV2 CPU output bit-exact vs BUILTIN_REF", "value": r["bit_exact_vs_builtin_ref"],
+         "unit": ""},
+    ]
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=1, help="threads for our module (peers always use 1)")
+    args = ap.parse_args(argv)
+    result = measure(args.model, args.runs, args.threads)
+    ours_ms, ref_ms, xnn_ms = result["ours_ms"], result["litert_builtin_ref_ms"], result["litert_xnnpack_ms"]
+    cold, warm, bit_exact = result["cold_build_s"], result["warm_build_s"], result["bit_exact_vs_builtin_ref"]
     print(json.dumps(result, indent=2))
     print(f"ours {ours_ms:.2f} ms | BUILTIN_REF {ref_ms:.2f} ms (ratio {ours_ms / ref_ms:.3f}, target ≤ 0.1) | "
           f"XNNPACK {xnn_ms:.2f} ms (ratio {ours_ms / xnn_ms:.2f}, target ≤ 2) | bit-exact vs REF: {bit_exact} | "
-          f"cold build {cold['build_s']:.1f} s, warm build {warm['build_s']:.2f} s")
+          f"cold build {cold:.1f} s, warm build {warm:.2f} s")
     return result
 
 

@@ -13,7 +13,7 @@ from .interpreter import bind_params
 from .ir.expr import Expr, Function
 from .ir.module import IRModule
 
-__all__ = ["build", "register_codegen", "registered_codegens"]
+__all__ = ["build", "register_codegen", "registered_codegens", "inline_composites"]
 
 # name -> fn(func: Function, name: str) -> runner(list[np.ndarray]) -> list[np.ndarray]
 _CODEGENS: dict[str, Callable] = {}
@@ -32,6 +32,33 @@ def register_codegen(name: str, fn: Callable, *, override: bool = False) -> Call
 
 def registered_codegens() -> list[str]:
     return sorted(_CODEGENS)
+
+
+def inline_composites(mod: IRModule) -> IRModule:
+    """Replace calls to ``Composite`` function literals (MergeComposite's output) in main by their bodies: the
+    host backend runs plain ops. Functions that carry a ``Compiler`` attribute are left to their codegen."""
+    from .ir.expr import Call
+    from .ir.traversal import rewrite_post_order
+    from .transform.bind import bind
+
+    def fn(orig, new):
+        if isinstance(new, Call) and isinstance(new.op, Function) and "Composite" in new.op.attrs \
+                and "Compiler" not in new.op.attrs:
+            return bind(new.op.body, dict(zip(new.op.params, new.args)))
+        return None
+
+    main = mod["main"]
+    body = main.body
+    for _ in range(4):  # composites nested in composites unfold one level per sweep
+        new_body = rewrite_post_order(body, fn, enter_functions=False)
+        if new_body is body:
+            break
+        body = new_body
+    if body is main.body:
+        return mod
+    out = mod.copy()
+    out["main"] = main.replace(body=body)
+    return out
 
 
 def _parse_target(target) -> list[str]:
@@ -59,6 +86,7 @@ def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 
     if not isinstance(mod, IRModule):
         raise CodegenError(f"build expects an IRModule, Function or expression, got {type(mod).__name__}")
     mod = bind_params(mod, params)
+    mod = inline_composites(mod)
     mod = InferType()(mod)
     main = mod["main"]
     if not isinstance(main, Function):

@@ -160,19 +160,25 @@ class Constant(Expr):
 
 def const(value, dtype: str | None = None, span: Span | None = None) -> Constant:
     """``relay.const``: a Python scalar defaults to int32/float32 as in Relay."""
-    if isinstance(value, np.ndarray):
-        arr = value if dtype is None else value.astype(dtype)
-    else:
-        arr = np.asarray(value)
-        if dtype is None:
-            if arr.dtype.kind == "f":
-                dtype = "float32"
-            elif arr.dtype.kind in "iu":
-                dtype = "int32"
-            elif arr.dtype.kind == "b":
-                dtype = "bool"
-        if dtype is not None:
-            arr = arr.astype(normalize_dtype(dtype))
+    try:
+        if isinstance(value, np.ndarray):
+            arr = value if dtype is None else value.astype(normalize_dtype(dtype))
+        else:
+            arr = np.asarray(value)
+            if dtype is None:
+                if arr.dtype.kind == "f":
+                    dtype = "float32"
+                elif arr.dtype.kind in "iu":
+                    dtype = "int32"
+                elif arr.dtype.kind == "b":
+                    dtype = "bool"
+            if dtype is not None:
+                arr = arr.astype(normalize_dtype(dtype))
+    except (ValueError, TypeError) as e:  # ragged lists, strings where numbers are expected, ...
+        shown = repr(value)
+        raise IRError(f"cannot make a constant{' of dtype ' + str(dtype) if dtype else ''} from "
+                      f"{shown[:60] + '...' if len(shown) > 60 else shown}: {e}",
+                      hint="pass a number, a rectangular nested list or a numpy array") from e
     return Constant(arr, span)
 
 

@@ -35,7 +35,10 @@ class TensorType(Type):
     dtype: str = "float32"
 
     def __post_init__(self):
-        shape = tuple(int(d) for d in self.shape)
+        try:
+            shape = tuple(int(d) for d in self.shape)
+        except (TypeError, ValueError) as e:
+            raise IRError(f"a tensor shape must be a sequence of integers, got {self.shape!r}") from e
         if any(d < 0 for d in shape):
             raise IRError(f"negative dimension in shape {shape}")
         object.__setattr__(self, "shape", shape)

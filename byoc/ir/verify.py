@@ -155,6 +155,8 @@ class _FunctionChecker:
 
     # -- composite and partitioned functions ---------------------------------------------------------------
     def check_function_literals(self) -> None:
+        if not any(isinstance(n, Function) and n is not self.root for n in self.order):
+            return
         call_targets = {id(n.op) for n in self.order if isinstance(n, Call) and isinstance(n.op, Function)}
         users_of_composite: dict[int, int] = {}
         for node in self.order:

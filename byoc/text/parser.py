@@ -25,7 +25,7 @@ from ..ir.module import IRModule
 from ..ir.types import DTYPES, FuncType, TensorType, TupleType, Type
 from ..ops.registry import get_op_def
 from .lexer import EOF, SourceMap, split_metadata, token_offset, tokenize
-from .literals import attr_defaults, decode_constant, parse_number
+from .literals import attr_defaults, decode_constant, gc_paused, parse_number
 
 __all__ = ["parse", "parse_expr", "MAX_NESTING"]
 
@@ -39,12 +39,14 @@ _BLOCK_START = frozenset(("fn", "if", "{"))
 
 def parse(text: str) -> IRModule:
     """Read a module (``def @name(...) {...}`` functions) or a bare expression (wrapped as ``@main``)."""
-    return _Parser(text).module()
+    with gc_paused():
+        return _Parser(text).module()
 
 
 def parse_expr(text: str) -> Expr:
     """Read a bare expression, e.g. ``fn (%x: int8) { add(%x, 1i8) }`` or ``free_var %x: int8; %x``."""
-    return _Parser(text).bare_expr()
+    with gc_paused():
+        return _Parser(text).bare_expr()
 
 
 def _is_name(tok: str) -> bool:

@@ -31,8 +31,8 @@ import numpy as np
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.traversal import children, post_order
-from .literals import (attr_defaults, attr_text, encode_metadata, quote_name, same_value, scalar_literal,
-                       type_text, IDENT_RE)
+from .literals import (IDENT_RE, attr_defaults, attr_text, encode_metadata, gc_paused, quote_name, same_value,
+                       scalar_literal, type_text)
 from .literals import _NO_DEFAULT  # noqa: PLC2701 - shared sentinel
 
 __all__ = ["astext", "excerpt", "VERSION_LINE"]
@@ -453,12 +453,14 @@ def _render(obj, show_meta_data: bool) -> _Output:
 
 def astext(obj, show_meta_data: bool = True) -> str:
     """The text of a module or expression; ``byoc.parse`` reads it back (with ``show_meta_data=True``)."""
-    return "\n".join(_render(obj, show_meta_data).lines) + "\n"
+    with gc_paused():
+        return "\n".join(_render(obj, show_meta_data).lines) + "\n"
 
 
 def excerpt(root, node: Expr, before: int = 4, after: int = 2) -> str:
     """The printed lines of ``root`` around the one that defines ``node``, marked with ``^^^^`` beneath."""
-    out = _render(root, show_meta_data=False)
+    with gc_paused():
+        out = _render(root, show_meta_data=False)
     line = out.line_of.get(node)
     if line is None:  # a leaf printed inside its first user's line
         roots = [f for _, f in root.sorted_items()] if isinstance(root, IRModule) else [root]

@@ -92,6 +92,8 @@ class _Folder:
         return call.op.op_def.compute is not None
 
     def evaluate(self, call: Call) -> Expr | None:
+        if not all(isinstance(a, (Constant, Tuple)) for a in call.args):
+            return None
         operands = [self.constant_value(a) for a in call.args]
         if any(o is None for o in operands):
             return None

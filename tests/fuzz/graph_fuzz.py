@@ -11,7 +11,6 @@ Before each example the case is written to ``<out>/current.npz`` so the parent c
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,9 @@ from .differential import ALL_EXECUTORS, check_model
 from .regressions import DATA_DIR, known_signatures, save_graph_case
 
 __all__ = ["GraphFuzzResult", "fuzz_graphs"]
+
+SHRINK_SECONDS = 120   # per failure
+SHRINK_GRACE = 60      # how far a shrink may run past the deadline
 
 
 @dataclass
@@ -56,11 +58,14 @@ def fuzz_graphs(deadline: float, seed: int, max_ops: int = 10, out_dir: Path = D
 
     res = GraphFuzzResult()
     known = dict(known_signatures(out_dir))
-    state: dict = {"target": None, "executors": ALL_EXECUTORS, "last": None}
+    state: dict = {"target": None, "executors": ALL_EXECUTORS, "last": None, "shrink_until": 0.0}
 
     def check(case) -> None:
-        if time.time() > deadline + 600:  # a shrink may overrun the deadline, but not without bound
+        now = time.time()
+        if state["target"] is None and now > deadline:
             return
+        if state["target"] is not None and now > min(state["shrink_until"], deadline + SHRINK_GRACE):
+            return  # stop shrinking: the smallest failing case so far is kept in state["last"]
         if scratch is not None:
             np.savez(scratch / "current.npz", model=np.frombuffer(case.model, np.uint8),
                      log=np.array("\n".join(case.log)), **{f"in_{i}": a for i, a in enumerate(case.inputs)})
@@ -80,6 +85,7 @@ def fuzz_graphs(deadline: float, seed: int, max_ops: int = 10, out_dir: Path = D
             if state["target"] is None:
                 state["target"] = sig
                 state["executors"] = _executors_for(f.executor)
+                state["shrink_until"] = time.time() + SHRINK_SECONDS
             if sig == state["target"]:
                 state["last"] = (case, f)
                 raise _Found(f.render())

@@ -38,6 +38,9 @@ class GraphCase:
         shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in self.inputs)
         return f"GraphCase({len(self.model)} bytes, inputs [{shapes}]):\n  {lines}"
 
+    def _repr_pretty_(self, p, cycle) -> None:  # hypothesis prints the op log, not the model bytes
+        p.text(repr(self))
+
 
 def random_inputs(refs: list[TensorRef], rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     out = []

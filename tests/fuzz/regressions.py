@@ -117,8 +117,22 @@ def replay_file(path: str) -> int:
     return 0
 
 
+def set_status(path: str, status: str) -> int:
+    """Flip a saved case between "open" and "fixed" (the archive is rewritten with every other field kept)."""
+    if status not in ("open", "fixed"):
+        print(f"status must be open or fixed, not {status!r}")
+        return 2
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["status"] = np.array(status)
+    _write(Path(path), arrays)
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["replay-file"]:
         sys.exit(replay_file(sys.argv[2]))
+    if sys.argv[1:2] == ["set-status"]:
+        sys.exit(set_status(sys.argv[2], sys.argv[3]))
     print(__doc__)
     sys.exit(2)

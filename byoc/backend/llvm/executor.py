@@ -39,6 +39,7 @@ class KernelStep:
     work: int
     keep_alive: tuple
     group: Any = None
+    kinds: tuple = ()
 
 
 @dataclass
@@ -214,7 +215,79 @@ def compile_function(func: Function, externs: dict[str, Callable] | None = None,
     for p in func.params:  # a parameter the body never reads still needs its input buffer
         if id(p) not in values:
             values[id(p)] = _alloc(p.checked_type)
+    _plan_memory(steps, values, func)
     return CpuExecutable(func, steps, values, library, groups, num_threads)
+
+
+def _step_io(step) -> tuple[list, list]:
+    if isinstance(step, KernelStep):
+        ins = [a for a, k in zip(step.keep_alive, step.kinds) if k == "in"]
+        outs = [a for a, k in zip(step.keep_alive, step.kinds) if k == "out"]
+        return ins, outs
+    return _flatten(step.inputs), list(step.outputs)
+
+
+class _Arena:
+    """Reuses intermediate buffers once their last reader has run, so the working set stays in cache."""
+
+    def __init__(self):
+        self.free: list[tuple[int, np.ndarray]] = []
+
+    def take(self, like: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        need = max(int(like.nbytes), 1)
+        best = None
+        for i, (size, _) in enumerate(self.free):
+            if size >= need and (best is None or size < self.free[best][0]):
+                best = i
+        if best is not None:
+            size, raw = self.free.pop(best)
+        else:
+            size, raw = need, np.empty(need + 64, np.uint8)
+        off = (-raw.ctypes.data) % 64
+        view = raw[off:off + int(like.nbytes)].view(like.dtype).reshape(like.shape)
+        return view, raw
+
+    def give(self, raw: np.ndarray) -> None:
+        self.free.append((raw.size - 64, raw))
+
+
+def _plan_memory(steps: list, values: dict, func: Function) -> None:
+    """Static buffer reuse by liveness (step order is fixed). Function inputs and outputs keep their own
+    buffers; every step's argument array is rebuilt to point at the planned buffers."""
+    pinned = {id(a) for a in _flatten(values[id(func.body)])}
+    pinned |= {id(values[id(p)]) for p in func.params}
+    last_use: dict[int, int] = {}
+    for i, st in enumerate(steps):
+        for a in _step_io(st)[0]:
+            last_use[id(a)] = i
+    arena = _Arena()
+    remap: dict[int, np.ndarray] = {}
+    raw_of: dict[int, np.ndarray] = {}
+    for i, st in enumerate(steps):
+        ins, outs = _step_io(st)
+        for a in outs:
+            if id(a) in pinned or id(a) in remap:
+                continue
+            remap[id(a)], raw_of[id(a)] = arena.take(a)
+        for a in list(ins) + list(outs):
+            if id(a) in raw_of and last_use.get(id(a), i) <= i:
+                arena.give(raw_of.pop(id(a)))
+    for st in steps:
+        if isinstance(st, KernelStep):
+            arrays = tuple(remap.get(id(a), a) for a in st.keep_alive)
+            st.keep_alive = arrays
+            st.argv = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        else:
+            st.inputs = [_remap_value(v, remap) for v in st.inputs]
+            st.outputs = [remap.get(id(a), a) for a in st.outputs]
+    for k, v in list(values.items()):
+        values[k] = _remap_value(v, remap)
+
+
+def _remap_value(v, remap):
+    if isinstance(v, list):
+        return [_remap_value(x, remap) for x in v]
+    return remap.get(id(v), v)
 
 
 def _kernel_step(library: CodeLibrary, g: FusedGroup, spec, symbol: str, out, values) -> KernelStep:
@@ -236,7 +309,8 @@ def _kernel_step(library: CodeLibrary, g: FusedGroup, spec, symbol: str, out, va
     argv = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
     fn = _KERNEL_FN(library.get_address(symbol))
     work = sum(int(o.size) for o in outs)
-    return KernelStep(g.name, symbol, fn, argv, spec.parallel_extent, work, tuple(arrays), g)
+    return KernelStep(g.name, symbol, fn, argv, spec.parallel_extent, work, tuple(arrays), g,
+                      tuple(slot.kind for slot in spec.slots))
 
 
 def _extern_step(node: Call, mod, externs, values, out) -> ExternStep:

@@ -17,6 +17,7 @@ products fit int16 when ``w − zp_w`` fits int8.
 """
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
@@ -25,6 +26,7 @@ from .lower_elemwise import emit_cast
 
 __all__ = ["try_emit_qnn_conv_fast", "try_emit_qnn_dense_fast", "pack_gemm_weights"]
 
+_LLVM_MAJOR = llvm.llvm_version_info[0]
 V16I32 = ir.VectorType(I32, 16)
 V64I8 = ir.VectorType(I8, 64)
 _MAX_TILE_BYTES = 1 << 19
@@ -69,9 +71,13 @@ def _dot4(builder: ir.IRBuilder, acc, a, b, vnni: bool):
     """acc[l] += Σ_{i<4} u8(a[4l+i])·s8(b[4l+i]) (wrapping int32)."""
     if vnni:
         mod = builder.module
+        # LLVM 21 retyped the VNNI intrinsics' multiplicands from <16 x i32> to <64 x i8>.
+        op_ty = V64I8 if _LLVM_MAJOR >= 21 else V16I32
         fn = mod.globals.get("llvm.x86.avx512.vpdpbusd.512")
         if fn is None:
-            fn = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, V64I8, V64I8]), "llvm.x86.avx512.vpdpbusd.512")
+            fn = ir.Function(mod, ir.FunctionType(V16I32, [V16I32, op_ty, op_ty]), "llvm.x86.avx512.vpdpbusd.512")
+        if op_ty is not V64I8:
+            a, b = builder.bitcast(a, op_ty), builder.bitcast(b, op_ty)
         return builder.call(fn, [acc, a, b])
     wide = ir.VectorType(I32, 64)
     prod = builder.mul(builder.zext(a, wide), builder.sext(b, wide))

@@ -21,7 +21,7 @@ from ...ir.expr import Call, Constant, Expr, Tuple
 from ...ir.types import TensorType, TupleType
 from .cgutils import I32, I64, PTR, const_int, const_of, for_range, llvm_type, loop_nest
 from .fuse_ops import FusedGroup
-from .lowering import ElementLowering, KernelLowering, get_lowering
+from .lowering import KernelLowering, get_lowering
 
 __all__ = ["Buffer", "KernelBuilder", "ElementContext", "KernelContext", "CompiledKernelSpec", "emit_group",
            "ERROR_DIVIDE_BY_ZERO", "ERROR_MESSAGES"]

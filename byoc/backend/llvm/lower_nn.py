@@ -16,7 +16,7 @@ from .lower_elemwise import emit_cast
 from .lower_qnn import scalar_int
 from .lowering import lower_kernel
 
-__all__ = ["ConvGeometry", "conv_geometry", "emit_generic_conv"]
+__all__ = ["ConvGeometry", "emit_generic_conv", "emit_generic_dense", "emit_conv_transpose"]
 
 
 class ConvGeometry:
@@ -49,11 +49,6 @@ class ConvGeometry:
     def out_index(self, n, y, x, c):
         m = {"N": n, "H": y, "W": x, "C": c}
         return [m[ch] for ch in self.out_layout]
-
-
-def conv_geometry(node, data_shape, weight_shape) -> ConvGeometry:
-    return ConvGeometry(data_shape, weight_shape, node.checked_type.shape if hasattr(node.checked_type, "shape")
-                        else None, node.attrs)
 
 
 def _c64(v: int) -> ir.Constant:

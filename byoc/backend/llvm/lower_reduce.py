@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from ...ops.pool import pool_out_size
 from ...ops.reduce import reduce_axes
-from .cgutils import (I32, I64, alloca_once, const_int, const_of, for_range, int_min_max, is_float, is_signed,
+from .cgutils import (I32, I64, alloca_once, const_int, for_range, int_min_max, is_float, is_signed,
                       llvm_type, loop_nest, rdbpot, saturate, srdhm)
 from .kernel import ERROR_DIVIDE_BY_ZERO
 from .lower_elemwise import call_libm, float_max, float_min, int_max, int_min

@@ -145,11 +145,12 @@ class Importer:
                 continue
             if n.domain in ("", "ai.onnx", "com.microsoft") and n.op_type in qop_conv:
                 continue
+            key = str(key)  # protobuf hands back bytes for strings that are not valid UTF-8
             missing[key] += 1
-            names.setdefault(key, []).append(n.name or (n.output[0] if n.output else "?"))
+            names.setdefault(key, []).append(str(n.name or (n.output[0] if n.output else "?")))
         if missing:
             lines = [f"{op} ×{cnt}: {', '.join(names[op][:5])}{', ...' if cnt > 5 else ''}"
-                     for op, cnt in sorted(missing.items(), key=lambda kv: str(kv[0]))]  # names may be bytes
+                     for op, cnt in sorted(missing.items())]
             raise UnsupportedOpsError(
                 f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines),
                 hint="supported: " + ", ".join(sorted(set(float_conv) | set(qop_conv))))

@@ -199,9 +199,8 @@ def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = Non
         if g is not None:
             support = evaluate_check(check, node, g.match.captures, label=label)
             if support.ok:
-                func = g.function.with_attr("PartitionedFromPattern", g.name)
-                for k, v in extra.items():
-                    func = func.with_attr(k, v)
+                func = Function(g.function.params, g.function.body,
+                                attrs={"PartitionedFromPattern": g.name, **extra})
                 _type_function(func)
                 new = _typed_like(Call(func, tuple(memo.get(id(a), a) for a in g.inputs),
                                        span=getattr(node, "span", None)), node)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 from ...errors import ByocError, PatternError
 from ...ir.attrs import freeze_value
 from ...ir.expr import Expr, Op
-from ...ir.types import TensorType, Type
+from ...ir.types import Type
 
 __all__ = [
     "DFPattern", "ExprPattern", "WildcardPattern", "VarPattern", "ConstantPattern", "CallPattern",
@@ -366,11 +366,3 @@ def root_op_names(p: DFPattern) -> frozenset[str] | None:
         else:
             return None
     return frozenset(names)
-
-
-def _type_matches(expected: Type, found: Type) -> bool:
-    return expected == found
-
-
-def _shape_of(t: Type) -> tuple[int, ...] | None:
-    return t.shape if isinstance(t, TensorType) else None

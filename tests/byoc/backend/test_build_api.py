@@ -142,3 +142,12 @@ def test_second_process_loads_kernels_from_disk(tmp_path):
     assert (int(c1), int(h1)) == (1, 0) and (int(c2), int(h2)) == (0, 1)
     assert out1 == out2
     assert len(list(Path(tmp_path).glob("*.o"))) == 1
+
+
+def test_composite_functions_run_on_the_cpu():
+    a = relay.var("a", shape=(4,), dtype="int32")
+    comp = relay.Function([a], make_call("multiply", [a, c(3, "int32")])).with_attr("Composite", "cpu.triple")
+    x = relay.var("x", shape=(4,), dtype="int32")
+    mod = byoc.IRModule.from_expr(relay.Function([x], make_call("add", [relay.Call(comp, [x]), c(1, "int32")])))
+    inp = {"x": np.array([1, -2, 3, 4], "int32")}
+    assert byoc.build(mod).run(inp)[0].tolist() == byoc.evaluate(mod, inp)[0].tolist() == [4, -5, 10, 13]

@@ -1,0 +1,1 @@
+"""Saved fuzz findings replayed as tests (see tests/fuzz/regressions.py for the data format)."""
