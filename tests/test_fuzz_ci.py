@@ -38,13 +38,13 @@ def _check(case, executors) -> None:
     assert not new, "\n".join(f.render() for f in new) + "\n" + rep.render()
 
 
-@settings(max_examples=250, **_SETTINGS)
+@settings(max_examples=400, **_SETTINGS)
 @given(graph_cases(max_ops=6, max_side=6, max_channels=6))
 def test_random_graphs_interpreter_and_partitions_match_litert(case):
     _check(case, CHEAP)
 
 
-@settings(max_examples=50, **_SETTINGS)
+@settings(max_examples=120, **_SETTINGS)
 @given(graph_cases(max_ops=5, max_side=5, max_channels=5))
 def test_random_graphs_all_executors_match_litert(case):
     _check(case, ALL_EXECUTORS)
@@ -65,3 +65,59 @@ def test_mutated_files_load_or_raise_byoc_errors():
                      if f.signature() not in KNOWN]
     assert sum(s.cases for s in sums.values()) >= 2000
     assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------------ the harness itself can fail
+def test_harness_reports_and_localizes_a_wrong_executor(monkeypatch):
+    import numpy as np
+
+    from byoc.interpreter import Interpreter
+    from byoc.testing import TFLiteWriter
+
+    w = TFLiteWriter()
+    x = w.input("x", (1, 4, 4, 2), "int8", scale=0.1, zero_point=3)
+    rng = np.random.default_rng(0)
+    y = w.conv2d(x, rng.integers(-127, 128, (3, 1, 1, 2)).astype(np.int8), np.zeros(3, np.int32),
+                 weight_scale=0.02, padding="VALID", out_scale=0.05, out_zp=0)
+    w.output(w.max_pool2d(y, (2, 2), (2, 2)))
+    model = w.finish()
+    inputs = [rng.integers(-128, 128, (1, 4, 4, 2)).astype(np.int8)]
+    assert not check_model(model, inputs, ("interpreter", "llvm")).findings
+
+    original = Interpreter._apply_op
+
+    def off_by_one_max_pool(self, call, args):
+        out = original(self, call, args)
+        if call.op.name == "nn.max_pool2d":
+            out = out.copy()
+            out.flat[0] ^= 1
+        return out
+
+    monkeypatch.setattr(Interpreter, "_apply_op", off_by_one_max_pool)
+    rep = check_model(model, inputs, ("interpreter", "llvm"))
+    assert [(f.executor, f.kind, f.where) for f in rep.findings] == [("interpreter", "mismatch", "MAX_POOL_2D")]
+
+
+def test_file_fuzz_classifies_outcomes(monkeypatch):
+    import time
+
+    from byoc.errors import ModelError
+    from tests.fuzz import files
+
+    def consume_with(exc=None, sleep=0.0):
+        def consume(target, data, rng):
+            time.sleep(sleep)
+            if exc is not None:
+                raise exc
+            return "ok"
+        return consume
+
+    monkeypatch.setattr(files, "CASE_SECONDS", 1)
+    outcomes = {}
+    for name, fn in {"ok": consume_with(), "model_error": consume_with(ModelError("bad")),
+                     "key_error": consume_with(KeyError(3)), "hang": consume_with(sleep=3)}.items():
+        monkeypatch.setattr(files, "consume", fn)
+        outcome, finding = files.run_one("container", 0, 0)
+        outcomes[name] = (outcome, finding.kind if finding else None)
+    assert outcomes == {"ok": ("ok", None), "model_error": ("rejected", None), "key_error": ("finding", "escape"),
+                        "hang": ("finding", "timeout")}

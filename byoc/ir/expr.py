@@ -6,7 +6,8 @@ they are the same object; ``structural_equal`` compares structure. ``checked_typ
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace as _dc_replace
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,9 +50,19 @@ class Expr:
 
     def replace(self, **changes) -> "Expr":
         """A copy with ``changes``; returns ``self`` when nothing changes (so mutators can test ``new is old``)."""
-        if all(getattr(self, k) is v for k, v in changes.items()):
+        for k, v in changes.items():
+            if getattr(self, k) is not v:
+                break
+        else:
             return self
-        return _dc_replace(self, _checked_type=None, **changes)  # type: ignore[type-var]
+        cls = type(self)
+        names = _INIT_FIELDS.get(cls)
+        if names is None:
+            names = _INIT_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                                              if f.init and f.name != "_checked_type")
+        kw = {n: getattr(self, n) for n in names}
+        kw.update(changes)
+        return cls(**kw)  # the copy's type memo starts empty
 
     # Arithmetic sugar, as in Relay (x + 1 builds an add call).
     def __add__(self, other):
@@ -82,6 +93,10 @@ class Expr:
         return self.astext(show_meta_data=False)
 
 
+# Per node class: constructor fields other than the type memo (for ``replace``).
+_INIT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _as_expr(value, like: Expr | None = None) -> Expr:
     if isinstance(value, Expr):
         return value
@@ -101,16 +116,27 @@ class Op(Expr):
 
     @staticmethod
     def get(name: str) -> "Op":
-        from ..ops.registry import get_op_def
-        return get_op_def(name).op
+        return _op_def(name).op
 
     @property
     def op_def(self):
-        from ..ops.registry import get_op_def
-        return get_op_def(self.name)
+        return _op_def(self.name)
 
     def __repr__(self) -> str:
         return f"Op({self.name})"
+
+
+_registry = None  # byoc.ops.registry, bound on first use (it imports this module)
+
+
+def _op_def(name: str):
+    """The registry entry of op ``name``: a dict hit on the hot path (calls are built by the million)."""
+    global _registry
+    if _registry is None:
+        from ..ops import registry as _reg
+        _registry = _reg
+    d = _registry._REGISTRY.get(name)
+    return d if d is not None else _registry.get_op_def(name)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -191,18 +217,24 @@ class Call(Expr):
     _checked_type: Type | None = field(default=None, repr=False)
 
     def __post_init__(self):
-        args = tuple(self.args)
-        object.__setattr__(self, "args", args)
-        for i, a in enumerate(args):
+        args = self.args
+        if type(args) is not tuple:
+            args = tuple(args)
+            object.__setattr__(self, "args", args)
+        for a in args:
             if not isinstance(a, Expr):
+                i = next(i for i, b in enumerate(args) if b is a)
                 raise IRError(f"argument {i} of call to {_callee_name(self.op)} is {type(a).__name__}, not an Expr",
                               hint="wrap Python values with relay.const(...)")
-        if isinstance(self.op, Op):
-            op_def = self.op.op_def
-            attrs = op_def.make_attrs(self.attrs)
-            object.__setattr__(self, "attrs", attrs)
-            op_def.check_arity(len(args))
-        elif not isinstance(self.op, (Function, GlobalVar, Var)):
+        op = self.op
+        if isinstance(op, Op):
+            op_def = _op_def(op.name)
+            attrs = self.attrs
+            if type(attrs) is not op_def.attrs_type:  # already normalised: the common case when rebuilding
+                object.__setattr__(self, "attrs", op_def.make_attrs(attrs))
+            if len(args) != len(op_def.arg_names):
+                op_def.check_arity(len(args))
+        elif not isinstance(op, (Function, GlobalVar, Var)):
             raise IRError(f"a call's callee must be an Op, Function, GlobalVar or Var, got {type(self.op).__name__}")
 
     def __repr__(self) -> str:

@@ -16,7 +16,7 @@ __all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op
 def var(name_hint: str, type_annotation=None, shape=None, dtype: str = "float32", span=None) -> Var:
     """``relay.var(name, shape=..., dtype=...)`` or ``relay.var(name, TensorType(...))``."""
     if type_annotation is None and shape is not None:
-        type_annotation = TensorType(tuple(shape), dtype)
+        type_annotation = TensorType(shape, dtype)  # TensorType validates the shape
     elif isinstance(type_annotation, str):
         type_annotation = TensorType(tuple(shape or ()), type_annotation)
     elif type_annotation is None:

@@ -35,9 +35,9 @@ _METADATA_RE = re.compile(r"^#\[metadata\][ \t]*$", re.M)
 
 
 def tokenize(program: str) -> list[str]:
-    """The token strings of ``program`` followed by the EOF sentinel."""
+    """The token strings of ``program`` followed by EOF sentinels (two, so one token of lookahead is safe)."""
     tokens = _TOKEN.findall(program)
-    tokens.append(EOF)
+    tokens.extend((EOF, EOF))
     return tokens
 
 

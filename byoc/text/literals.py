@@ -21,8 +21,9 @@ import numpy as np
 
 from ..ir.types import DTYPES, FuncType, TensorType, TupleType, Type
 
-__all__ = ["gc_paused", "type_text", "scalar_literal", "parse_number", "attr_text", "encode_metadata", "decode_constant",
-           "IDENT_RE", "quote_name", "attr_defaults", "DTYPE_SUFFIX", "SUFFIX_DTYPE"]
+__all__ = ["gc_paused", "type_text", "scalar_literal", "parse_number", "attr_text", "attr_defaults", "same_value",
+           "NO_DEFAULT", "encode_metadata", "decode_constant", "IDENT_RE", "quote_name", "DTYPE_SUFFIX",
+           "SUFFIX_DTYPE"]
 
 IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _GLOBAL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
@@ -155,11 +156,11 @@ def attr_text(value: Any) -> str:
 
 
 _DEFAULTS: dict[type, tuple[tuple[str, Any], ...]] = {}
-_NO_DEFAULT = object()
+NO_DEFAULT = object()  # the "default" of a required attrs field
 
 
 def attr_defaults(attrs_type: type) -> tuple[tuple[str, Any], ...]:
-    """(field name, default or _NO_DEFAULT) for an attrs dataclass, cached per class."""
+    """(field name, default or NO_DEFAULT) for an attrs dataclass, cached per class."""
     cached = _DEFAULTS.get(attrs_type)
     if cached is None:
         out = []
@@ -169,7 +170,7 @@ def attr_defaults(attrs_type: type) -> tuple[tuple[str, Any], ...]:
             elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
                 default = f.default_factory()  # type: ignore[misc]
             else:
-                default = _NO_DEFAULT
+                default = NO_DEFAULT
             out.append((f.name, default))
         cached = _DEFAULTS[attrs_type] = tuple(out)
     return cached

@@ -127,9 +127,9 @@ class _Parser:
             at = self.i
             self.expect("def", "'def' or the end of the module")
             tok = self.toks[self.i]
-            if tok[:1] != "@":
+            if tok[:1] != "@" or len(tok) < 2:
                 raise self.error(f"expected a global function name @name after 'def', found {self.found()}")
-            name = self._global_name(tok)
+            name = self._global_name(tok, self.i)
             if name in defined:
                 line, _ = self.src.line_col(token_offset(self.program, defined[name]))
                 raise self.error(f"@{name} is defined twice (first at line {line})")
@@ -305,7 +305,7 @@ class _Parser:
                     frame.params.append(var)
                     self._define(frame, tok, var)
                 elif (_is_name(tok) or tok[:1] == '"') and toks[self.i + 1] == "=":
-                    key = json.loads(tok) if tok[:1] == '"' else tok
+                    key = self._string(tok, self.i) if tok[:1] == '"' else tok
                     self.i += 2
                     frame.attrs[key] = self.parse_attr_value()
                 else:
@@ -355,9 +355,9 @@ class _Parser:
                 raise self.error(f"unexpected '{tok}' inside an expression",
                                  hint="let and free_var are statements of a block; wrap in { ... } if needed")
             return self._op_call()
-        if c == "@":
+        if c == "@" and len(tok) > 1:
             self.i = i + 1
-            name = self._global_name(tok)
+            name = self._global_name(tok, i)
             self.global_refs.setdefault(name, i)
             gv = self.globals.get(name)
             if gv is None:
@@ -424,7 +424,7 @@ class _Parser:
             if toks[i + 1] == "=" and (_is_name(tok) or tok[:1] == '"'):
                 if not allow_attrs:
                     raise self.error("only calls of ops take attributes", i)
-                key = json.loads(tok) if tok[:1] == '"' else tok
+                key = self._string(tok, i) if tok[:1] == '"' else tok
                 if key in attrs:
                     raise self.error(f"attribute {key!r} given twice", i)
                 self.i = i + 2
@@ -543,8 +543,16 @@ class _Parser:
                              f"{len(self.meta)} constants", k_at)
         return self.meta[k]
 
-    def _global_name(self, tok: str) -> str:
-        return json.loads(tok[1:]) if tok.startswith('@"') else tok[1:]
+    def _global_name(self, tok: str, at: int) -> str:
+        return self._string(tok[1:], at) if tok.startswith('@"') else tok[1:]
+
+    def _string(self, tok: str, at: int) -> str:
+        """A quoted string token (JSON escapes)."""
+        try:
+            return json.loads(tok)
+        except ValueError as e:
+            raise self.error(f"malformed string literal: {e.msg if hasattr(e, 'msg') else e}", at,
+                             hint='strings use JSON escapes: \\" \\\\ \\n \\uXXXX') from None
 
     def _metadata(self, text: str, start: int) -> list[Constant]:
         body_at = text.index("]", start) + 1
@@ -654,7 +662,7 @@ class _Parser:
                 raise self.error(str(e), i) from None
         if c == '"' and len(tok) > 1:
             self.i = i + 1
-            return json.loads(tok)
+            return self._string(tok, i)
         if tok in ("True", "False", "None"):
             self.i = i + 1
             return {"True": True, "False": False, "None": None}[tok]

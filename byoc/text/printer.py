@@ -31,9 +31,8 @@ import numpy as np
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.traversal import children, post_order
-from .literals import (IDENT_RE, attr_defaults, attr_text, encode_metadata, gc_paused, quote_name, same_value,
-                       scalar_literal, type_text)
-from .literals import _NO_DEFAULT  # noqa: PLC2701 - shared sentinel
+from .literals import (IDENT_RE, NO_DEFAULT, attr_defaults, attr_text, encode_metadata, gc_paused, quote_name,
+                       same_value, scalar_literal, type_text)
 
 __all__ = ["astext", "excerpt", "VERSION_LINE"]
 
@@ -51,6 +50,7 @@ _FLAT = 3    # a tail Let: `let %v = value;` statements continuing the enclosing
 
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _LEAF_TYPES = frozenset((Var, Constant, GlobalVar, Op))
+_COMPOUND_TYPES = frozenset((Tuple, TupleGetItem, Let, If, Function))  # and Call
 _MISSING = object()
 
 
@@ -84,7 +84,8 @@ class _Output:
         self.meta_index: dict[Constant, int] = {}
         self.type_cache: dict = {}
         self.comment_cache: dict[int, str] = {}
-        self.attrs_cache: dict = {}
+        self.attrs_cache: dict[tuple[type, str], list[str]] = {}
+        self.attrs_by_id: dict[int, list[str]] = {}
         self.literal_cache: dict[tuple[str, bytes], str | None] = {}
 
     def type_comment(self, t) -> str:
@@ -105,27 +106,23 @@ class _Output:
 
     def attr_parts(self, attrs) -> list[str]:
         """``name=value`` for the fields that differ from their defaults, when that provably round-trips."""
-        try:
-            cached = self.attrs_cache.get(attrs)
-        except TypeError:
-            cached = None
-            attrs_hashable = False
-        else:
-            attrs_hashable = True
-        if cached is not None:
-            return cached
-        fields = attr_defaults(type(attrs))
-        every = [(name, getattr(attrs, name)) for name, _ in fields]
-        short = {name: v for (name, default), (_, v) in zip(fields, every)
-                 if default is _NO_DEFAULT or not same_value(v, default)}
-        try:  # rebuilding from the short form must give the same value, else print every field
-            if type(attrs)(**short) != attrs:
+        parts = self.attrs_by_id.get(id(attrs))  # attrs objects stay alive while one text is printed
+        if parts is not None:
+            return parts
+        key = (type(attrs), repr(attrs))  # repr tells 1, 1.0 and True apart, which == does not
+        parts = self.attrs_cache.get(key)
+        if parts is None:
+            fields = attr_defaults(type(attrs))
+            every = [(name, getattr(attrs, name)) for name, _ in fields]
+            short = {name: v for (name, default), (_, v) in zip(fields, every)
+                     if default is NO_DEFAULT or not same_value(v, default)}
+            try:  # rebuilding from the short form must give the same value, else print every field
+                if type(attrs)(**short) != attrs:
+                    short = dict(every)
+            except Exception:  # noqa: BLE001 - any failure means "print everything"
                 short = dict(every)
-        except Exception:  # noqa: BLE001 - any failure means "print everything"
-            short = dict(every)
-        parts = [f"{name}={attr_text(v)}" for name, v in short.items()]
-        if attrs_hashable:
-            self.attrs_cache[attrs] = parts
+            parts = self.attrs_cache[key] = [f"{name}={attr_text(v)}" for name, v in short.items()]
+        self.attrs_by_id[id(attrs)] = parts
         return parts
 
 
@@ -152,6 +149,10 @@ class _RootPrinter:
                     count[c] = get(c, 0) + 1
             elif t in _LEAF_TYPES:
                 continue
+            elif t not in _COMPOUND_TYPES:  # the layout dispatches on exact node classes
+                from ..errors import IRError
+                raise IRError(f"cannot print a {t.__name__} node: not one of the IR's node classes",
+                              hint="build nodes with the byoc.relay / byoc.ir constructors")
             else:
                 for c, k in _uses(node):
                     count[c] = get(c, 0) + 1

@@ -2,6 +2,7 @@
 and building the same program twice is deterministic (text and structural hash, across processes too)."""
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -118,7 +119,6 @@ def _fingerprints() -> list[str]:
     out = []
     for build in (seed_conv_block, _let_closure_program):
         mod = InferType()(byoc.IRModule.from_expr(build()))
-        import hashlib
         out.append(f"{hashlib.sha256(mod.astext().encode()).hexdigest()} {byoc.structural_hash(mod)}")
     return out
 

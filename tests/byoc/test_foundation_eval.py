@@ -47,6 +47,16 @@ def test_closure_captures_its_environment():
     np.testing.assert_array_equal(_eval(relay.Function([x], body), x=X)[0], (X * (X + 1)) * (X + 1))
 
 
+def test_closures_made_by_two_calls_keep_their_own_environment():
+    y, z = relay.var("y", shape=(), dtype="int32"), relay.var("z", shape=(), dtype="int32")
+    f, g1, g2 = relay.var("f"), relay.var("g1"), relay.var("g2")
+    make_adder = relay.Function([y], relay.Function([z], relay.add(y, z)))
+    one, two, ten = (relay.const(v, "int32") for v in (1, 2, 10))
+    body = relay.Let(f, make_adder, relay.Let(g1, relay.Call(f, [one]), relay.Let(
+        g2, relay.Call(f, [two]), relay.Tuple([relay.Call(g1, [ten]), relay.Call(g2, [ten])]))))
+    assert [int(v) for v in _eval(relay.Function([], body))] == [11, 12]
+
+
 def test_if_choosing_between_closures():
     c, x, y1, y2, h = relay.var("c", shape=(), dtype="bool"), _f32(), _f32(name="y1"), _f32(name="y2"), \
         relay.var("h")

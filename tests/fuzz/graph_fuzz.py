@@ -25,6 +25,7 @@ __all__ = ["GraphFuzzResult", "fuzz_graphs"]
 
 SHRINK_SECONDS = 120   # per failure
 SHRINK_GRACE = 60      # how far a shrink may run past the deadline
+SIZES = ({"max_side": 8, "max_channels": 8}, {"max_side": 20, "max_channels": 24, "max_elements": 24_000})
 
 
 @dataclass
@@ -93,8 +94,11 @@ def fuzz_graphs(deadline: float, seed: int, max_ops: int = 10, out_dir: Path = D
     run_index = 0
     while time.time() < deadline:
         state.update(target=None, executors=ALL_EXECUTORS, last=None)
+        # alternate small graphs with larger ones (NPU tiling, multi-block CPU kernels)
+        sizes = SIZES[run_index % len(SIZES)]
         test = settings(max_examples=batch, deadline=None, database=None, derandomize=False,
-                        suppress_health_check=list(HealthCheck))(given(graph_cases(max_ops=max_ops))(check))
+                        suppress_health_check=list(HealthCheck))(
+            given(graph_cases(max_ops=max_ops, **sizes))(check))
         test = hseed(seed * 1_000_003 + run_index)(test)
         run_index += 1
         try:

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 from hypothesis import strategies as st
 
-from byoc.testing.tflite_writer import TensorRef, TFLiteWriter, same_or_valid_out
+from byoc.testing.tflite_writer import TensorRef, TFLiteWriter
 
 __all__ = ["GraphCase", "graph_cases", "OP_KINDS", "random_inputs"]
 
@@ -60,8 +60,9 @@ def _elements(shape) -> int:
 class _Builder:
     """Draws ops onto a writer; ``live`` holds the tensors later ops may read."""
 
-    def __init__(self, draw, rng: np.random.Generator):
+    def __init__(self, draw, rng: np.random.Generator, max_elements: int = MAX_ELEMENTS):
         self.draw = draw
+        self.max_elements = max_elements
         self.rng = rng
         self.w = TFLiteWriter(description="tests.fuzz")
         self.live: list[TensorRef] = []
@@ -111,7 +112,7 @@ class _Builder:
 
     def add_live(self, *refs: TensorRef) -> None:
         for r in refs:
-            if _elements(r.shape) <= MAX_ELEMENTS and all(d > 0 for d in r.shape):
+            if _elements(r.shape) <= self.max_elements and all(d > 0 for d in r.shape):
                 self.live.append(r)
 
     def note(self, text: str, y: TensorRef | list[TensorRef]) -> None:
@@ -121,7 +122,12 @@ class _Builder:
         self.log.append(f"{text} -> {q}")
 
     # ----------------------------------------------------------------- weights
-    def weights(self, shape, per_channel_axis: int | None):
+    def weights(self, x: TensorRef, shape, per_channel_axis: int | None):
+        """(quantized weights, scale(s), zero point): int8 symmetric, per-channel or per-tensor, for int8 data;
+        uint8 per-tensor with a drawn zero point for uint8 data (LiteRT's uint8 kernels have no per-channel)."""
+        if x.dtype == "uint8":
+            return (self.rng.integers(0, 256, shape).astype(np.uint8), np.float32(self.scale(-10, -4)),
+                    self.zero_point("uint8"))
         q = self.rng.integers(-127, 128, shape).astype(np.int8)
         if per_channel_axis is not None and self.flag(0.7):
             n = shape[per_channel_axis]
@@ -129,7 +135,7 @@ class _Builder:
             scales = (2.0 ** (lo + self.rng.uniform(0, 3, n))).astype(np.float32)
         else:
             scales = np.float32(self.scale(-10, -4))
-        return q, scales
+        return q, scales, 0
 
     def bias(self, n: int, optional: bool = False):
         """int32 bias; LiteRT's int8 CONV_2D / DEPTHWISE_CONV_2D require one, FC and TRANSPOSE_CONV do not."""
@@ -165,11 +171,11 @@ def op_conv2d(b: _Builder) -> bool:
     if padding == "VALID" and ((kh - 1) * dil[0] + 1 > h or (kw - 1) * dil[1] + 1 > w):
         padding = "SAME"
     cout = b.integer(1, 8)
-    wq, ws = b.weights((cout, kh, kw, cin), 0)
+    wq, ws, wz = b.weights(x, (cout, kh, kw, cin), 0)
     act = b.choice(ACTIVATIONS)
     s, zp = b.out_params(x, _conv_out_gain(ws, kh * kw * cin))
-    y = b.w.conv2d(x, wq, b.bias(cout), weight_scale=ws, strides=(sh, sw), dilation=dil, padding=padding,
-                   activation=act, out_scale=s, out_zp=zp)
+    y = b.w.conv2d(x, wq, b.bias(cout), weight_scale=ws, weight_zp=wz, strides=(sh, sw), dilation=dil,
+                   padding=padding, activation=act, out_scale=s, out_zp=zp)
     b.use(x)
     b.note(f"CONV_2D({x.name}, k={kh}x{kw}, s={sh}x{sw}, d={dil[0]}, {padding}, {act}, "
            f"{'per-channel' if np.ndim(ws) else 'per-tensor'})", y)
@@ -189,11 +195,12 @@ def op_depthwise(b: _Builder) -> bool:
     padding = b.choice(["SAME", "VALID"])
     if padding == "VALID" and ((kh - 1) * dil[0] + 1 > h or (kw - 1) * dil[1] + 1 > w):
         padding = "SAME"
-    wq, ws = b.weights((1, kh, kw, cin * m), 3)
+    wq, ws, wz = b.weights(x, (1, kh, kw, cin * m), 3)
     act = b.choice(ACTIVATIONS)
     s, zp = b.out_params(x, _conv_out_gain(ws, kh * kw))
-    y = b.w.depthwise_conv2d(x, wq, b.bias(cin * m), weight_scale=ws, strides=(sh, sw), dilation=dil,
-                             padding=padding, depth_multiplier=m, activation=act, out_scale=s, out_zp=zp)
+    y = b.w.depthwise_conv2d(x, wq, b.bias(cin * m), weight_scale=ws, weight_zp=wz, strides=(sh, sw),
+                             dilation=dil, padding=padding, depth_multiplier=m, activation=act, out_scale=s,
+                             out_zp=zp)
     b.use(x)
     b.note(f"DEPTHWISE_CONV_2D({x.name}, m={m}, k={kh}x{kw}, s={sh}x{sw}, d={dil[0]}, {padding}, {act})", y)
     b.add_live(y)
@@ -209,11 +216,11 @@ def op_fully_connected(b: _Builder) -> bool:
     if k > 512:
         return False
     units = b.integer(1, 10)
-    wq, ws = b.weights((units, k), 0)
+    wq, ws, wz = b.weights(x, (units, k), 0)
     act = b.choice(ACTIVATIONS)
     s, zp = b.out_params(x, _conv_out_gain(ws, k))
-    y = b.w.fully_connected(x, wq, b.bias(units, optional=True), weight_scale=ws, keep_num_dims=(mode == "keep"),
-                            activation=act, out_scale=s, out_zp=zp)
+    y = b.w.fully_connected(x, wq, b.bias(units, optional=True), weight_scale=ws, weight_zp=wz,
+                            keep_num_dims=(mode == "keep"), activation=act, out_scale=s, out_zp=zp)
     b.use(x)
     b.note(f"FULLY_CONNECTED({x.name}, units={units}, K={k}, {mode}, {act})", y)
     b.add_live(y)
@@ -233,11 +240,11 @@ def op_transpose_conv(b: _Builder) -> bool:
     else:
         oh, ow = (h - 1) * sh + kh, (w - 1) * sw + kw
     cout = b.integer(1, 6)
-    wq, ws = b.weights((cout, kh, kw, cin), 0)
+    wq, ws, wz = b.weights(x, (cout, kh, kw, cin), 0)
     s, zp = b.out_params(x, _conv_out_gain(ws, kh * kw * cin))
     bias = b.bias(cout, optional=True)
-    y = b.w.transpose_conv(x, wq, (n, oh, ow, cout), bias, weight_scale=ws, strides=(sh, sw), padding=padding,
-                           out_scale=s, out_zp=zp)
+    y = b.w.transpose_conv(x, wq, (n, oh, ow, cout), bias, weight_scale=ws, weight_zp=wz, strides=(sh, sw),
+                           padding=padding, out_scale=s, out_zp=zp)
     b.use(x)
     b.note(f"TRANSPOSE_CONV({x.name}, k={kh}x{kw}, s={sh}x{sw}, {padding}, bias={bias is not None})", y)
     b.add_live(y)
@@ -260,7 +267,7 @@ def op_binary(b: _Builder) -> bool:
     else:
         shapes = [a.shape, (a.shape[-1],) if a.shape else (), (1,) * max(len(a.shape) - 1, 0) + a.shape[-1:], (1,)]
         cshape = b.choice(shapes[: 4 if a.shape else 1])
-        rhs = b.rng.integers(-128, 128, cshape).astype(a.dtype)
+        rhs = b.rng.integers(np.iinfo(a.dtype).min, np.iinfo(a.dtype).max + 1, cshape).astype(a.dtype)
     act = b.choice(ACTIVATIONS)
     gain = 2.0 if kind != "MUL" else float(a.scale[0]) * 64
     s, zp = b.out_params(a, gain)
@@ -354,17 +361,19 @@ def op_requantize(b: _Builder) -> bool:
         b.note(f"DEQUANTIZE({x.name})", f)
         if b.flag(0.5):
             s, zp = b.out_params(x)
-            y = b.w.quantize(f, out_scale=s, out_zp=zp)
+            y = b.w.quantize(f, out_scale=s, out_zp=zp, out_dtype=x.dtype)
             b.consumed.add(f.index)
             b.note(f"QUANTIZE({f.name})", y)
             b.add_live(y)
         else:
             b.floats.append(f)
         return True
-    s, zp = b.out_params(x)
-    y = b.w.quantize(x, out_scale=s, out_zp=zp, out_dtype=x.dtype)
+    dtype = b.choice([x.dtype, "uint8" if x.dtype == "int8" else "int8"])
+    s, _ = b.out_params(x)
+    zp = b.zero_point(dtype)
+    y = b.w.quantize(x, out_scale=s, out_zp=zp, out_dtype=dtype)
     b.use(x)
-    b.note(f"QUANTIZE({x.name}) requantize", y)
+    b.note(f"QUANTIZE({x.name}) requantize to {dtype}", y)
     b.add_live(y)
     return True
 
@@ -395,8 +404,8 @@ def op_reshape(b: _Builder) -> bool:
     n = _elements(x.shape)
     options = [(1, n), (n,), (1, 1, 1, n), (1, 1, n, 1), (1, -1)]
     if len(x.shape) == 4:
-        _, h, w, c = x.shape
-        options += [(1, w, h, c), (1, h * w, 1, c), (1, 1, h * w, c), (1, h, w * c, 1)]
+        nb, h, w, c = x.shape
+        options += [(nb, w, h, c), (nb, h * w, 1, c), (nb, 1, h * w, c), (nb, h, w * c, 1)]
     shape = b.choice(options)
     y = b.w.reshape(x, shape, shape_as_input=b.flag(0.8))
     b.use(x)
@@ -439,8 +448,8 @@ def _same_params_branch(b: _Builder, a: TensorRef, axis: int) -> TensorRef:
     if kind == "conv":
         cout = a.shape[3] if axis != 3 else b.integer(1, 6)
         k = b.integer(1, 3)
-        wq, ws = b.weights((cout, k, k, a.shape[3]), 0)
-        y = b.w.conv2d(a, wq, b.bias(cout), weight_scale=ws, padding="SAME", out_scale=s, out_zp=zp)
+        wq, ws, wz = b.weights(a, (cout, k, k, a.shape[3]), 0)
+        y = b.w.conv2d(a, wq, b.bias(cout), weight_scale=ws, weight_zp=wz, padding="SAME", out_scale=s, out_zp=zp)
         b.note(f"CONV_2D({a.name}, k={k}x{k}, SAME) with the same output params", y)
     elif kind == "leaky":
         y = b.w.leaky_relu(a, 0.5, out_scale=s, out_zp=zp)
@@ -569,21 +578,23 @@ OP_KINDS = tuple(OPS)
 
 @st.composite
 def graph_cases(draw, max_ops: int = 6, max_side: int = 8, max_channels: int = 8,
-                op_kinds: tuple[str, ...] = OP_KINDS) -> GraphCase:
+                op_kinds: tuple[str, ...] = OP_KINDS, uint8_share: float = 0.2,
+                max_elements: int = MAX_ELEMENTS) -> GraphCase:
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    b = _Builder(draw, rng)
+    b = _Builder(draw, rng, max_elements)
     n_inputs = 2 if b.flag(0.2) else 1
+    dtype = "uint8" if b.flag(uint8_share) else "int8"
     shape = (1, b.integer(1, max_side), b.integer(1, max_side), b.integer(1, max_channels))
     for i in range(n_inputs):
         s = b.scale(-9, 0)
-        zp = b.zero_point("int8")
+        zp = b.zero_point(dtype)
         # a second input either matches the first (residual partner) or has its own shape
         shp = shape if i == 0 or b.flag(0.6) else (1, b.integer(1, max_side), b.integer(1, max_side),
                                                    b.integer(1, max_channels))
-        x = b.w.input(f"in{i}", shp, "int8", scale=s, zero_point=zp)
+        x = b.w.input(f"in{i}", shp, dtype, scale=s, zero_point=zp)
         b.inputs.append(x)
         b.live.append(x)
-        b.log.append(f"input {x.name}{list(shp)} int8 s={x.scale[0]:.6g} zp={zp}")
+        b.log.append(f"input {x.name}{list(shp)} {dtype} s={x.scale[0]:.6g} zp={zp}")
     n_ops = b.integer(1, max_ops)
     added = 0
     for _ in range(n_ops * 3):

@@ -178,9 +178,14 @@ def _edit_writer(w, rng: np.random.Generator) -> str:
     if kind == 12 and op.options:
         key = _pick(rng, sorted(op.options))
         v = op.options[key]
-        op.options[key] = (not v) if isinstance(v, bool) else (
-            float(_pick(rng, [0.0, -1.0, float("nan"), 1e30])) if isinstance(v, float) else (
-                [int(_pick(rng, ABSURD_INTS[:4]))] * 3 if isinstance(v, list) else int(_pick(rng, [0, -1, 99, 2**31 - 1]))))
+        if isinstance(v, bool):
+            op.options[key] = not v
+        elif isinstance(v, float):
+            op.options[key] = float(_pick(rng, [0.0, -1.0, float("nan"), 1e30]))
+        elif isinstance(v, list):
+            op.options[key] = [int(_pick(rng, ABSURD_INTS[:4]))] * 3
+        else:
+            op.options[key] = int(_pick(rng, [0, -1, 99, 2**31 - 1]))
         return f"option {key} -> {op.options[key]}"
     # 13: graph inputs/outputs
     w._outputs = [int(_pick(rng, [len(w._tensors), -1, 0]))] + w._outputs[1:] if rng.integers(0, 2) else []
@@ -380,7 +385,8 @@ def container_seeds() -> list[bytes]:
 def _reseal_container(header: dict, payload: bytes, version: int | None = None) -> bytes:
     from runtime.container import FORMAT_VERSION, MAGIC
     hb = json.dumps(header, separators=(",", ":")).encode()
-    return struct.pack("<8sII32s", MAGIC, version or FORMAT_VERSION, len(hb), hashlib.sha256(hb).digest()) + hb + payload
+    fixed = struct.pack("<8sII32s", MAGIC, version or FORMAT_VERSION, len(hb), hashlib.sha256(hb).digest())
+    return fixed + hb + payload
 
 
 def _container_parts(data: bytes) -> tuple[dict, bytes]:

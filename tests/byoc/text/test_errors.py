@@ -1,7 +1,10 @@
 """Malformed text raises ParseError at the right line:column, with the source line and a caret."""
 from __future__ import annotations
 
+import functools
+
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import byoc
 from byoc.errors import ByocError, ParseError
@@ -118,6 +121,15 @@ def test_metadata_errors():
     assert (err.line, err.column) == _where(program, "1]")
 
 
+@pytest.mark.parametrize("text", ["free_var %x: int8;\nadd(%x,", "fn (%x: int8", "fn (%x: int8, Primitive=",
+                                  "free_var %x: int8;\nclip(%x, a_min=[1, ", "let", "let %v", "let %v =",
+                                  "free_var", "free_var %x: Tensor[(1,", "if (", "fn (%x: int8) {", "meta[",
+                                  "free_var %x: (int8, int8)\n%x.", "{", "@", "%", '"', "/*"])
+def test_truncated_text_is_a_parse_error(text):
+    err = _parse_error(text, parse=parse_expr)
+    assert err.line >= 1 and ("end of input" in str(err) or "unterminated" in str(err) or "'" in str(err))
+
+
 def test_nesting_limit_is_an_error_not_a_crash():
     err = _parse_error("free_var %x: int8;\n" + "(" * 5000 + "%x" + ")" * 5000, parse=parse_expr)
     assert "nested more than" in str(err) and err.line == 2
@@ -148,3 +160,38 @@ def test_show_meta_data_false_output_reports_missing_metadata():
     mod = byoc.IRModule.from_expr(relay.add(x, relay.const(np.ones(2, np.float32))))
     err = _parse_error(mod.astext(show_meta_data=False))
     assert "no #[metadata] section" in str(err) and "show_meta_data=True" in str(err)
+
+
+@functools.lru_cache(maxsize=None)
+def _samples() -> tuple[str, ...]:
+    from byoc import relay
+
+    from . import modules
+    return (relay.transform.InferType()(modules.partitioned()).astext(), modules.lets_and_closures().astext(),
+            modules.if_sharing().astext(), modules.constants_of_every_dtype().astext(),
+            modules.many_attrs().astext())
+
+
+_EDIT = st.tuples(st.sampled_from(["delete", "insert", "replace", "duplicate"]), st.integers(0, 10**6),
+                  st.integers(1, 12), st.text(alphabet='%@"()[]{},;=:.-0123456789abcfi \n/*\\', max_size=6))
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 4), st.lists(_EDIT, min_size=1, max_size=3))
+def test_mutated_text_never_crashes(which, edits):
+    """Random edits of printed text either parse or raise ParseError: never a raw Python exception."""
+    text = _samples()[which]
+    for kind, pos, length, insert in edits:
+        pos %= len(text) + 1
+        if kind == "delete":
+            text = text[:pos] + text[pos + length:]
+        elif kind == "insert":
+            text = text[:pos] + insert + text[pos:]
+        elif kind == "replace":
+            text = text[:pos] + insert + text[pos + length:]
+        else:
+            text = text[:pos] + text[pos:pos + length] + text[pos:]
+    try:
+        byoc.parse(text)
+    except ParseError as e:
+        assert e.line >= 1 and str(e).startswith(f"{e.line}:{e.column}: ")

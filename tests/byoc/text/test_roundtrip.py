@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 
 import numpy as np
 import pytest
@@ -194,7 +195,46 @@ def test_every_registered_op_and_its_attrs_round_trip(op_name):
 
 # --------------------------------------------------------------------------- modules from the other packages
 
-def test_real_model_round_trips():
-    frontend = pytest.importorskip("byoc.frontend.tflite", reason="the TFLite importer is not available yet")
-    mod, params = frontend.from_tflite("../shared/models/person_detect.tflite")
+MODELS = pathlib.Path(__file__).resolve().parents[3].parent / "shared" / "models"
+
+
+@pytest.mark.parametrize("model", ["hello_world_int8", "micro_speech_quantized", "person_detect",
+                                   "mobilenet_v2_quantized_1x3x224x224"])
+def test_real_models_and_their_partitions_round_trip(model):
+    path = MODELS / f"{model}.tflite"
+    if not path.exists():
+        pytest.skip(f"{path} is not present")
+    from byoc.frontend import from_tflite
+    mod, params = from_tflite(str(path))
     assert_round_trip(relay.transform.InferType()(mod))
+    partitioned = byoc.partition_for("npu", mod, params)
+    assert_round_trip(relay.transform.InferType()(partitioned))
+
+
+def test_equal_attrs_of_different_kinds_keep_their_kinds():
+    x = relay.var("x", shape=(2,), dtype="int8")
+    a = relay.clip(x, -128, 127)          # ints
+    b = relay.clip(a, -128.0, 127.0)      # equal floats
+    parsed = byoc.parse(IRModule.from_expr(relay.Function([x], b)).astext())
+    outer = parsed["main"].body
+    assert type(outer.attrs.a_min) is float and type(outer.args[0].attrs.a_min) is int
+
+
+def test_reads_tvm_style_text_written_by_hand():
+    """Text in TVM's own spelling (comments, span annotations, ret types, inline tails) means what it says."""
+    text = """#[version = "0.0.5"]
+def @main(%data: Tensor[(1, 3, 8, 8), float32], %weight: Tensor[(4, 3, 3, 3), float32]) -> Tensor[(1, 4, 8, 8), float32] {
+  %0 = nn.conv2d(%data, %weight, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]) /* ty=Tensor[(1, 4, 8, 8), float32] */;
+  %1 = nn.relu(%0) /* ty=Tensor[(1, 4, 8, 8), float32] */ /* span=conv1/relu:0:0 */;
+  %2 = (%1, %0);
+  %3 = %2.0;  // the relu
+  add(%3, 1f /* ty=float32 */) /* ty=Tensor[(1, 4, 8, 8), float32] */
+}
+"""
+    data = relay.var("data", shape=(1, 3, 8, 8))
+    weight = relay.var("weight", shape=(4, 3, 3, 3))
+    conv = relay.nn.conv2d(data, weight, padding=(1, 1, 1, 1), channels=4, kernel_size=(3, 3))
+    t = relay.Tuple([relay.nn.relu(conv), conv])
+    body = relay.add(relay.TupleGetItem(t, 0), relay.const(1.0, "float32"))
+    want = IRModule.from_expr(relay.Function([data, weight], body, ret_type=relay.TensorType((1, 4, 8, 8))))
+    assert byoc.structural_equal(byoc.parse(text), want)

@@ -1,8 +1,6 @@
 """ToANormalForm / ToGraphNormalForm: shape of the output, Let scoping, and evaluation on random programs."""
 from __future__ import annotations
 
-import random
-
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
@@ -13,6 +11,7 @@ from byoc.ir.traversal import children, post_order
 from byoc.ir.verify import verify
 from byoc.transform import ToANormalForm, ToGraphNormalForm
 from byoc.transform.normal_form import has_let, require_graph_normal_form
+from pass_programs import INPUTS, random_program
 
 
 def _atomic(e) -> bool:
@@ -146,48 +145,11 @@ def test_require_graph_normal_form_is_a_no_op_without_lets():
 
 # ---------------------------------------------------------------------------------- random programs
 
-def _random_program(seed: int):
-    """A random well-scoped program with sharing, Lets, Ifs and closures over float32[3] tensors."""
-    rng = random.Random(seed)
-    x = relay.var("x", shape=(3,))
-    c = relay.var("c", shape=(), dtype="bool")
-    pool = [x, relay.const(np.array([0.5, -1.5, 2.0], "float32"))]
-
-    def pick(p):
-        return p[rng.randrange(len(p))]
-
-    def expr(p, depth):
-        kind = rng.randrange(7)
-        a, b = pick(p), pick(p)
-        if kind == 0:
-            return relay.add(a, b)
-        if kind == 1:
-            return relay.multiply(a, relay.const(0.5))
-        if kind == 2:
-            return relay.negative(a)
-        if kind == 3 and depth < 2:
-            return relay.If(c, expr(p, depth + 1), expr(p, depth + 1))
-        if kind == 4 and depth < 2:
-            y = relay.var("y", shape=(3,))
-            body = expr(p + [y], depth + 1)
-            return relay.Call(relay.Function([y], body), [b])
-        if kind == 5:
-            v = relay.var("v")
-            return relay.Let(v, a, relay.add(v, b))
-        return relay.subtract(a, b)
-
-    for _ in range(rng.randrange(3, 12)):
-        pool.append(expr(pool, 0))
-    outs = [pool[-1]] + [pick(pool) for _ in range(2)]
-    return relay.Function([c, x], relay.Tuple(outs))
-
-
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(st.integers(0, 10**6), st.booleans())
 def test_normal_forms_preserve_evaluation(seed, cond):
-    f = _random_program(seed)
-    mod = byoc.IRModule.from_expr(f)
-    inputs = {"c": np.array(cond), "x": np.array([1.0, -2.0, 0.25], "float32")}
+    mod = byoc.IRModule.from_expr(random_program(seed))
+    inputs = dict(INPUTS, c=np.array(cond))
     expected = byoc.evaluate(mod, inputs)
     anf = ToANormalForm()(mod)
     _assert_anf(anf["main"].body)
