@@ -15,6 +15,11 @@ __all__ = ["children", "post_order", "rebuild", "ExprRewriter", "rewrite_post_or
 
 def children(node: Expr) -> tuple[Expr, ...]:
     """Operands of a node in evaluation order (binders included, so printers see them first)."""
+    t = type(node)
+    if t is Call:
+        return node.args if type(node.op) is Op else (node.op,) + node.args
+    if t in _LEAF_TYPES:
+        return ()
     if isinstance(node, Call):
         if isinstance(node.op, Op):
             return node.args
@@ -32,6 +37,9 @@ def children(node: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+_LEAF_TYPES = frozenset({Var, Constant, Op, GlobalVar})
+
+
 def post_order(roots: Expr | Iterable[Expr], *, enter_functions: bool = True,
                child_fn: Callable[[Expr], tuple[Expr, ...]] | None = None) -> list[Expr]:
     """Every node reachable from ``roots`` exactly once, operands before users (deterministic order).
@@ -42,29 +50,57 @@ def post_order(roots: Expr | Iterable[Expr], *, enter_functions: bool = True,
         roots = (roots,)
     get_children = child_fn or children
     order: list[Expr] = []
+    append = order.append
     seen: set[int] = set()
+    mark = seen.add
     stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(list(roots))]
+    pop = stack.pop
+    push = stack.append
     while stack:
-        node, expanded = stack.pop()
-        key = id(node)
+        node, expanded = pop()
         if expanded:
-            order.append(node)
+            append(node)
             continue
+        key = id(node)
         if key in seen:
             continue
-        seen.add(key)
-        stack.append((node, True))
+        mark(key)
         if not enter_functions and isinstance(node, Function):
+            append(node)
             continue
         kids = get_children(node)
+        if not kids:  # a leaf is finished at once
+            append(node)
+            continue
+        push((node, True))
         for k in reversed(kids):
             if id(k) not in seen:
-                stack.append((k, False))
+                push((k, False))
     return order
 
 
 def rebuild(node: Expr, new_children: tuple[Expr, ...]) -> Expr:
     """``node`` with its operands replaced (``node`` itself when nothing changed)."""
+    if type(new_children) is not tuple:
+        new_children = tuple(new_children)
+    t = type(node)
+    if t is Call:
+        # Nodes compare by identity, so tuple equality means "the same operand objects".
+        if type(node.op) is Op:
+            if new_children == node.args:
+                return node
+            return Call(node.op, new_children, node.attrs, node.span)
+        if new_children[0] is node.op and new_children[1:] == node.args:
+            return node
+        return Call(new_children[0], new_children[1:], node.attrs, node.span)
+    if t is Tuple:
+        if new_children == node.fields:
+            return node
+        return Tuple(new_children, node.span)
+    if t is TupleGetItem:
+        if new_children[0] is node.tuple_value:
+            return node
+        return TupleGetItem(new_children[0], node.index, node.span)
     old = children(node)
     if len(old) == len(new_children) and all(a is b for a, b in zip(old, new_children)):
         return node
