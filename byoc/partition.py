@@ -101,6 +101,22 @@ def _ops_in(func: Function) -> list[str]:
     return [n.op.name for n in post_order(func.body) if isinstance(n, Call) and isinstance(n.op, Op)]
 
 
+def _first_op_in(func: Function) -> list[str]:
+    """One op name of ``func`` (a search that stops at the first op call), or none: as long as ``_ops_in`` up
+    to ``min_partition_size=1``."""
+    stack: list[Expr] = [func.body]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Call) and isinstance(n.op, Op):
+            return [n.op.name]
+        stack.extend(_children(n))
+    return []
+
+
 def _composites_in(func: Function) -> list[Function]:
     return [n for n in post_order(func.body) if isinstance(n, Function) and "Composite" in n.attrs]
 
@@ -195,7 +211,8 @@ def _apply_policies(mod: IRModule, target: str, min_partition_size: int, inline_
     for gv, func in mod.sorted_items():
         if func.attrs.get("Compiler") != target:
             continue
-        ops = _ops_in(func)
+        # The common default (size 1, no MAC rule) only needs to know whether there is any op at all.
+        ops = _ops_in(func) if (min_partition_size > 1 or inline_non_mac) else _first_op_in(func)
         if len(ops) < min_partition_size:
             reasons[gv.name_hint] = (f"partition @{gv.name_hint} was given back to the CPU: it has {len(ops)} "
                                      f"op(s), fewer than min_partition_size={min_partition_size}")

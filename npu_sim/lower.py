@@ -184,6 +184,7 @@ class _Lowerer:
                                      f"{type(o).__name__}")
             elif not self.problems:
                 self.problems.append(f"output {_describe(o)} is not produced by a supported layer")
+        outputs = [self.copy_if_input_view(tid, inputs) for tid in outputs]
         if self.problems:
             raise NPUError(f"NPU compiler cannot build {self.name!r}: {len(self.problems)} unsupported "
                            f"construct(s)", notes=tuple("  - " + p for p in self.problems),
@@ -211,6 +212,24 @@ class _Lowerer:
             handler(self, call)
             return
         raise NPUError(f"{_describe(call)}: calls to {type(call.op).__name__} are not supported")
+
+    def copy_if_input_view(self, tid: int, inputs: list[int]) -> int:
+        """An output that is only a view (reshape/squeeze) of an input has no memory of its own: the partition
+        would alias its caller's buffer. Give it one with a PPU copy layer, like Vela's memcpy for a
+        reshape-only subgraph."""
+        t = self.tensors[tid]
+        root = t.alias_of if t.alias_of is not None else tid
+        if root not in inputs:
+            return tid
+        if t.dtype not in ("int8", "uint8"):
+            self.problems.append(f"output {t.name!r} is a view of an input of type {t.dtype}; the NPU copies "
+                                 f"int8/uint8 tensors only")
+            return tid
+        info = np.iinfo(t.dtype)
+        out = self.new_tensor(f"{t.name}.copy", TensorType(t.shape, t.dtype))
+        self.layers.append(PpuLayer(f"{t.name}.copy", "copy", "copy", (tid,), out,
+                                    dict(act_min=int(info.min), act_max=int(info.max))))
+        return out
 
     def out_tensor(self, call: Call, name: str) -> int:
         tid = self.new_tensor(name, _tensor_type(call))

@@ -178,10 +178,17 @@ class Constant(Expr):
 
     @property
     def type(self) -> TensorType:
-        return TensorType(self.data.shape, self.data.dtype.name)
+        dt = self.data.dtype
+        name = _DTYPE_NAMES.get(dt)
+        if name is None:
+            name = _DTYPE_NAMES[dt] = dt.name  # numpy computes ``name`` in Python on every access
+        return TensorType(self.data.shape, name)
 
     def __repr__(self) -> str:
         return f"Constant({self.type})"
+
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
 def const(value, dtype: str | None = None, span: Span | None = None) -> Constant:

@@ -13,6 +13,9 @@ DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"
           "float64")
 
 
+_DTYPE_SET = frozenset(DTYPES)
+
+
 def normalize_dtype(dtype) -> str:
     """Canonical dtype string ('int8', 'float32', ...) from a string, numpy dtype or type."""
     try:
@@ -35,6 +38,10 @@ class TensorType(Type):
     dtype: str = "float32"
 
     def __post_init__(self):
+        shape, dtype = self.shape, self.dtype
+        if type(shape) is tuple and type(dtype) is str and dtype in _DTYPE_SET and all(
+                type(d) is int and d >= 0 for d in shape):
+            return  # already canonical (the common case: types built from other types and arrays)
         try:
             shape = tuple(int(d) for d in self.shape)
         except (TypeError, ValueError) as e:

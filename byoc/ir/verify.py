@@ -17,7 +17,7 @@ Checks (all iterative, near-linear):
 from __future__ import annotations
 
 from ..errors import ByocError, IRError
-from .expr import Call, Expr, Function, GlobalVar, If, Let, Op, Var
+from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from .module import IRModule
 from .scopes import Scope, is_within, lca
 from .traversal import children, post_order

@@ -29,6 +29,7 @@ _TOKEN_ALTERNATIVES = (
     r'"(?:[^"\\\n]|\\.)*"',                                  # "string"
     r"-inf\b|-nan\b",
     r"\S",                                                   # anything else: reported by the parser
+    r"\Z",  # trailing comments and space: matching them here keeps \S from backtracking into a comment
 )
 _TOKEN = re.compile(_SKIP + "(" + "|".join(_TOKEN_ALTERNATIVES) + ")", re.S)
 _METADATA_RE = re.compile(r"^#\[metadata\][ \t]*$", re.M)
@@ -37,16 +38,22 @@ _METADATA_RE = re.compile(r"^#\[metadata\][ \t]*$", re.M)
 def tokenize(program: str) -> list[str]:
     """The token strings of ``program`` followed by EOF sentinels (two, so one token of lookahead is safe)."""
     tokens = _TOKEN.findall(program)
+    while tokens and tokens[-1] == EOF:  # the \Z matches at the end
+        tokens.pop()
     tokens.extend((EOF, EOF))
     return tokens
 
 
 def token_offset(program: str, index: int) -> int:
-    """The offset in ``program`` of token number ``index`` (the end of the text for the EOF sentinel)."""
+    """The offset in ``program`` of token number ``index`` (just after the last token for the EOF sentinel)."""
+    end_of_last = 0
     for k, m in enumerate(_TOKEN.finditer(program)):
+        if not m.group(1):  # past the last token: point just after it
+            break
         if k == index:
             return m.start(1)
-    return len(program.rstrip())
+        end_of_last = m.end(1)
+    return end_of_last
 
 
 def split_metadata(text: str) -> tuple[str, int | None]:

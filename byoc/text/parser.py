@@ -119,6 +119,8 @@ class _Parser:
     # ----------------------------------------------------------------------------------------- top level
 
     def module(self) -> IRModule:
+        if self.toks[0] == EOF and self.meta is None:
+            return IRModule()  # the text of an empty module
         if self.toks[0] != "def":
             return IRModule.from_expr(self._run(_Frame("top", ("return",), 0)))
         mod = IRModule()

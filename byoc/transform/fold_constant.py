@@ -113,9 +113,11 @@ class _Folder:
 
 def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
     """Fold constants in ``expr`` (iteratively; shared sub-expressions are folded once)."""
+    order = post_order(expr, child_fn=let_value_first)
+    if not _may_fold(order):
+        return expr  # the rewrite below would rebuild every node into itself
     folder = _Folder(fold_qnn)
     foldable = {id(n) for n in post_order(expr, child_fn=_outside_opaque)}
-    order = post_order(expr, child_fn=let_value_first)
     let_of_var = {id(n.var): n for n in order if isinstance(n, Let)}
     memo: dict[int, Expr] = {}
     for node in order:
@@ -134,6 +136,23 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
             new = _fold_node(folder, new)
         memo[id(node)] = new
     return memo[id(expr)]
+
+
+def _may_fold(order: list[Expr]) -> bool:
+    """Whether any node is a seed of folding (every fold cascades from one; a cheap necessary condition)."""
+    for n in order:
+        if isinstance(n, Call):
+            if n.args and isinstance(n.op, Op) and all(isinstance(a, (Constant, Tuple)) for a in n.args):
+                return True
+        elif isinstance(n, TupleGetItem):
+            if isinstance(n.tuple_value, Tuple):
+                return True
+        elif isinstance(n, If):
+            if isinstance(n.cond, Constant):
+                return True
+        elif isinstance(n, Let) and isinstance(n.value, Constant):
+            return True
+    return False
 
 
 def _fold_node(folder: _Folder, new: Expr) -> Expr:

@@ -6,7 +6,7 @@ check needs them.
 """
 from __future__ import annotations
 
-from ...ir.expr import Expr, Function
+from ...ir.expr import Call, Expr, Function, Op
 from ...ir.traversal import children, post_order
 
 __all__ = ["IndexedGraph", "is_pre_partitioned"]
@@ -32,6 +32,7 @@ class IndexedGraph:
         self.index: dict[int, int] = {id(n): i for i, n in enumerate(self.order)}
         self._users: list[list[int]] | None = None
         self._ipdom: list[int] | None = None
+        self._op_calls: dict[str, list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.order)
@@ -55,6 +56,20 @@ class IndexedGraph:
                         lst.append(i)
             self._users = users
         return self._users
+
+    def op_call_indices(self, names) -> list[int]:
+        """Indices of the calls of the ops ``names``, descending (where a search for match roots looks)."""
+        if self._op_calls is None:
+            by_op: dict[str, list[int]] = {}
+            for i, node in enumerate(self.order):
+                if isinstance(node, Call) and isinstance(node.op, Op):
+                    by_op.setdefault(node.op.name, []).append(i)
+            self._op_calls = by_op
+        out: list[int] = []
+        for name in names:
+            out.extend(self._op_calls.get(name, ()))
+        out.sort(reverse=True)
+        return out
 
     def users_of(self, node: Expr) -> list[Expr]:
         return [self.order[u] for u in self.users[self.index[id(node)]]]

@@ -66,11 +66,11 @@ class PatternGrouper:
     def run(self) -> list[Group]:
         ops = root_op_names(self.pattern)
         order = self.graph.order
-        for i in range(len(order) - 1, -1, -1):
+        # Outputs first; a pattern rooted at known ops only looks at calls of those ops.
+        candidates = range(len(order) - 1, -1, -1) if ops is None else self.graph.op_call_indices(ops)
+        for i in candidates:
             node = order[i]
             if id(node) in self.assigned or is_pre_partitioned(node):
-                continue
-            if ops is not None and not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in ops):
                 continue
             if self.matcher.match(self.pattern, node):
                 self._create_group(node)

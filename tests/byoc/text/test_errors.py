@@ -150,7 +150,8 @@ def test_parse_expr_rejects_modules_and_errors_are_byoc_errors():
     with pytest.raises(ByocError):
         byoc.parse(b"def @main() { 1 }")  # not a str
     with pytest.raises(ParseError):
-        byoc.parse("")  # no expression at all
+        parse_expr("")  # no expression at all
+    assert len(byoc.parse(byoc.IRModule().astext())) == 0  # but an empty module is a module
 
 
 def test_show_meta_data_false_output_reports_missing_metadata():
@@ -195,3 +196,10 @@ def test_mutated_text_never_crashes(which, edits):
         byoc.parse(text)
     except ParseError as e:
         assert e.line >= 1 and str(e).startswith(f"{e.line}:{e.column}: ")
+
+
+def test_comments_anywhere_including_the_end():
+    text = "/* lead */ " + GOOD_BODY.replace("1i8);", "1i8 /* ty=int8 */); // trailing") + "// last line\n/* end */"
+    assert byoc.parse(text)["main"].body.op.name == "nn.relu"
+    err = _parse_error(GOOD_BODY.rstrip().rstrip("}") + "  /* a comment at the end */\n")
+    assert "end of input" in str(err) and (err.line, err.column) == (3, 14)  # just after "nn.relu(%0)"

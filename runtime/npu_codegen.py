@@ -1,0 +1,164 @@
+"""The ``npu`` codegen of ``byoc.build``: ``Compiler="npu"`` partitions compiled by npu_sim and run on its simulator.
+
+``byoc.build(mod, target="npu,llvm", npu_config=...)`` hands every ``Compiler="npu"`` function to
+``npu_codegen``, which compiles it once (``npu_sim.compile``) into an ``NpuPartition``: a runner the CPU graph
+executor calls with the partition's input arrays. The partition keeps its ``Program`` (exported in its binary
+encoding by ``module.export``; ``load_npu_partition`` decodes it again without recompiling) and, computed once
+because NPU timing does not depend on the data, its cycle statistics.
+
+``npu_config`` is a preset name (``npu_sim.PRESETS``), the path of a TOML file, an ``npu_sim.NPUConfig`` or None
+(the default preset, ``ethos-u55-256-like``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from byoc.errors import ArtifactError, ConfigError, NPUError
+
+__all__ = ["DEFAULT_PRESET", "resolve_npu_config", "NpuPartition", "npu_codegen", "load_npu_partition",
+           "check_program_matches"]
+
+DEFAULT_PRESET = "ethos-u55-256-like"
+# A decoded program may not claim more NPU memory than this (a corrupt region table must not allocate GiBs).
+MAX_PROGRAM_MEMORY = 1 << 30
+
+
+def resolve_npu_config(spec=None):
+    """An ``npu_sim.NPUConfig`` from a preset name, a TOML path, an NPUConfig, or None (the default preset)."""
+    import npu_sim
+    if spec is None:
+        return npu_sim.preset(DEFAULT_PRESET)
+    if isinstance(spec, npu_sim.NPUConfig):
+        return spec.validate()
+    if isinstance(spec, os.PathLike) or isinstance(spec, str):
+        text = os.fspath(spec)
+        if text in npu_sim.PRESETS:
+            return npu_sim.preset(text)
+        if os.path.exists(text):
+            return npu_sim.load_config(text).validate()
+        raise ConfigError(f"npu_config {text!r} is neither a preset nor an existing TOML file",
+                          hint="presets: " + ", ".join(npu_sim.PRESETS))
+    raise ConfigError(f"npu_config must be a preset name, a TOML path or an npu_sim.NPUConfig, got "
+                      f"{type(spec).__name__}")
+
+
+@dataclass(frozen=True)
+class DeviceLayer:
+    """One NPU layer's share of a partition's time."""
+    name: str
+    kind: str
+    cycles: int             # exclusive cycles: the layers of a partition sum to its total
+    macs: int
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """What a device runner reports about one partition, independent of the data."""
+    device: str
+    cycles: int
+    clock_hz: float
+    layers: tuple[DeviceLayer, ...]
+    transfer_bytes_per_second: float   # how fast the host moves tensors in and out of the device's memory
+
+    @property
+    def seconds(self) -> float:
+        return self.cycles / self.clock_hz
+
+
+class NpuPartition:
+    """A compiled NPU partition: ``runner(arrays) -> arrays`` on the simulator, plus its program and timing."""
+
+    def __init__(self, program, symbol: str):
+        self.program = program
+        self.symbol = symbol
+        self.input_names = tuple(b.name for b in program.inputs)
+        self.capture: Callable[[str, str, bytes], None] | None = None   # (partition, tensor, bytes) after a run
+        self._profile: DeviceProfile | None = None
+
+    def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        from npu_sim.execute import Machine, single_threaded_blas
+        m = Machine(self.program)
+        m.write_inputs(dict(zip(self.input_names, arrays)))
+        with single_threaded_blas():
+            m.run()
+        if self.capture is not None:
+            for r in self.program.regions:
+                if r.kind in ("activation", "output"):
+                    self.capture(self.symbol, r.name, m.mem[r.area][r.base:r.base + r.size].tobytes())
+        return m.read_outputs()
+
+    def to_bytes(self) -> bytes:
+        return self.program.to_bytes()
+
+    def device_profile(self) -> DeviceProfile:
+        if self._profile is None:
+            from npu_sim.simulator import collect_stats, schedule
+            prog = self.program
+            stats = collect_stats(prog, schedule(prog))
+            layers = tuple(DeviceLayer(s.name, s.kind, int(s.exclusive_cycles), int(s.macs))
+                           for s in stats.per_layer)
+            cfg = prog.config
+            fm = cfg.area(cfg.placement.feature_maps)
+            self._profile = DeviceProfile(f"npu ({cfg.name})", int(stats.total_cycles), float(cfg.clock_hz), layers,
+                                          float(fm.bytes_per_cycle) * float(cfg.clock_hz))
+        return self._profile
+
+    @property
+    def stats(self):
+        """The simulator's full ``Stats`` (per-engine busy time, roofline, trace)."""
+        from npu_sim.simulator import collect_stats, schedule
+        return collect_stats(self.program, schedule(self.program))
+
+    def __repr__(self) -> str:
+        return f"NpuPartition({self.symbol}, {len(self.program.commands)} commands, {self.program.config.name})"
+
+
+def npu_codegen(func, symbol: str, options: dict | None = None) -> NpuPartition:
+    """``register_codegen("npu", ...)``: compile one partition for ``options["npu_config"]``."""
+    import npu_sim
+    cfg = resolve_npu_config((options or {}).get("npu_config"))
+    return NpuPartition(npu_sim.compile(func, cfg, symbol), symbol)
+
+
+def load_npu_partition(func, symbol: str, blob: bytes, options: dict | None = None) -> NpuPartition:
+    """The partition an artifact stored for ``symbol``: decoded (and validated), never recompiled."""
+    from npu_sim.program import Program
+    try:
+        prog = Program.from_bytes(blob)
+    except NPUError as e:
+        raise ArtifactError(f"NPU program for @{symbol} is invalid: {e.message}", notes=e.notes,
+                            hint="the artifact is corrupt; recompile the model") from None
+    check_program_matches(prog, func, symbol)
+    return NpuPartition(prog, symbol)
+
+
+def check_program_matches(prog, func, symbol: str) -> None:
+    """The program's inputs and outputs are exactly the partition function's (a program from another model,
+    or a corrupt one, is refused), and its memory map is compact."""
+    from byoc.ir.types import TensorType, TupleType
+    params = [(p.name_hint, tuple(int(d) for d in p.checked_type.shape), str(p.checked_type.dtype))
+              for p in func.params if isinstance(p.checked_type, TensorType)]
+    ret = func.body.checked_type
+    rets = list(ret.fields) if isinstance(ret, TupleType) else [ret]
+    outs = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in rets if isinstance(t, TensorType)]
+    got_in = [(b.name, tuple(b.shape), b.dtype) for b in prog.inputs]
+    got_out = [(tuple(b.shape), b.dtype) for b in prog.outputs]
+    problems = []
+    if got_in != params:
+        problems.append(f"inputs {got_in} ≠ the partition's {params}")
+    if got_out != outs:
+        problems.append(f"outputs {got_out} ≠ the partition's {outs}")
+    tops: dict[int, int] = {}
+    total = 0
+    for r in prog.regions:
+        tops[r.area] = max(tops.get(r.area, 0), r.base + r.size)
+        total += r.size
+    if total > MAX_PROGRAM_MEMORY or sum(tops.values()) > 2 * total + 4096 * (len(prog.regions) + 1):
+        problems.append(f"memory map spans {sum(tops.values())} bytes for {total} bytes of regions")
+    if problems:
+        raise ArtifactError(f"NPU program for @{symbol} does not belong to this partition: " + "; ".join(problems),
+                            hint="the artifact is corrupt or was assembled from different models")
