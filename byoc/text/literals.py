@@ -8,9 +8,7 @@ representation.
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
-import gc
 import json
 import math
 import re
@@ -19,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.gc_pause import gc_paused  # noqa: F401 - used by the printer and parser
 from ..ir.types import DTYPES, FuncType, TensorType, TupleType, Type
 
 __all__ = ["gc_paused", "type_text", "scalar_literal", "parse_number", "attr_text", "attr_defaults", "same_value",
@@ -39,22 +38,6 @@ _DTYPE_NAME_BY_CODE = {np.dtype(d).str[1:]: d for d in DTYPES}  # "i8" -> "int64
 def quote_name(name: str) -> str:
     """A global function name as it appears after ``@`` (quoted when it is not an identifier)."""
     return name if _GLOBAL_NAME_RE.match(name) else json.dumps(name)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector around bulk allocation that creates no reference cycles.
-
-    Printing or parsing a 100,000-node graph allocates millions of objects; each allocation burst would
-    trigger full-heap collections that find nothing to free (measured: about 2x the time at 100k nodes).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------------- types

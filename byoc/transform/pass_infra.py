@@ -11,6 +11,7 @@ from typing import Callable, ClassVar
 
 from ..errors import ByocError, PassError
 from ..ir.expr import Function
+from ..ir.gc_pause import gc_paused
 from ..ir.module import IRModule
 
 __all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
@@ -150,7 +151,8 @@ def _run_pass(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
         inst.run_before_pass(mod, info)
     before = list(ctx.history)
     try:
-        out = p.run(mod, ctx)
+        with gc_paused():
+            out = p.run(mod, ctx)
     except ByocError as e:
         if not isinstance(p, Sequential) and not getattr(e, "_pass_noted", False):
             ran = ", ".join(before[-5:]) or "none"
