@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m byoc.demo
+	$(PY) -m byoc.demo --out out/demo
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests

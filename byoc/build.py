@@ -2,10 +2,24 @@
 
 The host target is the llvmlite CPU backend (byoc/backend/llvm). Functions that carry a ``Compiler`` attribute
 belong to another codegen, looked up by that name in a registry (``register_codegen``), so adding a target
-(e.g. ``target="npu,llvm"``) plugs in here without touching the CPU backend.
+(e.g. ``target="npu,llvm"``) plugs in here without touching the CPU backend. The ``npu`` codegen (npu_sim's
+compiler and simulator, ``runtime/npu_codegen.py``) is registered here and imported on first use.
+
+``build`` takes the module as given: it does not partition. Partition first (``byoc.partition_for("npu", mod,
+params)``), then ``byoc.build(partitioned, target="npu,llvm", npu_config="ethos-u55-256-like")``. Building an
+unpartitioned module for ``"npu,llvm"`` runs everything on the CPU.
+
+A codegen is ``fn(func, symbol)`` or ``fn(func, symbol, options)`` (when it has a parameter named ``options``:
+build's keyword options, e.g. ``{"npu_config": ...}``) returning a runner ``runner(list[np.ndarray]) ->
+list[np.ndarray]``. Optional runner methods: ``to_bytes()`` (``module.export`` stores it; the codegen's
+``loader(func, symbol, blob, options)`` rebuilds the runner from it on ``byoc.load`` without recompiling) and
+``device_profile()`` (cycles and per-layer figures for ``module.profile()``).
 """
 from __future__ import annotations
 
+import importlib
+import inspect
+from dataclasses import dataclass
 from typing import Callable
 
 from .errors import CodegenError
@@ -13,25 +27,64 @@ from .interpreter import bind_params
 from .ir.expr import Expr, Function
 from .ir.module import IRModule
 
-__all__ = ["build", "register_codegen", "registered_codegens", "inline_composites"]
+__all__ = ["build", "register_codegen", "registered_codegens", "get_codegen_entry", "inline_composites",
+           "CodegenEntry", "HOST_TARGETS"]
 
-# name -> fn(func: Function, name: str) -> runner(list[np.ndarray]) -> list[np.ndarray]
-_CODEGENS: dict[str, Callable] = {}
 HOST_TARGETS = ("llvm", "cpu")
 
 
-def register_codegen(name: str, fn: Callable, *, override: bool = False) -> Callable:
+@dataclass(frozen=True)
+class CodegenEntry:
+    name: str
+    compile: Callable
+    loader: Callable | None = None
+    takes_options: bool = False
+
+    def compile_with(self, options: dict) -> Callable:
+        """``fn(func, symbol) -> runner`` with build's options bound (the executor's extern protocol)."""
+        if self.takes_options:
+            return lambda func, symbol: self.compile(func, symbol, options=options)
+        return self.compile
+
+
+_CODEGENS: dict[str, CodegenEntry] = {}
+# Built-in codegens, imported on first use so ``import byoc.build`` stays light: name -> (module, fn, loader).
+_BUILTIN: dict[str, tuple[str, str, str]] = {"npu": ("runtime.npu_codegen", "npu_codegen", "load_npu_partition")}
+
+
+def _takes_options(fn: Callable) -> bool:
+    try:
+        return "options" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def register_codegen(name: str, fn: Callable, *, loader: Callable | None = None, override: bool = False) -> Callable:
     """Register the codegen for functions whose ``Compiler`` attribute is ``name``.
 
-    ``fn(func, symbol)`` compiles one function and returns a callable taking and returning lists of arrays."""
-    if name in _CODEGENS and not override:
+    ``fn(func, symbol[, options])`` compiles one function and returns a callable taking and returning lists of
+    arrays; ``loader(func, symbol, blob, options)`` (optional) rebuilds it from its runner's ``to_bytes()``."""
+    if not isinstance(name, str) or not name or name in HOST_TARGETS or "," in name:
+        raise CodegenError(f"invalid codegen name {name!r}", hint="a non-empty name other than llvm/cpu, no commas")
+    if not callable(fn) or (loader is not None and not callable(loader)):
+        raise CodegenError(f"codegen {name!r}: fn and loader must be callables")
+    if (name in _CODEGENS or name in _BUILTIN) and not override:
         raise CodegenError(f"a codegen named {name!r} is already registered", hint="pass override=True to replace it")
-    _CODEGENS[name] = fn
+    _BUILTIN.pop(name, None)
+    _CODEGENS[name] = CodegenEntry(name, fn, loader, _takes_options(fn))
     return fn
 
 
 def registered_codegens() -> list[str]:
-    return sorted(_CODEGENS)
+    return sorted(set(_CODEGENS) | set(_BUILTIN))
+
+
+def get_codegen_entry(name: str) -> CodegenEntry | None:
+    if name not in _CODEGENS and name in _BUILTIN:
+        module, fn, loader = _BUILTIN.pop(name)
+        m = importlib.import_module(module)
+        _CODEGENS[name] = CodegenEntry(name, getattr(m, fn), getattr(m, loader), _takes_options(getattr(m, fn)))
+    return _CODEGENS.get(name)
 
 
 def inline_composites(mod: IRModule) -> IRModule:
@@ -61,38 +114,55 @@ def inline_composites(mod: IRModule) -> IRModule:
     return out
 
 
-def _parse_target(target) -> list[str]:
-    names = [t.strip() for t in (target.split(",") if isinstance(target, str) else list(target)) if t.strip()]
+def parse_target(target) -> list[str]:
+    """``"npu,llvm"`` (or a list) → validated target names, in the given order."""
+    if not isinstance(target, (str, list, tuple)):
+        raise CodegenError(f"target must be a string like 'npu,llvm', got {type(target).__name__}")
+    names = [str(t).strip() for t in (target.split(",") if isinstance(target, str) else list(target))
+             if str(t).strip()]
     if not names:
         raise CodegenError("empty target", hint='use target="llvm"')
-    unknown = [t for t in names if t not in HOST_TARGETS and t not in _CODEGENS]
+    known = registered_codegens()
+    unknown = [t for t in names if t not in HOST_TARGETS and t not in known]
     if unknown:
         raise CodegenError(f"unknown target(s) {', '.join(unknown)}",
-                           hint=f"known: {', '.join(HOST_TARGETS + tuple(_CODEGENS))}")
+                           hint=f"known: {', '.join(HOST_TARGETS + tuple(known))}")
     if not any(t in HOST_TARGETS for t in names):
         raise CodegenError(f"target {target!r} has no host target for the graph itself", hint='add "llvm"')
     return names
 
 
-def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 1, **options):
-    """Compile ``mod`` (an IRModule, Function or expression) for ``target``; returns an executable module with
-    ``run(inputs: dict) -> list[numpy.ndarray]``, ``set_input``, ``run()`` and ``get_output``."""
-    from .backend.llvm.executor import compile_function
-    from .transform.infer_type import InferType
+_parse_target = parse_target  # the CLI's earlier spelling
 
-    names = _parse_target(target)
+
+def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 1, **options):
+    """Compile ``mod`` (an IRModule, Function or expression) for ``target``; returns a ``runtime.module.
+    GraphModule`` with ``run(inputs: dict) -> list[numpy.ndarray]``, ``set_input``, ``run()``, ``get_output``,
+    ``get_num_outputs``, ``profile()``, ``estimate()`` and ``export(path)``.
+
+    ``target``: ``"llvm"`` (CPU only) or ``"<codegen>,llvm"`` (e.g. ``"npu,llvm"``). Options are passed to the
+    codegens, e.g. ``npu_config`` (a preset name, a TOML path or an ``npu_sim.NPUConfig``). The module is built
+    as given: partition it first with ``byoc.partition_for``."""
+    from runtime.module import build_module
+
+    names = parse_target(target)
     if isinstance(mod, Expr):
         mod = IRModule.from_expr(mod)
     if not isinstance(mod, IRModule):
         raise CodegenError(f"build expects an IRModule, Function or expression, got {type(mod).__name__}")
-    mod = bind_params(mod, params)
-    mod = inline_composites(mod)
-    mod = InferType()(mod)
-    main = mod["main"]
-    if not isinstance(main, Function):
+    if "main" not in mod or not isinstance(mod["main"], Function):
         raise CodegenError("module has no main function")
-    externs = {n: _CODEGENS[n] for n in names if n in _CODEGENS}
-    return compile_function(main, externs=externs, mod=mod, num_threads=num_threads)
+    externs = {}
+    for n in names:
+        if n not in HOST_TARGETS:
+            externs[n] = get_codegen_entry(n).compile_with(options)
+    return build_module(mod, names, params, externs, options, num_threads=num_threads)
+
+
+def lower_for_host(mod: IRModule, params: dict | None) -> IRModule:
+    """Bind params, unfold CPU composites and infer types: what the CPU executor compiles."""
+    from .transform.infer_type import InferType
+    return InferType()(inline_composites(bind_params(mod, params)))
 
 
 class _CallableModule(__import__("types").ModuleType):

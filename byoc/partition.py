@@ -286,15 +286,16 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     passes.append(PartitionGraph(mod_name, bind_constants))
     log = PlacementLog()
     outer = PassContext.current()
-    with _no_cycle_collection(), PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
-                                             config={**outer.config, LOG_KEY: log}):
-        mod = Sequential(passes, name=f"partition_for_{target}")(mod)
-    mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
-    if given_back or log.notes:
-        mod = InferType()(mod)
-    if not return_report:
-        return mod
-    return mod, _build_report(target, mod, log, given_back)
+    with _no_cycle_collection():
+        with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
+                         config={**outer.config, LOG_KEY: log}):
+            mod = Sequential(passes, name=f"partition_for_{target}")(mod)
+        mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
+        if given_back or log.notes:
+            mod = InferType()(mod)
+        if not return_report:
+            return mod
+        return mod, _build_report(target, mod, log, given_back)
 
 
 def verify_partitioned(mod: IRModule, original: IRModule | None = None) -> None:

@@ -178,17 +178,17 @@ class Constant(Expr):
 
     @property
     def type(self) -> TensorType:
-        dt = self.data.dtype
-        name = _DTYPE_NAMES.get(dt)
-        if name is None:
-            name = _DTYPE_NAMES[dt] = dt.name  # numpy computes ``name`` in Python on every access
-        return TensorType(self.data.shape, name)
+        key = (self.data.shape, self.data.dtype)
+        t = _CONSTANT_TYPES.get(key)
+        if t is None:  # types are immutable values: constants of one shape and dtype share one
+            t = _CONSTANT_TYPES[key] = TensorType(key[0], key[1].name)
+        return t
 
     def __repr__(self) -> str:
         return f"Constant({self.type})"
 
 
-_DTYPE_NAMES: dict[np.dtype, str] = {}
+_CONSTANT_TYPES: dict[tuple[tuple[int, ...], np.dtype], TensorType] = {}
 
 
 def const(value, dtype: str | None = None, span: Span | None = None) -> Constant:

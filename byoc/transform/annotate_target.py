@@ -128,26 +128,31 @@ class _Annotator:
             if isinstance(n, (Var, Constant, Op, GlobalVar)) or is_composite(n):
                 new[id(n)] = n
                 continue
-            post = typed_like(rebuild(n, tuple(new[id(c)] for c in children(n))), n)
+            kids = tuple(new[id(c)] for c in children(n))
+            # Calls, tuples and projections are built once, with their annotated operands.
             if isinstance(n, Call):
-                new[id(n)] = self.visit_call(n, post)
-            elif isinstance(n, Tuple):
+                new[id(n)] = self.visit_call(n, kids)
+                continue
+            if isinstance(n, Tuple):
                 if self.include_non_call_ops:
-                    t, fields = self.annotate_args(post.fields, None)
-                    out = typed_like(post.replace(fields=fields), n)
+                    t, fields = self.annotate_args(kids, None)
+                    out = typed_like(n.replace(fields=fields), n)
                     self.target_of[id(out)] = t
                 else:
-                    out = typed_like(post.replace(fields=tuple(self.end_of(f) for f in post.fields)), n)
+                    out = typed_like(n.replace(fields=tuple(self.end_of(f) for f in kids)), n)
                 new[id(n)] = out
-            elif isinstance(n, TupleGetItem):
+                continue
+            if isinstance(n, TupleGetItem):
                 if self.include_non_call_ops:
-                    t, (tv,) = self.annotate_args((post.tuple_value,), None)
-                    out = typed_like(post.replace(tuple_value=tv), n)
+                    t, (tv,) = self.annotate_args(kids, None)
+                    out = typed_like(n.replace(tuple_value=tv), n)
                     self.target_of[id(out)] = t
                 else:
-                    out = typed_like(post.replace(tuple_value=self.end_of(post.tuple_value)), n)
+                    out = typed_like(n.replace(tuple_value=self.end_of(kids[0])), n)
                 new[id(n)] = out
-            elif isinstance(n, Function):
+                continue
+            post = typed_like(rebuild(n, kids), n)
+            if isinstance(n, Function):
                 new[id(n)] = typed_like(post.replace(body=self.end_of(post.body)), n)
             elif isinstance(n, Let):
                 value = post.value if isinstance(post.value, Function) else self.end_of(post.value)
@@ -160,10 +165,12 @@ class _Annotator:
                 new[id(n)] = post
         return self.end_of(new[id(body)])
 
-    def visit_call(self, pre: Call, post: Call) -> Expr:
+    def visit_call(self, pre: Call, kids: tuple[Expr, ...]) -> Expr:
+        """``kids``: the rewritten operands of ``pre`` (``children`` order)."""
         if is_begin(pre):
-            return post
+            return typed_like(rebuild(pre, kids), pre)
         if is_end(pre):
+            post = typed_like(rebuild(pre, kids), pre)
             inner = post.args[0]
             target = self.target_of.setdefault(id(inner), post.attrs.compiler)
             if target != post.attrs.compiler:
@@ -171,7 +178,7 @@ class _Annotator:
                 return compiler_end(inner, target)
             return post
         if pre.args and is_begin(pre.args[0]) and pre.args[0].attrs.compiler != DEFAULT_TARGET:
-            return post  # annotated by an earlier run
+            return typed_like(rebuild(pre, kids), pre)  # annotated by an earlier run
         candidates: list[str] = []
         reasons: list[str] = []
         op_label = None
@@ -189,7 +196,8 @@ class _Annotator:
                     reasons.append(f"target.{t}: {s.reason}")
         elif is_composite(pre.op):
             op_label = str(pre.op.attrs["Composite"])
-            inner_ops = _composite_ops(pre.op)
+            if self.log is not None:
+                inner_ops = _composite_ops(pre.op)
             prefix = op_label.split(".", 1)[0] if "." in op_label else None
             if prefix in self.targets:
                 candidates.append(prefix)
@@ -197,8 +205,15 @@ class _Annotator:
                 reasons.append(f"composite {op_label} belongs to target {prefix!r}, not one of "
                                f"{', '.join(self.targets)}")
         target = candidates[0] if candidates else DEFAULT_TARGET
-        t, args = self.annotate_args(post.args, target)
-        new_call = post.replace(args=args)
+        if isinstance(pre.op, Op):
+            callee, post_args = pre.op, kids
+        else:
+            callee, post_args = kids[0], kids[1:]
+        t, args = self.annotate_args(post_args, target)
+        if callee is pre.op and args == pre.args:  # operands compare by identity
+            new_call = pre
+        else:
+            new_call = Call(callee, args, pre.attrs, pre.span)
         if pre._checked_type is not None:  # type: ignore[attr-defined]
             new_call._set_checked_type(pre._checked_type)  # type: ignore[attr-defined]
         self.target_of[id(new_call)] = target

@@ -156,13 +156,8 @@ class _Quotient:
         return root
 
 
-def merge_compiler_regions(func: Function) -> Function:
-    body = func.body
-    rs = RegionSet(body)
-    if not rs.parent:
-        return func
-    q = _Quotient(rs)
-    # Classes depending on an inner-bound variable stay as they are.
+def _tainted_classes(rs: RegionSet, body: Expr) -> list[bool]:
+    """Per region class: does it depend on a variable bound inside the function (Let, nested parameters)?"""
     inner = {id(v) for v in bound_vars(body)}
     tainted_node: dict[int, bool] = {}
     tainted_class = [False] * len(rs.parent)
@@ -175,6 +170,18 @@ def merge_compiler_regions(func: Function) -> Function:
         r = rs.region(node)
         if t and r is not None:
             tainted_class[r] = True
+    return tainted_class
+
+
+def merge_compiler_regions(func: Function) -> Function:
+    body = func.body
+    rs = RegionSet(body)
+    if not rs.parent:
+        return func
+    q = _Quotient(rs)  # also reports regions that depend on each other in a cycle
+    # The taint is computed on the first same-target candidate (before any merge, so it is the same).
+    tainted_class: list[bool] | None = None
+    merged = False
     processed: set[int] = set()
     index = rs.index
     for node in rs.order:
@@ -194,13 +201,20 @@ def merge_compiler_regions(func: Function) -> Function:
         for p in parents:
             p = rs.find(p)
             r = rs.find(r)
-            if p == r or rs.target[p] != target or tainted_class[p] or tainted_class[r]:
+            if p == r or rs.target[p] != target:
+                continue
+            if tainted_class is None:
+                tainted_class = _tainted_classes(rs, body)
+            if tainted_class[p] or tainted_class[r]:
                 continue
             window = q.forward_window(p, r)
             if window is None:
                 continue
             r = q.contract(p, r, window)
+            merged = True
         processed.add(rs.find(r))
+    if not merged:
+        return func  # a begin and its producer's end share a class only after a merge: nothing to drop
 
     def drop_internal(orig: Expr, new: Expr) -> Expr | None:
         if _is_ann(orig, COMPILER_BEGIN) and _is_ann(orig.args[0], COMPILER_END):

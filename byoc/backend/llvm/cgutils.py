@@ -13,7 +13,7 @@ from llvmlite import ir
 __all__ = [
     "I1", "I8", "I16", "I32", "I64", "F16", "F32", "F64", "VOID", "PTR", "llvm_type", "const_int", "const_of",
     "for_range", "loop_nest", "if_then", "alloca_once", "Loop", "srdhm", "rdbpot", "mbqm", "saturate",
-    "int_min_max", "is_signed", "is_float", "cast_value", "smax", "smin", "select_max", "select_min",
+    "int_min_max", "int_width", "is_signed", "is_float", "cast_value", "smax", "smin", "select_max", "select_min",
 ]
 
 I1 = ir.IntType(1)
@@ -49,6 +49,11 @@ def int_min_max(dtype: str) -> tuple[int, int]:
         return 0, 1
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
+
+
+def int_width(ty: ir.Type) -> int:
+    """Bit width of an integer type or of a vector of integers' elements."""
+    return ty.element.width if isinstance(ty, ir.VectorType) else ty.width
 
 
 def const_int(ty: ir.IntType, value: int) -> ir.Constant:

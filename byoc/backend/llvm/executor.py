@@ -2,12 +2,14 @@
 
 Buffers are planned once at build time (one numpy array per group output, inputs copied into fixed buffers),
 so a run is a list of ctypes calls with prebuilt argument arrays. Calls to functions owned by another codegen
-(``Compiler`` attribute) run through the external runner registered for that compiler.
+(``Compiler`` attribute) run through the external runner registered for that compiler. ``run_timed`` runs the
+same steps with a wall-clock reading around each one (``GraphModule.profile`` builds on it).
 """
 from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -44,10 +46,12 @@ class KernelStep:
 
 @dataclass
 class ExternStep:
-    name: str
-    run: Callable
+    name: str               # the partition's global symbol
+    run: Callable           # the codegen's runner
     inputs: list
     outputs: list
+    compiler: str = ""
+    func: Any = None        # the partition function
 
 
 def _alloc(t) -> Any:
@@ -104,25 +108,71 @@ class CpuExecutable:
             raise ExecutionError("bad inputs: " + "; ".join(problems),
                                  hint=f"inputs: {', '.join(self.input_names)}")
 
+    @property
+    def extern_steps(self) -> list[ExternStep]:
+        return [s for s in self.steps if isinstance(s, ExternStep)]
+
     def run(self, inputs: dict | None = None, **kwargs) -> list[np.ndarray]:
         with self._lock:
-            feed = dict(inputs or {})
-            feed.update(kwargs)
-            if feed:
-                missing = [n for n in self.input_names if n not in feed]
-                if missing:
-                    raise ExecutionError(f"missing input(s) {', '.join(missing)}",
-                                         hint=f"inputs: {', '.join(self.input_names)}")
-                self.set_input(**feed)
+            self._feed(inputs, kwargs)
+            run_kernel, single = self._run_kernel, self._pool is None
             for step in self.steps:
-                if isinstance(step, KernelStep):
-                    self._run_kernel(step)
+                if type(step) is KernelStep:
+                    if single:  # the common case without the pool's bookkeeping
+                        rc = step.fn(step.argv, 0, step.extent)
+                        if rc:
+                            self._fail(step, rc)
+                    else:
+                        run_kernel(step)
                 else:
-                    outs = step.run([np.asarray(v) for v in step.inputs])
-                    for dst, src in zip(step.outputs, outs):
-                        np.copyto(dst, src)
+                    self._run_extern(step)
             self._outputs = [np.array(v, copy=True) for v in _flatten(self._result())]
             return list(self._outputs)
+
+    def run_timed(self, inputs: dict | None = None) -> tuple[list[np.ndarray], list[float]]:
+        """Outputs and the wall time of every step (seconds, in ``steps`` order)."""
+        with self._lock:
+            self._feed(inputs, {})
+            clock = time.perf_counter
+            times = []
+            for step in self.steps:
+                t0 = clock()
+                if type(step) is KernelStep:
+                    self._run_kernel(step)
+                else:
+                    self._run_extern(step)
+                times.append(clock() - t0)
+            self._outputs = [np.array(v, copy=True) for v in _flatten(self._result())]
+            return list(self._outputs), times
+
+    def _feed(self, inputs, kwargs) -> None:
+        feed = dict(inputs or {})
+        feed.update(kwargs)
+        if feed:
+            missing = [n for n in self.input_names if n not in feed]
+            if missing:
+                raise ExecutionError(f"missing input(s) {', '.join(missing)}",
+                                     hint=f"inputs: {', '.join(self.input_names)}")
+            self.set_input(**feed)
+
+    @staticmethod
+    def _run_extern(step: "ExternStep") -> None:
+        outs = step.run([np.asarray(v) for v in step.inputs])
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if len(outs) != len(step.outputs):
+            raise ExecutionError(f"partition @{step.name} ({step.compiler}) returned {len(outs)} output(s), "
+                                 f"expected {len(step.outputs)}", hint="a bug in that codegen's runner")
+        for dst, src in zip(step.outputs, outs):
+            src = np.asarray(src)
+            if src.shape != dst.shape or src.dtype != dst.dtype:
+                raise ExecutionError(f"partition @{step.name} ({step.compiler}) returned {src.dtype}"
+                                     f"{list(src.shape)}, expected {dst.dtype}{list(dst.shape)}",
+                                     hint="a bug in that codegen's runner")
+            np.copyto(dst, src)
+
+    @staticmethod
+    def _fail(step: KernelStep, rc: int):
+        raise ExecutionError(f"kernel {step.name} failed: {ERROR_MESSAGES.get(rc, f'error code {rc}')}")
 
     def _run_kernel(self, step: KernelStep) -> None:
         if self._pool is None or step.extent < 2 or step.work < _PARALLEL_MIN_ELEMENTS:
@@ -136,7 +186,7 @@ class CpuExecutable:
             for f in futures:
                 rc = rc or f.result()
         if rc:
-            raise ExecutionError(f"kernel {step.name} failed: {ERROR_MESSAGES.get(rc, f'error code {rc}')}")
+            self._fail(step, rc)
 
     def _result(self):
         return self._values[id(self.func.body)]
@@ -175,8 +225,12 @@ def _is_extern_call(node: Expr, mod) -> bool:
 
 
 def compile_function(func: Function, externs: dict[str, Callable] | None = None, mod=None,
-                     num_threads: int = 1) -> CpuExecutable:
-    """Fuse, generate, compile (or load from cache) and plan buffers for ``func`` (typed, params bound)."""
+                     num_threads: int = 1, objects: dict[str, bytes] | None = None) -> CpuExecutable:
+    """Fuse, generate, compile (or load from cache) and plan buffers for ``func`` (typed, params bound).
+
+    ``objects`` (symbol -> object code, from a trusted artifact built for this CPU and LLVM) is linked instead
+    of compiling, for the symbols this function's kernels actually have (symbols are content hashes of the
+    kernels' IR, regenerated here, so an object can only stand in for the kernel it was built from)."""
     externs = externs or {}
     cg = get_codegen()
     check_supported(func, allow=lambda n: _is_extern_call(n, mod))
@@ -186,6 +240,9 @@ def compile_function(func: Function, externs: dict[str, Callable] | None = None,
     for g in groups:
         spec = emit_group(cg, g)
         specs.append((g, spec, library.add_kernel(spec.module)))
+    if objects:
+        wanted = {sym for _, _, sym in specs}
+        cg.load_objects({s: objects[s] for s in sorted(wanted) if s in objects and cg.address(s) is None})
     library.finalize()
 
     group_by_root = {id(g.root): (g, spec, sym) for g, spec, sym in specs}
@@ -322,5 +379,8 @@ def _extern_step(node: Call, mod, externs, values, out) -> ExternStep:
         raise CodegenError(f"function @{name} is for compiler {compiler!r}, which has no registered codegen",
                            hint="register one with byoc.build.register_codegen(name, fn)")
     runner = externs[compiler](func, name)
+    if not callable(runner):
+        raise CodegenError(f"the {compiler!r} codegen returned {type(runner).__name__} for @{name}, not a runner",
+                           hint="a codegen returns a callable taking and returning lists of arrays")
     inputs = [values[id(a)] for a in node.args]
-    return ExternStep(name, runner, inputs, _flatten(out))
+    return ExternStep(name, runner, inputs, _flatten(out), str(compiler), func)

@@ -97,15 +97,25 @@ def _vnni_ok(ctx) -> bool:
     return ctx.kernel.codegen.vnni512
 
 
-def _emit_gemm_tile(ctx, builder, a_tile, kp: int, wbuf, corr, nblk: int, cout: int, mr: int, nb: int,
+def _emit_gemm_tile(ctx, builder, a_word, kq: int, wbuf, corr, nblk: int, cout: int, mr: int, nb: int,
                     rows_valid, row_index, out_dtype: str):
-    """C[r, oc] = Σ_k A[r, k]·W[oc, k] + corr[oc] for the tile's rows, then the epilogue per element."""
-    vnni = _vnni_ok(ctx)
-    kq = kp // 4
-    tile = alloca_once(builder, I32, size=mr * nb * 16, name="ctile")
-    zero = ir.Constant(V16I32, [0] * 16)
+    """C[r, oc] = Σ_k A[r, k]·W[oc, k] + corr[oc] for the tile's rows, then the epilogue.
 
-    def body(ngroup: int, blk0):
+    ``a_word(r, k)`` is the i32 holding A[r, 4k:4k+4] as unsigned bytes. The MR×NB accumulators live in
+    registers (loop phis); full 16-channel vectors of valid rows go straight through the vector epilogue, the
+    rest (a channel tail, or the scalar epilogue) through a small stack tile."""
+    vnni = _vnni_ok(ctx)
+    tile = alloca_once(builder, I32, size=mr * nb * 16, name="ctile")
+    c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
+
+    def body(blk0):
+        cvecs = []
+        for j in range(nb):
+            p = builder.gep(corr.ptr, [builder.mul(builder.add(blk0, c64(j)), c64(16))], inbounds=True,
+                            source_etype=I32)
+            v = builder.load(p, typ=V16I32)
+            v.align = 4
+            cvecs.append(v)
         # The reduction loop carries its MR×NB accumulators in phis (registers), not in memory.
         pre = builder.block
         cond_bb = builder.append_basic_block("kq.cond")
@@ -114,51 +124,79 @@ def _emit_gemm_tile(ctx, builder, a_tile, kp: int, wbuf, corr, nblk: int, cout: 
         builder.branch(cond_bb)
         builder.position_at_end(cond_bb)
         k = builder.phi(I64, name="kq")
-        k.add_incoming(ir.Constant(I64, 0), pre)
-        accs = [[builder.phi(V16I32) for _ in range(ngroup)] for _ in range(mr)]
+        k.add_incoming(c64(0), pre)
+        accs = [[builder.phi(V16I32) for _ in range(nb)] for _ in range(mr)]
         for row in accs:
-            for a in row:
-                a.add_incoming(zero, pre)
-        builder.cbranch(builder.icmp_signed("<", k, ir.Constant(I64, kq)), body_bb, end_bb)
+            for j, a in enumerate(row):
+                a.add_incoming(cvecs[j], pre)
+        builder.cbranch(builder.icmp_signed("<", k, c64(kq)), body_bb, end_bb)
         builder.position_at_end(body_bb)
         bs = []
-        for j in range(ngroup):
-            off = builder.mul(builder.add(builder.mul(builder.add(blk0, ir.Constant(I64, j)), ir.Constant(I64, kq)), k),
-                              ir.Constant(I64, 64))
+        for j in range(nb):
+            off = builder.mul(builder.add(builder.mul(builder.add(blk0, c64(j)), c64(kq)), k), c64(64))
             v = builder.load(builder.gep(wbuf.ptr, [off], inbounds=True, source_etype=I8), typ=V64I8)
             v.align = 1
             bs.append(v)
         for r in range(mr):
-            ap = builder.gep(a_tile, [builder.add(ir.Constant(I64, r * kp), builder.mul(k, ir.Constant(I64, 4)))],
-                             inbounds=True, source_etype=I8)
-            av = builder.load(ap, typ=I32)
-            av.align = 1
-            a = builder.bitcast(_splat_i32(builder, av), V64I8)
-            for j in range(ngroup):
+            a = builder.bitcast(_splat_i32(builder, a_word(r, k)), V64I8)
+            for j in range(nb):
                 accs[r][j].add_incoming(_dot4(builder, accs[r][j], a, bs[j], vnni), body_bb)
-        k.add_incoming(builder.add(k, ir.Constant(I64, 1)), body_bb)
+        k.add_incoming(builder.add(k, c64(1)), body_bb)
         builder.branch(cond_bb)
         builder.position_at_end(end_bb)
-        for r in range(mr):
-            for j in range(ngroup):
-                p = builder.gep(tile, [ir.Constant(I64, (r * nb + j) * 16)], inbounds=True, source_etype=I32)
-                st = builder.store(accs[r][j], builder.bitcast(p, V16I32.as_pointer()))
-                st.align = 4
-        c0 = builder.mul(blk0, ir.Constant(I64, 16))
-        width = builder.sub(ir.Constant(I64, cout), c0)
-        width = builder.select(builder.icmp_signed("<", width, ir.Constant(I64, ngroup * 16)), width,
-                               ir.Constant(I64, ngroup * 16))
-        with for_range(builder, 0, rows_valid, name="er") as r:
-            base_index = row_index(r.index)
-            with for_range(builder, 0, width, name="ec") as c:
-                tp = builder.gep(tile, [builder.add(builder.mul(r.index, ir.Constant(I64, nb * 16)), c.index)],
-                                 inbounds=True, source_etype=I32)
-                oc = builder.add(c0, c.index)
-                v = builder.add(builder.load(tp), corr.load(builder, [oc]))
-                ctx.emit_output(builder, base_index + [oc], emit_cast(builder, v, "int32", out_dtype))
+        c0 = builder.mul(blk0, c64(16))
+        if ctx.vector_output_ok:
+            for r in range(mr):
+                base_index = row_index(c64(r))  # (an unused index for a row beyond the tile's valid rows)
+                for j in range(nb):
+                    cj = builder.add(c0, c64(16 * j))
+                    ok = builder.and_(builder.icmp_signed("<", c64(r), rows_valid),
+                                      builder.icmp_signed("<=", builder.add(cj, c64(16)), c64(cout)))
+                    with builder.if_else(ok, likely=True) as (then, otherwise):
+                        with then:
+                            ctx.emit_output_vector(builder, base_index + [cj], accs[r][j], out_dtype)
+                        with otherwise:
+                            _store_vec(builder, tile, (r * nb + j) * 16, accs[r][j])
+            # Channels of a partial block: scalar epilogue from the stack tile.
+            full = builder.sdiv(builder.sub(c64(cout), c0), c64(16))
+            full = builder.select(builder.icmp_signed(">", full, c64(nb)), c64(nb), full)
+            lo = builder.mul(full, c64(16))
+        else:
+            for r in range(mr):
+                for j in range(nb):
+                    _store_vec(builder, tile, (r * nb + j) * 16, accs[r][j])
+            lo = c64(0)
+        hi = builder.sub(c64(cout), c0)
+        hi = builder.select(builder.icmp_signed("<", hi, c64(nb * 16)), hi, c64(nb * 16))
+        with builder.if_then(builder.icmp_signed("<", lo, hi), likely=False):
+            with for_range(builder, 0, rows_valid, name="er") as r:
+                base_index = row_index(r.index)
+                with for_range(builder, lo, hi, name="ec") as c:
+                    tp = builder.gep(tile, [builder.add(builder.mul(r.index, c64(nb * 16)), c.index)],
+                                     inbounds=True, source_etype=I32)
+                    oc = builder.add(c0, c.index)
+                    ctx.emit_output(builder, base_index + [oc], emit_cast(builder, builder.load(tp), "int32",
+                                                                          out_dtype))
 
     with for_range(builder, 0, nblk // nb, name="blk") as g:
-        body(nb, builder.mul(g.index, ir.Constant(I64, nb)))
+        body(builder.mul(g.index, c64(nb)))
+
+
+def _store_vec(builder, base, offset: int, value):
+    p = builder.gep(base, [ir.Constant(I64, offset)], inbounds=True, source_etype=I32)
+    st = builder.store(value, builder.bitcast(p, value.type.as_pointer()))
+    st.align = 4
+
+
+def _tile_word(builder, a_tile, kp: int):
+    """``a_word`` over a packed stack tile (rows of ``kp`` bytes)."""
+    def a_word(r: int, k):
+        p = builder.gep(a_tile, [builder.add(ir.Constant(I64, r * kp), builder.mul(k, ir.Constant(I64, 4)))],
+                        inbounds=True, source_etype=I8)
+        v = builder.load(p, typ=I32)
+        v.align = 1
+        return v
+    return a_word
 
 
 def try_emit_qnn_conv_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: np.ndarray) -> bool:
@@ -215,10 +253,34 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
         t = builder.udiv(p, c64(g.ow))
         return builder.udiv(t, c64(g.oh)), builder.urem(t, c64(g.oh)), ox
 
+    def row_index(r):
+        n, oy, ox = pixel(builder.add(p0, r))
+        return [n, oy, ox]
+
+    direct = g.kh == 1 and g.kw == 1 and no_pad and g.cig % 4 == 0
     with ctx.parallel(builder, ntiles, name="tile") as tile:
         p0 = builder.mul(tile, c64(mr))
         rows = builder.sub(c64(P), p0)
         rows = builder.select(builder.icmp_signed("<", rows, c64(mr)), rows, c64(mr))
+        if direct:
+            # 1×1 convolution: A's rows are the input pixels themselves (rows past the end re-read the last one).
+            srcs = []
+            for r in range(mr):
+                p = builder.add(p0, c64(r))
+                p = builder.select(builder.icmp_signed("<", p, c64(P)), p, c64(P - 1))
+                n, oy, ox = pixel(p)
+                srcs.append(data.offset(builder, [n, builder.mul(oy, c64(g.sh)), builder.mul(ox, c64(g.sw)), c64(0)]))
+
+            def a_word(r, kk):
+                ptr = builder.gep(data.ptr, [builder.add(srcs[r], builder.mul(kk, c64(4)))], inbounds=True,
+                                  source_etype=I8)
+                v = builder.load(ptr, typ=I32)
+                v.align = 1
+                return builder.xor(v, const_int(I32, 0x80808080)) if flip else v
+
+            _emit_gemm_tile(ctx, builder, a_word, kp // 4, wbuf, corr, nblk, wmat.shape[0], mr, nb, rows,
+                            row_index, out_dtype)
+            return True
         # im2col of the tile's pixels (rows beyond P are zero).
         with for_range(builder, 0, mr, name="pr") as r:
             row_ptr = builder.gep(a_tile, [builder.mul(r.index, c64(kp))], inbounds=True, source_etype=I8)
@@ -254,12 +316,8 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
                         builder.store(ir.Constant(I8, 0), builder.gep(row_ptr, [z.index], inbounds=True,
                                                                       source_etype=I8))
 
-        def row_index(r):
-            n, oy, ox = pixel(builder.add(p0, r))
-            return [n, oy, ox]
-
-        _emit_gemm_tile(ctx, builder, a_tile, kp, wbuf, corr, nblk, wmat.shape[0], mr, nb, rows, row_index,
-                        out_dtype)
+        _emit_gemm_tile(ctx, builder, _tile_word(builder, a_tile, kp), kp // 4, wbuf, corr, nblk, wmat.shape[0],
+                        mr, nb, rows, row_index, out_dtype)
     return True
 
 
@@ -398,6 +456,6 @@ def try_emit_qnn_dense_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: 
                 builder.store(v, builder.gep(row_ptr, [c.index], inbounds=True, source_etype=I8))
             with for_range(builder, k, kp, name="pz") as z:
                 builder.store(ir.Constant(I8, 0), builder.gep(row_ptr, [z.index], inbounds=True, source_etype=I8))
-        _emit_gemm_tile(ctx, builder, a_tile, kp, wbuf, corr, nblk, wmat.shape[0], mr, nb, rows,
-                        lambda r: unravel(builder.add(p0, r)), out_dtype)
+        _emit_gemm_tile(ctx, builder, _tile_word(builder, a_tile, kp), kp // 4, wbuf, corr, nblk, wmat.shape[0],
+                        mr, nb, rows, lambda r: unravel(builder.add(p0, r)), out_dtype)
     return True

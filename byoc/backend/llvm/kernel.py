@@ -22,6 +22,7 @@ from ...ir.types import TensorType, TupleType
 from .cgutils import I32, I64, PTR, const_int, const_of, for_range, llvm_type, loop_nest
 from .fuse_ops import FusedGroup
 from .lowering import KernelLowering, get_lowering
+from .vec_epilogue import vector_epilogue_ok
 
 __all__ = ["Buffer", "KernelBuilder", "ElementContext", "KernelContext", "CompiledKernelSpec", "emit_group",
            "ERROR_DIVIDE_BY_ZERO", "ERROR_MESSAGES"]
@@ -60,7 +61,7 @@ class Buffer:
         return off if off is not None else ir.Constant(I64, 0)
 
     def gep(self, builder: ir.IRBuilder, offset) -> ir.Value:
-        if not isinstance(offset, ir.Value):
+        if isinstance(offset, (int, np.integer)):
             offset = ir.Constant(I64, int(offset))
         return builder.gep(self.ptr, [offset], inbounds=True, source_etype=llvm_type(self.dtype))
 
@@ -174,10 +175,30 @@ class KernelContext:
     _epilogue: Any
     _outputs: list
 
+    _vector_epilogue: Any = None
+
     def emit_output(self, builder: ir.IRBuilder, index, value: ir.Value, k: int = 0) -> None:
         if self._epilogue is not None and k == 0:
             value = self._epilogue(builder, list(index), value)
         self._outputs[k].store(builder, index, value)
+
+    @property
+    def vector_output_ok(self) -> bool:
+        """Whether ``emit_output_vector`` may be used (single tensor output, vectorisable epilogue)."""
+        return self._vector_epilogue is not None
+
+    def emit_output_vector(self, builder: ir.IRBuilder, index, value: ir.Value, out_dtype: str) -> None:
+        """Outputs ``index[:-1] + [c0 + l]`` for every lane ``l`` of ``value`` (``index[-1]`` is ``c0``, the
+        innermost axis; every lane must be in bounds): the anchor's result cast to ``out_dtype``, then the
+        epilogue, in vector code."""
+        from .lower_elemwise import emit_cast
+        from .vec_epilogue import LaneIndex, VectorBuilder
+        vb = VectorBuilder(builder, value.type.count)
+        lane_index = list(index[:-1]) + [LaneIndex(index[-1])]
+        value = emit_cast(vb, value, "int32", out_dtype)
+        if self._epilogue is not None:
+            value = self._vector_epilogue(vb, lane_index, value)
+        self._outputs[0].store(vb, lane_index, value)
 
     def output_buffer(self, k: int = 0) -> Buffer:
         return self._outputs[k]
@@ -335,13 +356,16 @@ def _emit_anchor(kb: KernelBuilder, b: ir.IRBuilder, group: FusedGroup) -> None:
         outs = [kb.output(0, final_t)]
         out_type = _tensor_type(node)
     epilogue = None
+    vector_epilogue = None
     if group.element_nodes:
         tree = _TreeEmitter(kb, group)
 
         def epilogue(builder, index, value):
             return tree.emit(builder, index, {id(node): value})
 
-    ctx = KernelContext(kb, node, out_type, epilogue, outs)
+    if isinstance(out_type, TensorType) and len(outs) == 1 and vector_epilogue_ok(group):
+        vector_epilogue = epilogue or (lambda builder, index, value: value)
+    ctx = KernelContext(kb, node, out_type, epilogue, outs, vector_epilogue)
     args: list[Any] = []
     for i, a in enumerate(node.args):
         if i in low.const_args:

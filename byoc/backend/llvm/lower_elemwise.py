@@ -11,7 +11,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...errors import CodegenError
-from .cgutils import (F32, I64, const_int, const_of, int_min_max, is_float, is_signed, llvm_type)
+from .cgutils import (F32, I64, const_int, const_of, int_min_max, int_width, is_float, is_signed, llvm_type)
 from .kernel import ERROR_DIVIDE_BY_ZERO
 from .lowering import lower_element
 
@@ -165,7 +165,7 @@ def emit_cast(builder: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Valu
         return builder.fpext(x, dty) if sw < dw else builder.fptrunc(x, dty)
     if is_float(dst):
         return builder.uitofp(x, dty) if src == "bool" or not is_signed(src) else builder.sitofp(x, dty)
-    sw, dw = x.type.width, dty.width
+    sw, dw = int_width(x.type), dty.width  # x may be a vector (vec_epilogue)
     if sw == dw:
         return x
     if sw > dw:

@@ -9,7 +9,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...ops import qnn as qnn_ops
-from .cgutils import F64, I32, I64, const_int, int_min_max, mbqm, rdbpot, saturate, srdhm
+from .cgutils import F64, I32, I64, const_int, int_min_max, int_width, mbqm, rdbpot, saturate, srdhm
 from .lower_elemwise import channel_value, round_half_away
 from .lowering import lower_element
 
@@ -28,7 +28,7 @@ def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, inpu
                     output_zp, axis: int, rounding: str, out_dtype: str) -> ir.Value:
     """``requantize_values`` of one element (its channel is ``ctx.index[axis]``)."""
     signed_in = not in_dtype.startswith("uint")
-    xi = (builder.sext if signed_in else builder.zext)(x, I64) if x.type.width < 64 else x
+    xi = (builder.sext if signed_in else builder.zext)(x, I64) if int_width(x.type) < 64 else x
     xi = builder.sub(xi, const_int(I64, scalar_int(input_zp)))
     scale_in = np.asarray(input_scale, np.float64).reshape(-1)
     ax = _axis(axis, len(ctx.index))
