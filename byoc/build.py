@@ -27,7 +27,7 @@ from .interpreter import bind_params
 from .ir.expr import Expr, Function
 from .ir.module import IRModule
 
-__all__ = ["build", "register_codegen", "registered_codegens", "get_codegen_entry", "inline_composites",
+__all__ = ["build", "register_codegen", "unregister_codegen", "registered_codegens", "get_codegen_entry", "inline_composites",
            "CodegenEntry", "HOST_TARGETS"]
 
 HOST_TARGETS = ("llvm", "cpu")
@@ -73,6 +73,11 @@ def register_codegen(name: str, fn: Callable, *, loader: Callable | None = None,
     _BUILTIN.pop(name, None)
     _CODEGENS[name] = CodegenEntry(name, fn, loader, _takes_options(fn))
     return fn
+
+
+def unregister_codegen(name: str) -> None:
+    """Remove a user codegen (tests, plugins being reloaded); unknown names are ignored."""
+    _CODEGENS.pop(name, None)
 
 
 def registered_codegens() -> list[str]:

@@ -256,7 +256,7 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     from .transform.annotate_target import AnnotateTarget
     from .transform.merge_compiler_regions import MergeCompilerRegions
     from .transform.merge_composite import MergeComposite
-    from .transform.partition_graph import PartitionGraph
+    from .transform.partition_graph import AnnotateMergePartition, PartitionGraph
 
     if isinstance(mod, Expr):
         mod = IRModule.from_expr(mod)
@@ -280,12 +280,16 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
             passes.append(FoldConstant(fold_qnn=True))
         except ImportError:  # pragma: no cover - FoldConstant is part of the package
             pass
-    passes += [InferType(), MergeComposite(table), AnnotateTarget(target)]
-    if merge_regions:
-        passes.append(MergeCompilerRegions())
-    passes.append(PartitionGraph(mod_name, bind_constants))
-    log = PlacementLog()
+    passes += [InferType(), MergeComposite(table)]
     outer = PassContext.current()
+    if outer.instruments:  # instruments see each pass
+        passes.append(AnnotateTarget(target))
+        if merge_regions:
+            passes.append(MergeCompilerRegions())
+        passes.append(PartitionGraph(mod_name, bind_constants))
+    else:  # the same three passes, without materialising annotations on plain dataflow graphs
+        passes.append(AnnotateMergePartition(target, merge_regions, mod_name, bind_constants))
+    log = PlacementLog()
     with _no_cycle_collection():
         with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
                          config={**outer.config, LOG_KEY: log}):

@@ -328,6 +328,8 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> NPUConfig:
         for k in ("clock_hz", "mac", "ppu", "local_buffer", "memory_area"):
             if k not in data:
                 problems.append(f"missing {k!r} (or set base = \"<preset>\")")
+    if not isinstance(data.get("name", ""), str):
+        problems.append(f"name must be a string, got {data['name']!r}")
     changes: dict[str, Any] = {"name": str(data.get("name", f"{base.name}+{Path(source).stem}"))}
     for k in ("clock_hz", "weight_compression"):
         if k in data:
@@ -356,6 +358,26 @@ def _number(v, key, problems):
     return v
 
 
+_KIND_CHECKS = {
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "float": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "tuple[str, ...]": (lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+                        "an array of strings"),
+}
+
+
+def _well_typed(cls, key: str, v, where: str, problems: list[str]) -> bool:
+    """A TOML value of the field's type (a wrong type is a listed problem, never a TypeError later)."""
+    annotation = next((str(f.type) for f in fields(cls) if f.name == key), "")
+    check = _KIND_CHECKS.get(annotation)
+    if check is None or check[0](v):
+        return True
+    problems.append(f"{where} must be {check[1]}, got {v!r}")
+    return False
+
+
 def _section(base, cls, table, sec, problems):
     if not isinstance(table, dict):
         problems.append(f"[{sec}] must be a table, got {type(table).__name__}")
@@ -367,13 +389,15 @@ def _section(base, cls, table, sec, problems):
             problems.append(f"unknown key {sec}.{k}" + _suggest(k, known))
             continue
         if sec == "ppu" and k == "cycles_per_element":
-            if not isinstance(v, dict):
-                problems.append("ppu.cycles_per_element must be a table of op = cycles")
+            if not isinstance(v, dict) or not all(isinstance(c, (int, float)) and not isinstance(c, bool)
+                                                  for c in v.values()):
+                problems.append("ppu.cycles_per_element must be a table of op = cycles (numbers)")
                 continue
             merged = dict(base.cycles_per_element)
             merged.update(v)
-            v = tuple((op, float(c) if isinstance(c, (int, float)) and not isinstance(c, bool) else c)
-                      for op, c in merged.items())
+            v = tuple((op, float(c)) for op, c in merged.items())
+        elif not _well_typed(cls, k, v, f"{sec}.{k}", problems):
+            continue
         vals[k] = v
     return replace(base, **vals)
 
@@ -385,13 +409,16 @@ def _table_list(items, sec, cls, problems):
     known = [f.name for f in fields(cls)]
     out = []
     for i, t in enumerate(items):
+        if not isinstance(t, dict):
+            problems.append(f"{sec}[{i}] must be a table, got {type(t).__name__}")
+            continue
         bad = [k for k in t if k not in known]
         for k in bad:
             problems.append(f"{sec}[{i}]: unknown key {k!r}" + _suggest(k, known))
         if "name" not in t:
             problems.append(f"{sec}[{i}]: missing 'name'")
             continue
-        if bad:
+        if bad or not all([_well_typed(cls, k, v, f"{sec}[{i}].{k}", problems) for k, v in t.items()]):
             continue
         vals = dict(t)
         if "holds" in vals:

@@ -105,7 +105,7 @@ class Load:
     """
     OPCODE: ClassVar[int] = 1
     ENGINE: ClassVar[Engine] = Engine.DMA_IN
-    FORMAT: ClassVar[str] = "<BBBIHHHhhHHHHBiBI"
+    FORMAT: ClassVar[str] = "<BBBIHHIhhIHHIBiBI"  # img_c, c0, c are 32-bit: 1-D weights can be long
     wait: int
     signal: int
     layer: int
@@ -137,7 +137,7 @@ class Store:
     """DMA-out: copy an (h, w, c) tile from local SRAM to (y0, x0, c0) of an HWC tensor."""
     OPCODE: ClassVar[int] = 2
     ENGINE: ClassVar[Engine] = Engine.DMA_OUT
-    FORMAT: ClassVar[str] = "<BBIHHHHHHHHHBI"
+    FORMAT: ClassVar[str] = "<BBIHHIHHIHHIBI"
     wait: int
     signal: int
     layer: int

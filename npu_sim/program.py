@@ -28,7 +28,7 @@ from .isa import (DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Ro
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"NPUSIMP\0"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # v2: 32-bit channel fields in LOAD/STORE
 _HEAD = struct.Struct("<8sHHIIII")
 
 

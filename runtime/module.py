@@ -22,6 +22,7 @@ class GraphModule:
         self.params = params
         self.target = target
         self.options = options
+        self.artifact_meta: dict | None = None  # the header of the artifact it was loaded from
 
     # ------------------------------------------------------------------------------ graph-executor habits
     @property

@@ -40,7 +40,7 @@ def resolve_npu_config(spec=None):
             return npu_sim.preset(text)
         if os.path.exists(text):
             return npu_sim.load_config(text).validate()
-        raise ConfigError(f"npu_config {text!r} is neither a preset nor an existing TOML file",
+        raise ConfigError(f"npu_config {text!r} is neither a preset nor an existing file",
                           hint="presets: " + ", ".join(npu_sim.PRESETS))
     raise ConfigError(f"npu_config must be a preset name, a TOML path or an npu_sim.NPUConfig, got "
                       f"{type(spec).__name__}")

@@ -117,8 +117,10 @@ def _run_profile(art, recorder: NpuRecorder | None, wall: float, out: Output) ->
         out.text(profile_table(profiles))
     elif recorder is not None and not recorder.programs:
         out.text("no NPU partitions in this artifact (or its codegen exposes no programs)")
+    estimate = art.module.profile().estimate   # one more run, timing every node
+    out.text(estimate.summary())
     return {"wall_seconds": round(wall, 6), "layers": rows,
-            "npu_cycles": sum(int(p.stats.total_cycles) for p in profiles)}
+            "npu_cycles": sum(int(p.stats.total_cycles) for p in profiles), "estimate": estimate.to_json()}
 
 
 def register(sub) -> None:

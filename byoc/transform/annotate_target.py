@@ -179,6 +179,24 @@ class _Annotator:
             return post
         if pre.args and is_begin(pre.args[0]) and pre.args[0].attrs.compiler != DEFAULT_TARGET:
             return typed_like(rebuild(pre, kids), pre)  # annotated by an earlier run
+        target = self.decide(pre)
+        if isinstance(pre.op, Op):
+            callee, post_args = pre.op, kids
+        else:
+            callee, post_args = kids[0], kids[1:]
+        t, args = self.annotate_args(post_args, target)
+        if callee is pre.op and args == pre.args:  # operands compare by identity
+            new_call = pre
+        else:
+            new_call = Call(callee, args, pre.attrs, pre.span)
+        if pre._checked_type is not None:  # type: ignore[attr-defined]
+            new_call._set_checked_type(pre._checked_type)  # type: ignore[attr-defined]
+        self.target_of[id(new_call)] = target
+        return new_call
+
+    def decide(self, pre: Call) -> str:
+        """The target of call ``pre``: the first target whose predicate (op) or name (composite) accepts it,
+        else "default". The decision and the reasons for a refusal go to the placement log."""
         candidates: list[str] = []
         reasons: list[str] = []
         op_label = None
@@ -205,18 +223,6 @@ class _Annotator:
                 reasons.append(f"composite {op_label} belongs to target {prefix!r}, not one of "
                                f"{', '.join(self.targets)}")
         target = candidates[0] if candidates else DEFAULT_TARGET
-        if isinstance(pre.op, Op):
-            callee, post_args = pre.op, kids
-        else:
-            callee, post_args = kids[0], kids[1:]
-        t, args = self.annotate_args(post_args, target)
-        if callee is pre.op and args == pre.args:  # operands compare by identity
-            new_call = pre
-        else:
-            new_call = Call(callee, args, pre.attrs, pre.span)
-        if pre._checked_type is not None:  # type: ignore[attr-defined]
-            new_call._set_checked_type(pre._checked_type)  # type: ignore[attr-defined]
-        self.target_of[id(new_call)] = target
         if self.log is not None and op_label is not None:
             if target == DEFAULT_TARGET:
                 reasons = self.log.refusals_of(pre) + reasons
@@ -226,7 +232,7 @@ class _Annotator:
             else:
                 reasons = []
             self.log.record(Decision(pre, op_label, target, tuple(reasons), self.fname, inner_ops))
-        return new_call
+        return target
 
 
 def annotate_target(func: Function, targets, include_non_call_ops: bool = True,

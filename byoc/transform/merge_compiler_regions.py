@@ -173,32 +173,21 @@ def _tainted_classes(rs: RegionSet, body: Expr) -> list[bool]:
     return tainted_class
 
 
-def merge_compiler_regions(func: Function) -> Function:
-    body = func.body
-    rs = RegionSet(body)
-    if not rs.parent:
-        return func
+def merge_classes(rs, body: Expr, ends: list, region_of_end, parent_classes) -> bool:
+    """The merge loop, on ``rs`` (a ``RegionSet`` or anything with its union-find interface, whose ``order``
+    is the graph ``_Quotient`` sees). ``ends``: the region outputs in post-order; ``region_of_end(e)``: its class
+    now; ``parent_classes(r)``: the classes feeding class ``r``, in the order of its inputs. True if any merged."""
     q = _Quotient(rs)  # also reports regions that depend on each other in a cycle
     # The taint is computed on the first same-target candidate (before any merge, so it is the same).
     tainted_class: list[bool] | None = None
     merged = False
     processed: set[int] = set()
-    index = rs.index
-    for node in rs.order:
-        if not _is_ann(node, COMPILER_END):
-            continue
-        r = rs.region(node)
+    for e in ends:
+        r = region_of_end(e)
         if r is None or r in processed:
             continue
         target = rs.target[r]
-        parents: list[int] = []
-        for b in sorted(rs.begins[r], key=lambda x: index[id(x)]):
-            arg = b.args[0]
-            if _is_ann(arg, COMPILER_END):
-                pr = rs.region(arg)
-                if pr is not None and pr not in parents:
-                    parents.append(pr)
-        for p in parents:
+        for p in parent_classes(r):
             p = rs.find(p)
             r = rs.find(r)
             if p == r or rs.target[p] != target:
@@ -213,7 +202,28 @@ def merge_compiler_regions(func: Function) -> Function:
             r = q.contract(p, r, window)
             merged = True
         processed.add(rs.find(r))
-    if not merged:
+    return merged
+
+
+def merge_compiler_regions(func: Function) -> Function:
+    body = func.body
+    rs = RegionSet(body)
+    if not rs.parent:
+        return func
+    index = rs.index
+
+    def parent_classes(r: int) -> list[int]:
+        parents: list[int] = []
+        for b in sorted(rs.begins[r], key=lambda x: index[id(x)]):
+            arg = b.args[0]
+            if _is_ann(arg, COMPILER_END):
+                pr = rs.region(arg)
+                if pr is not None and pr not in parents:
+                    parents.append(pr)
+        return parents
+
+    ends = [n for n in rs.order if _is_ann(n, COMPILER_END)]
+    if not merge_classes(rs, body, ends, rs.region, parent_classes):
         return func  # a begin and its producer's end share a class only after a merge: nothing to drop
 
     def drop_internal(orig: Expr, new: Expr) -> Expr | None:

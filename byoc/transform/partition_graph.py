@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ..errors import PartitionError
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
+from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
 from ..ir.traversal import children, post_order, rebuild
@@ -204,6 +204,276 @@ class PartitionGraph(ModulePass):
                 new_func, made = partition_graph(func, gv.name_hint, self.mod_name, self.bind_constants, taken)
             except PartitionError as e:
                 raise e.with_note(f"in function @{gv.name_hint}")
+            out[gv] = new_func
+            for new_gv, f in made:
+                out.add(new_gv, f)
+        return ensure_typed(out)
+
+
+# -- the same three passes without annotation nodes ------------------------------------------------------------
+#
+# On a dataflow body of op and composite calls, AnnotateTarget puts a compiler_begin on every operand edge and a
+# compiler_end behind every call used as an operand, so each call is a region of its own; MergeCompilerRegions
+# merges those regions and drops the annotations inside them; PartitionGraph outlines each region. The
+# functions below compute the same regions, orders and names directly on the un-annotated graph: a region is a
+# call, an annotation sits on an operand edge, and its place in the annotated post-order is where the edge
+# completes in a depth-first walk of the un-annotated graph (annotations only interleave with the nodes).
+# ``partition_for`` uses them when a body is plain dataflow; anything else takes the annotation passes.
+
+
+def direct_order(body: Expr) -> list[Expr] | None:
+    """The composite-skipping post-order of ``body`` when the direct path handles it (calls of ops and
+    composites with operands, variables, constants), else None."""
+    order = post_order(body, child_fn=skip_composites)
+    for n in order:
+        if isinstance(n, Call):
+            op = n.op
+            if isinstance(op, Op):
+                if op.name in (COMPILER_BEGIN, COMPILER_END):
+                    return None
+            elif not (isinstance(op, Function) and "Composite" in op.attrs):
+                return None
+            if not n.args:
+                return None
+            for a in n.args:
+                if not isinstance(a, (Call, Var, Constant)):
+                    return None
+        elif isinstance(n, Function):
+            if "Composite" not in n.attrs or n is body:
+                return None
+        elif not isinstance(n, (Var, Constant)):
+            return None
+    return order
+
+
+def _edge_positions(body: Expr) -> dict[tuple[int, int], int]:
+    """Where each operand edge ``(id(user), operand index)`` completes in the depth-first walk that gives the
+    post-order: the place of that edge's annotations in the annotated graph's post-order (increasing)."""
+    edge_pos: dict[tuple[int, int], int] = {}
+    counter = 0
+    entered = {id(body)}
+    frames: list[list] = [[body, _operands(body), 0]]
+    while frames:
+        frame = frames[-1]
+        n, kids, i = frame
+        if i < len(kids):
+            c = kids[i]
+            if id(c) in entered:  # finished already (a DAG: it cannot be on the current path)
+                edge_pos[(id(n), i)] = counter
+                counter += 1
+                frame[2] = i + 1
+            else:
+                entered.add(id(c))
+                frames.append([c, _operands(c), 0])
+            continue
+        frames.pop()
+        counter += 1  # the node itself
+        if frames:
+            parent = frames[-1]
+            edge_pos[(id(parent[0]), parent[2])] = counter
+            counter += 1
+            parent[2] += 1
+    return edge_pos
+
+
+def _operands(n: Expr) -> tuple[Expr, ...]:
+    """Operands of a call, for the direct path (composite callees are not operand edges)."""
+    return n.args if isinstance(n, Call) else ()
+
+
+class _CallRegions(RegionSet):
+    """The regions AnnotateTarget's annotations would make, without them: one region per call of ``order``.
+    ``begins[r]`` holds (position, operand) per operand edge of the region's calls."""
+
+    def __init__(self, order: list[Expr], calls: list[Call], targets: list[str],
+                 edge_pos: dict[tuple[int, int], int]):
+        self.order = order
+        self.index = {id(n): i for i, n in enumerate(order)}
+        self.parent = list(range(len(calls)))
+        self.target = targets
+        self.region_of = {id(n): r for r, n in enumerate(calls)}
+        self.begins = [[(edge_pos[(id(n), i)], a) for i, a in enumerate(n.args)] for n in calls]
+        self.ends = [[] for _ in calls]
+
+    def parent_classes(self, r: int) -> list[int]:
+        """Classes feeding class ``r`` (calls that are operands of its calls), in the order of its inputs."""
+        parents: list[int] = []
+        for _, a in sorted(self.begins[r], key=_first):
+            if isinstance(a, Call):
+                pr = self.region(a)
+                if pr not in parents:
+                    parents.append(pr)
+        return parents
+
+
+def _first(item):
+    return item[0]
+
+
+def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, fname: str, mod_name: str,
+                     bind_constants: bool, taken: set[str]) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
+    """AnnotateTarget (``annotator``'s decisions), MergeCompilerRegions (when ``merge``) and PartitionGraph on a
+    body accepted by ``direct_order`` (``order``): the same module, names and placement log."""
+    from .merge_compiler_regions import merge_classes
+    body = func.body
+    calls = [n for n in order if isinstance(n, Call)]
+    if not calls:
+        return func, []
+    targets = [annotator.decide(n) for n in calls]  # AnnotateTarget's order: the log reads the same
+    edge_pos = _edge_positions(body)
+    rs = _CallRegions(order, calls, targets, edge_pos)
+    if merge:
+        merge_classes(rs, body, calls, rs.region, rs.parent_classes)
+    cls = {id(n): rs.find(r) for r, n in enumerate(calls)}
+
+    # Region outputs: a compiler_end sits on every edge leaving a non-default class, and after the body.
+    end_pos: dict[int, list[tuple[int, Call]]] = {}
+    for n in calls:
+        cn = cls[id(n)]
+        for i, a in enumerate(n.args):
+            if isinstance(a, Call):
+                ca = cls[id(a)]
+                if ca != cn and rs.target[ca] != DEFAULT_TARGET:
+                    end_pos.setdefault(ca, []).append((edge_pos[(id(n), i)], a))
+    if isinstance(body, Call) and rs.target[cls[id(body)]] != DEFAULT_TARGET:
+        end_pos.setdefault(cls[id(body)], []).append((len(edge_pos) + len(order), body))
+    if not end_pos:
+        return func, []
+    classes = sorted(end_pos, key=lambda c: min(end_pos[c])[0])
+
+    made: list[tuple[GlobalVar, Function]] = []
+    info: dict[int, dict] = {}
+    counter = 0
+    for c in classes:
+        outputs: dict[int, Call] = {}
+        for _, a in sorted(end_pos[c], key=_first):
+            outputs.setdefault(id(a), a)
+        target = rs.target[c]
+        while True:
+            name = mangle_name(mod_name, f"{target}_{fname}_{counter}")
+            counter += 1
+            if name not in taken:
+                break
+        taken.add(name)
+        # Parameters: one per producer, in the order a post-order walk of the region from its outputs meets
+        # the input edges (PartitionGraph's walk, where each input edge is a compiler_begin leaf).
+        params: dict[int, Var] = {}
+        producers: list[Expr] = []
+        edge_value: dict[tuple[int, int], Expr] = {}
+        new: dict[int, Expr] = {}
+        seen: set[int] = set()
+        stack: list[tuple] = [(0, o, 0) for o in reversed(outputs.values())]
+        while stack:
+            kind, n, i = stack.pop()
+            if kind == 2:  # an input edge (n, i)
+                a = n.args[i]
+                if bind_constants and isinstance(a, Constant):
+                    edge_value[(id(n), i)] = a
+                    continue
+                if id(a) not in params:
+                    t = a._checked_type  # type: ignore[attr-defined]
+                    v = Var(f"{target}_{counter - 1}_i{len(params)}", t)
+                    if t is not None:
+                        v._set_checked_type(t)
+                    params[id(a)] = v
+                    producers.append(a)
+                edge_value[(id(n), i)] = params[id(a)]
+                continue
+            if kind == 1:  # all operands done
+                kids = [] if isinstance(n.op, Op) else [n.op]
+                for j, a in enumerate(n.args):
+                    kids.append(new[id(a)] if (id(n), j) not in edge_value else edge_value[(id(n), j)])
+                new[id(n)] = typed_like(rebuild(n, tuple(kids)), n)
+                continue
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            stack.append((1, n, 0))
+            for j in range(len(n.args) - 1, -1, -1):
+                a = n.args[j]
+                if isinstance(a, Call) and cls[id(a)] == c:
+                    if id(a) not in seen:
+                        stack.append((0, a, 0))
+                else:
+                    stack.append((2, n, j))
+        outs = [new[k] for k in outputs]
+        fbody = outs[0] if len(outs) == 1 else _typed_tuple(outs)
+        f = type_function(Function(tuple(params.values()), fbody,
+                                   attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1}))
+        gv = GlobalVar(name)
+        if f._checked_type is not None:  # type: ignore[attr-defined]
+            gv._set_checked_type(f._checked_type)  # type: ignore[attr-defined]
+        made.append((gv, f))
+        info[c] = {"gv": gv, "producers": producers, "out_index": {k: j for j, k in enumerate(outputs)},
+                   "single": len(outs) == 1, "call": None, "type": fbody._checked_type, "items": {}}
+
+    # The caller: outputs become the partition call (or an item of it), other calls are rebuilt.
+    def main_kids(n: Expr) -> tuple[Expr, ...]:
+        if isinstance(n, Call):
+            c = cls[id(n)]
+            return tuple(info[c]["producers"]) if c in info else n.args  # a composite callee is kept as is
+        return ()
+
+    main: dict[int, Expr] = {}
+    for n in post_order(body, child_fn=main_kids):
+        if not isinstance(n, Call):
+            main[id(n)] = n
+            continue
+        c = cls[id(n)]
+        if c not in info:
+            kids = tuple(main[id(a)] for a in n.args)
+            main[id(n)] = typed_like(rebuild(n, kids if isinstance(n.op, Op) else (n.op,) + kids), n)
+            continue
+        entry = info[c]
+        if entry["call"] is None:
+            entry["call"] = Call(entry["gv"], tuple(main[id(p)] for p in entry["producers"]))
+            if entry["type"] is not None:
+                entry["call"]._set_checked_type(entry["type"])
+        if entry["single"]:
+            main[id(n)] = entry["call"]
+        else:
+            k = entry["out_index"][id(n)]
+            if k not in entry["items"]:
+                entry["items"][k] = typed_like(TupleGetItem(entry["call"], k), n)
+            main[id(n)] = entry["items"][k]
+    return typed_like(func.replace(body=main[id(body)]), func), made
+
+
+class AnnotateMergePartition(ModulePass):
+    """``AnnotateTarget(target)`` → ``MergeCompilerRegions()`` (when ``merge``) → ``PartitionGraph(mod_name,
+    bind_constants)`` as one pass: directly (``partition_direct``) when every body is plain dataflow, else by
+    running those passes. The result and the placement log are the same either way."""
+
+    name = "AnnotateMergePartition"
+    opt_level = 0
+
+    def __init__(self, target: str, merge: bool = True, mod_name: str = "default", bind_constants: bool = True):
+        from .annotate_target import AnnotateTarget
+        self.annotate = AnnotateTarget(target)
+        self.merge = bool(merge)
+        self.partition = PartitionGraph(mod_name, bind_constants)
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        from .annotate_target import _Annotator
+        from .merge_compiler_regions import MergeCompilerRegions
+        from .pass_infra import _run_pass
+        from .placement import current_log
+        mod = ensure_typed(mod)
+        todo = [(gv, func) for gv, func in mod.items()
+                if "Compiler" not in func.attrs and "SkipOptimization" not in func.attrs]
+        orders = [direct_order(func.body) for _, func in todo]
+        if any(o is None for o in orders):
+            passes = [self.annotate] + ([MergeCompilerRegions()] if self.merge else []) + [self.partition]
+            for p in passes:
+                mod = _run_pass(p, mod, ctx)
+            return mod
+        log = current_log(ctx)
+        out = mod.copy()
+        taken = {gv.name_hint for gv in mod.get_global_vars()}
+        for (gv, func), order in zip(todo, orders):
+            annotator = _Annotator(self.annotate.targets, True, log, gv.name_hint)
+            new_func, made = partition_direct(func, order, annotator, self.merge, gv.name_hint,
+                                              self.partition.mod_name, self.partition.bind_constants, taken)
             out[gv] = new_func
             for new_gv, f in made:
                 out.add(new_gv, f)

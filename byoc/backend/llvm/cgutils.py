@@ -13,7 +13,7 @@ from llvmlite import ir
 __all__ = [
     "I1", "I8", "I16", "I32", "I64", "F16", "F32", "F64", "VOID", "PTR", "llvm_type", "const_int", "const_of",
     "for_range", "loop_nest", "if_then", "alloca_once", "Loop", "srdhm", "rdbpot", "mbqm", "saturate",
-    "int_min_max", "int_width", "is_signed", "is_float", "cast_value", "smax", "smin", "select_max", "select_min",
+    "int_min_max", "int_width", "lane_mask", "masked_load", "masked_store", "is_signed", "is_float", "cast_value", "smax", "smin", "select_max", "select_min",
 ]
 
 I1 = ir.IntType(1)
@@ -57,7 +57,10 @@ def int_width(ty: ir.Type) -> int:
 
 
 def const_int(ty: ir.IntType, value: int) -> ir.Constant:
-    """An integer constant, wrapped to the type's width (so -1 and 2**32-1 both work for i32)."""
+    """An integer constant, wrapped to the type's width (so -1 and 2**32-1 both work for i32); a splat for a
+    vector type."""
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [const_int(ty.element, value).constant] * ty.count)
     bits = ty.width
     v = int(value) & ((1 << bits) - 1)
     if v >= 1 << (bits - 1):
@@ -175,13 +178,36 @@ def _fbits(t: ir.Type) -> int:
 
 def srdhm(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, b_may_be_min: bool = True) -> ir.Value:
     """SaturatingRoundingDoublingHighMul = (a·b + 2^30) >> 31, saturating only INT32_MIN·INT32_MIN."""
-    p = builder.mul(builder.sext(a, I64), builder.sext(b, I64))
-    r = builder.trunc(builder.ashr(builder.add(p, const_int(I64, 1 << 30)), const_int(I64, 31)), I32)
+    if isinstance(a.type, ir.VectorType) and a.type.count % 2 == 0:
+        r = _srdhm_even_odd(builder, a, b)
+    else:
+        p = builder.mul(builder.sext(a, I64), builder.sext(b, I64))
+        r = builder.trunc(builder.ashr(builder.add(p, const_int(I64, 1 << 30)), const_int(I64, 31)), I32)
     if not b_may_be_min:
         return r
     mn = const_int(I32, -(1 << 31))
     both = builder.and_(builder.icmp_signed("==", a, mn), builder.icmp_signed("==", b, mn))
     return builder.select(both, const_int(I32, (1 << 31) - 1), r)
+
+
+def _srdhm_even_odd(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value:
+    """The same values for a vector of i32: even and odd lanes as i64 pairs (x86 ``pmuldq`` shapes), the
+    even results taken from the low halves of ``(p + 2^30) >> 31`` and the odd ones from the high halves of
+    ``(p + 2^30) << 1`` — no widening of the whole vector."""
+    n = a.type.count
+    v64 = ir.VectorType(I64, n // 2)
+    v32 = a.type
+    if not isinstance(b.type, ir.VectorType):
+        b = builder.shuffle_vector(builder.insert_element(ir.Constant(v32, ir.Undefined), b, const_int(I32, 0)),
+                                   ir.Constant(v32, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n))
+    a64, b64 = builder.bitcast(a, v64), builder.bitcast(b, v64)
+    c32, c1, rnd = (const_int(v64, k) for k in (32, 1, 1 << 30))
+    even = builder.mul(builder.ashr(builder.shl(a64, c32), c32), builder.ashr(builder.shl(b64, c32), c32))
+    odd = builder.mul(builder.ashr(a64, c32), builder.ashr(b64, c32))
+    lo = builder.bitcast(builder.lshr(builder.add(even, rnd), const_int(v64, 31)), v32)
+    hi = builder.bitcast(builder.shl(builder.add(odd, rnd), c1), v32)
+    return builder.shuffle_vector(lo, hi, ir.Constant(ir.VectorType(I32, n),
+                                                      [i if i % 2 == 0 else n + i for i in range(n)]))
 
 
 def rdbpot(builder: ir.IRBuilder, x: ir.Value, e: ir.Value) -> ir.Value:
@@ -201,3 +227,29 @@ def mbqm(builder: ir.IRBuilder, x: ir.Value, m: ir.Value, shift: ir.Value, m_may
     left = smax(builder, shift, zero)
     right = smax(builder, builder.sub(zero, shift), zero)
     return rdbpot(builder, srdhm(builder, builder.shl(x, left), m, m_may_be_min), right)
+
+
+# --- masked vector memory access (AVX-512 ``{k}`` loads and stores; lanes off the mask never touch memory) ---
+
+def _masked_intrinsic(builder: ir.IRBuilder, base: str, vt: ir.VectorType, args, ret) -> ir.Function:
+    name = f"{base}.v{vt.count}i{vt.element.width}.p0"
+    fn = builder.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(builder.module, ir.FunctionType(ret, args), name)
+    return fn
+
+
+def lane_mask(lanes: int, valid: int) -> ir.Constant:
+    """<lanes x i1> with the first ``valid`` lanes set."""
+    return ir.Constant(ir.VectorType(I1, lanes), [1 if i < valid else 0 for i in range(lanes)])
+
+
+def masked_load(builder: ir.IRBuilder, ptr: ir.Value, vt: ir.VectorType, mask: ir.Value) -> ir.Value:
+    """Lanes of ``mask`` read from ``ptr``; the others are 0."""
+    fn = _masked_intrinsic(builder, "llvm.masked.load", vt, [PTR, I32, mask.type, vt], vt)
+    return builder.call(fn, [ptr, ir.Constant(I32, 1), mask, ir.Constant(vt, None)])
+
+
+def masked_store(builder: ir.IRBuilder, value: ir.Value, ptr: ir.Value, mask: ir.Value) -> ir.Value:
+    fn = _masked_intrinsic(builder, "llvm.masked.store", value.type, [value.type, PTR, I32, mask.type], VOID)
+    return builder.call(fn, [value, ptr, ir.Constant(I32, 1), mask])

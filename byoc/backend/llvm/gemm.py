@@ -21,7 +21,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from .cgutils import I8, I16, I32, I64, alloca_once, const_int, for_range
+from .cgutils import I8, I16, I32, I64, alloca_once, const_int, for_range, lane_mask, masked_load, masked_store
 from .lower_elemwise import emit_cast
 
 __all__ = ["try_emit_qnn_conv_fast", "try_emit_qnn_dense_fast", "pack_gemm_weights"]
@@ -146,26 +146,26 @@ def _emit_gemm_tile(ctx, builder, a_word, kq: int, wbuf, corr, nblk: int, cout: 
         builder.position_at_end(end_bb)
         c0 = builder.mul(blk0, c64(16))
         if ctx.vector_output_ok:
+            # Blocks past cout (padding to a multiple of NB) are skipped; a partial block is masked.
+            partial = cout % 16 != 0 or nblk * 16 != cout
             for r in range(mr):
                 base_index = row_index(c64(r))  # (an unused index for a row beyond the tile's valid rows)
                 for j in range(nb):
                     cj = builder.add(c0, c64(16 * j))
-                    ok = builder.and_(builder.icmp_signed("<", c64(r), rows_valid),
-                                      builder.icmp_signed("<=", builder.add(cj, c64(16)), c64(cout)))
-                    with builder.if_else(ok, likely=True) as (then, otherwise):
-                        with then:
-                            ctx.emit_output_vector(builder, base_index + [cj], accs[r][j], out_dtype)
-                        with otherwise:
-                            _store_vec(builder, tile, (r * nb + j) * 16, accs[r][j])
-            # Channels of a partial block: scalar epilogue from the stack tile.
-            full = builder.sdiv(builder.sub(c64(cout), c0), c64(16))
-            full = builder.select(builder.icmp_signed(">", full, c64(nb)), c64(nb), full)
-            lo = builder.mul(full, c64(16))
-        else:
-            for r in range(mr):
-                for j in range(nb):
-                    _store_vec(builder, tile, (r * nb + j) * 16, accs[r][j])
-            lo = c64(0)
+                    left = builder.sub(c64(cout), cj)
+                    ok = builder.icmp_signed("<", c64(r), rows_valid)
+                    if partial:
+                        ok = builder.and_(ok, builder.icmp_signed(">", left, c64(0)))
+                    with builder.if_then(ok, likely=True):
+                        valid = None
+                        if partial:
+                            valid = builder.select(builder.icmp_signed("<", left, c64(16)), left, c64(16))
+                        ctx.emit_output_vector(builder, base_index + [cj], accs[r][j], out_dtype, valid)
+            return
+        for r in range(mr):
+            for j in range(nb):
+                _store_vec(builder, tile, (r * nb + j) * 16, accs[r][j])
+        lo = c64(0)
         hi = builder.sub(c64(cout), c0)
         hi = builder.select(builder.icmp_signed("<", hi, c64(nb * 16)), hi, c64(nb * 16))
         with builder.if_then(builder.icmp_signed("<", lo, hi), likely=False):
@@ -219,6 +219,9 @@ def try_emit_qnn_conv_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: n
         wmat = wq.reshape(g.kh * g.kw * g.cig, g.cout).T.astype(np.int8)
         return _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype)
     if g.cig == 1 and g.groups == g.c:
+        from .depthwise import try_emit_depthwise_pairs
+        if try_emit_depthwise_pairs(ctx, builder, g, data, wq.reshape(g.kh * g.kw, g.cout), zp_in, out_dtype):
+            return True
         return _emit_depthwise(ctx, builder, g, data, wq, zp_in, out_dtype)
     return False
 
@@ -228,6 +231,35 @@ def _offset_and_pad(dtype: str, zp_in: int) -> tuple[int, bool]:
     if dtype == "int8":
         return zp_in + 128, True
     return zp_in, False
+
+
+def _copy_bytes(builder, dst, src, nbytes: int, flip: bool, inside=None, pad_byte: int = 0) -> None:
+    """dst[0:nbytes] = src[0:nbytes] (^ 0x80 when ``flip``; ``pad_byte`` where ``inside`` is false), in 64-byte
+    vectors with a masked last one (nothing outside either range is touched)."""
+    for c0 in range(0, nbytes, 64):
+        n = min(64, nbytes - c0)
+        s_ptr = builder.gep(src, [ir.Constant(I64, c0)], inbounds=True, source_etype=I8)
+        d_ptr = builder.gep(dst, [ir.Constant(I64, c0)], inbounds=True, source_etype=I8)
+        if n == 64:
+            v = builder.load(s_ptr, typ=V64I8)
+            v.align = 1
+        else:
+            v = masked_load(builder, s_ptr, V64I8, lane_mask(64, n))
+        if flip:
+            v = builder.xor(v, ir.Constant(V64I8, [-128] * 64))
+        if inside is not None:
+            v = builder.select(inside, v, ir.Constant(V64I8, [pad_byte - 256 if pad_byte > 127 else pad_byte] * 64))
+        if n == 64:
+            st = builder.store(v, builder.bitcast(d_ptr, V64I8.as_pointer()))
+            st.align = 1
+        else:
+            masked_store(builder, v, d_ptr, lane_mask(64, n))
+
+
+def _zero_tile(builder, a_tile, nbytes: int) -> None:
+    """Zero a packed tile once per call, so its K padding columns are defined (their weights are 0)."""
+    with for_range(builder, 0, nbytes, name="tz") as z:
+        builder.store(ir.Constant(I8, 0), builder.gep(a_tile, [z.index], inbounds=True, source_etype=I8))
 
 
 def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
@@ -240,13 +272,12 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
         return False
     wbuf = ctx.data(packed)
     corr = ctx.data(_correction(wmat, offset, nblk))
-    k = wmat.shape[1]
     P = g.n * g.oh * g.ow
     ntiles = (P + mr - 1) // mr
     a_tile = alloca_once(builder, I8, size=mr * kp, name="atile")
     c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
-    pad_byte = ir.Constant(I8, offset if offset < 128 else offset - 256)
     no_pad = not any(g.attrs.padding)
+    row_bytes = g.kw * g.cig  # one kernel row of taps, contiguous in NHWC when dw == 1 and nothing is padded
 
     def pixel(p):
         ox = builder.urem(p, c64(g.ow))
@@ -257,65 +288,42 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
         n, oy, ox = pixel(builder.add(p0, r))
         return [n, oy, ox]
 
-    direct = g.kh == 1 and g.kw == 1 and no_pad and g.cig % 4 == 0
+    if kp != g.kh * g.kw * g.cig:
+        _zero_tile(builder, a_tile, mr * kp)
     with ctx.parallel(builder, ntiles, name="tile") as tile:
         p0 = builder.mul(tile, c64(mr))
         rows = builder.sub(c64(P), p0)
         rows = builder.select(builder.icmp_signed("<", rows, c64(mr)), rows, c64(mr))
-        if direct:
-            # 1×1 convolution: A's rows are the input pixels themselves (rows past the end re-read the last one).
-            srcs = []
-            for r in range(mr):
-                p = builder.add(p0, c64(r))
-                p = builder.select(builder.icmp_signed("<", p, c64(P)), p, c64(P - 1))
-                n, oy, ox = pixel(p)
-                srcs.append(data.offset(builder, [n, builder.mul(oy, c64(g.sh)), builder.mul(ox, c64(g.sw)), c64(0)]))
-
-            def a_word(r, kk):
-                ptr = builder.gep(data.ptr, [builder.add(srcs[r], builder.mul(kk, c64(4)))], inbounds=True,
-                                  source_etype=I8)
-                v = builder.load(ptr, typ=I32)
-                v.align = 1
-                return builder.xor(v, const_int(I32, 0x80808080)) if flip else v
-
-            _emit_gemm_tile(ctx, builder, a_word, kp // 4, wbuf, corr, nblk, wmat.shape[0], mr, nb, rows,
-                            row_index, out_dtype)
-            return True
-        # im2col of the tile's pixels (rows beyond P are zero).
+        # im2col of the tile's pixels, u = x ^ 0x80 for int8 (rows past the end repeat the last pixel).
         with for_range(builder, 0, mr, name="pr") as r:
             row_ptr = builder.gep(a_tile, [builder.mul(r.index, c64(kp))], inbounds=True, source_etype=I8)
-            valid = builder.icmp_signed("<", r.index, rows)
-            with builder.if_else(valid) as (then, otherwise):
-                with then:
-                    n, oy, ox = pixel(builder.add(p0, r.index))
-                    with for_range(builder, 0, g.kh, name="pky") as ky, for_range(builder, 0, g.kw, name="pkx") as kx:
-                        iy = builder.add(builder.mul(oy, c64(g.sh)), builder.sub(builder.mul(ky.index, c64(g.dh)), c64(g.pt)))
-                        ix = builder.add(builder.mul(ox, c64(g.sw)), builder.sub(builder.mul(kx.index, c64(g.dw)), c64(g.pl)))
-                        col = builder.mul(builder.add(builder.mul(ky.index, c64(g.kw)), kx.index), c64(g.cig))
-                        if no_pad:
-                            inside = ir.Constant(ir.IntType(1), 1)
-                        else:
-                            inside = builder.and_(
-                                builder.and_(builder.icmp_signed(">=", iy, c64(0)), builder.icmp_signed("<", iy, c64(g.h))),
-                                builder.and_(builder.icmp_signed(">=", ix, c64(0)), builder.icmp_signed("<", ix, c64(g.w))))
-                        cy = builder.select(inside, iy, c64(0))
-                        cx = builder.select(inside, ix, c64(0))
-                        src = data.offset(builder, [n, cy, cx, c64(0)])
-                        with for_range(builder, 0, g.cig, name="pc") as c:
-                            v = data.load_at(builder, builder.add(src, c.index))
-                            if flip:
-                                v = builder.xor(v, ir.Constant(I8, -128))
-                            v = builder.select(inside, v, pad_byte)
-                            dst = builder.gep(row_ptr, [builder.add(col, c.index)], inbounds=True, source_etype=I8)
-                            builder.store(v, dst)
-                    with for_range(builder, k, kp, name="pz") as z:
-                        builder.store(ir.Constant(I8, 0), builder.gep(row_ptr, [z.index], inbounds=True,
-                                                                      source_etype=I8))
-                with otherwise:
-                    with for_range(builder, 0, kp, name="zz") as z:
-                        builder.store(ir.Constant(I8, 0), builder.gep(row_ptr, [z.index], inbounds=True,
-                                                                      source_etype=I8))
-
+            p = builder.add(p0, r.index)
+            p = builder.select(builder.icmp_signed("<", p, c64(P)), p, c64(P - 1))
+            n, oy, ox = pixel(p)
+            y0 = builder.sub(builder.mul(oy, c64(g.sh)), c64(g.pt))
+            x0 = builder.sub(builder.mul(ox, c64(g.sw)), c64(g.pl))
+            if no_pad and (g.dw == 1 or g.kw == 1):
+                with for_range(builder, 0, g.kh, name="pky") as ky:
+                    iy = builder.add(y0, builder.mul(ky.index, c64(g.dh)))
+                    src = data.gep(builder, data.offset(builder, [n, iy, x0, c64(0)]))
+                    dst = builder.gep(row_ptr, [builder.mul(ky.index, c64(row_bytes))], inbounds=True,
+                                      source_etype=I8)
+                    _copy_bytes(builder, dst, src, row_bytes, flip)
+            else:
+                with for_range(builder, 0, g.kh, name="pky") as ky, for_range(builder, 0, g.kw, name="pkx") as kx:
+                    iy = builder.add(y0, builder.mul(ky.index, c64(g.dh)))
+                    ix = builder.add(x0, builder.mul(kx.index, c64(g.dw)))
+                    inside = None
+                    if not no_pad:
+                        inside = builder.and_(
+                            builder.and_(builder.icmp_signed(">=", iy, c64(0)), builder.icmp_signed("<", iy, c64(g.h))),
+                            builder.and_(builder.icmp_signed(">=", ix, c64(0)), builder.icmp_signed("<", ix, c64(g.w))))
+                        iy = builder.select(inside, iy, c64(0))
+                        ix = builder.select(inside, ix, c64(0))
+                    src = data.gep(builder, data.offset(builder, [n, iy, ix, c64(0)]))
+                    col = builder.mul(builder.add(builder.mul(ky.index, c64(g.kw)), kx.index), c64(g.cig))
+                    dst = builder.gep(row_ptr, [col], inbounds=True, source_etype=I8)
+                    _copy_bytes(builder, dst, src, g.cig, flip, inside, offset)
         _emit_gemm_tile(ctx, builder, _tile_word(builder, a_tile, kp), kp // 4, wbuf, corr, nblk, wmat.shape[0],
                         mr, nb, rows, row_index, out_dtype)
     return True

@@ -22,7 +22,7 @@ from ...ir.types import TensorType, TupleType
 from .cgutils import I32, I64, PTR, const_int, const_of, for_range, llvm_type, loop_nest
 from .fuse_ops import FusedGroup
 from .lowering import KernelLowering, get_lowering
-from .vec_epilogue import vector_epilogue_ok
+from .vec_epilogue import splat, vector_epilogue_ok
 
 __all__ = ["Buffer", "KernelBuilder", "ElementContext", "KernelContext", "CompiledKernelSpec", "emit_group",
            "ERROR_DIVIDE_BY_ZERO", "ERROR_MESSAGES"]
@@ -187,13 +187,19 @@ class KernelContext:
         """Whether ``emit_output_vector`` may be used (single tensor output, vectorisable epilogue)."""
         return self._vector_epilogue is not None
 
-    def emit_output_vector(self, builder: ir.IRBuilder, index, value: ir.Value, out_dtype: str) -> None:
+    def emit_output_vector(self, builder: ir.IRBuilder, index, value: ir.Value, out_dtype: str,
+                           valid_lanes: ir.Value | None = None) -> None:
         """Outputs ``index[:-1] + [c0 + l]`` for every lane ``l`` of ``value`` (``index[-1]`` is ``c0``, the
-        innermost axis; every lane must be in bounds): the anchor's result cast to ``out_dtype``, then the
-        epilogue, in vector code."""
+        innermost axis): the anchor's result cast to ``out_dtype``, then the epilogue, in vector code. Every
+        lane must be in bounds, or only the first ``valid_lanes`` (i64) lanes are read and written."""
         from .lower_elemwise import emit_cast
         from .vec_epilogue import LaneIndex, VectorBuilder
-        vb = VectorBuilder(builder, value.type.count)
+        lanes = value.type.count
+        mask = None
+        if valid_lanes is not None:
+            iota = ir.Constant(ir.VectorType(I64, lanes), list(range(lanes)))
+            mask = builder.icmp_signed("<", iota, splat(builder, valid_lanes, lanes))
+        vb = VectorBuilder(builder, lanes, mask)
         lane_index = list(index[:-1]) + [LaneIndex(index[-1])]
         value = emit_cast(vb, value, "int32", out_dtype)
         if self._epilogue is not None:

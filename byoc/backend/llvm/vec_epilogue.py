@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ...ir.types import TensorType
-from .cgutils import I32
+from .cgutils import I32, masked_load, masked_store
+from .lowering import get_lowering
 
 __all__ = ["LaneIndex", "VectorBuilder", "vector_epilogue_ok", "splat"]
 
@@ -57,9 +58,10 @@ def _is_vec(v) -> bool:
 class VectorBuilder:
     """An ``ir.IRBuilder`` stand-in that widens scalar element code to ``lanes``-wide vector code."""
 
-    def __init__(self, builder: ir.IRBuilder, lanes: int):
+    def __init__(self, builder: ir.IRBuilder, lanes: int, mask: ir.Value | None = None):
         self._b = builder
         self.lanes = lanes
+        self.mask = mask  # <lanes x i1>: loads and stores through a LaneIndex touch only these lanes
 
     def __getattr__(self, name):
         return getattr(self._b, name)
@@ -92,14 +94,19 @@ class VectorBuilder:
 
     def load(self, ptr, name="", align=None, typ=None):
         if isinstance(ptr, _LanePtr):
-            return self._b.load(ptr.ptr, name=name, align=align, typ=ir.VectorType(typ, self.lanes))
+            vt = ir.VectorType(typ, self.lanes)
+            if self.mask is None:
+                return self._b.load(ptr.ptr, name=name, align=align, typ=vt)
+            return masked_load(self._b, ptr.ptr, vt, self.mask)
         return self._b.load(ptr, name=name, align=align, typ=typ)
 
     def store(self, value, ptr, align=None):
         if isinstance(ptr, _LanePtr):
             if not _is_vec(value):
                 value = splat(self._b, value, self.lanes)
-            return self._b.store(value, ptr.ptr, align=align)
+            if self.mask is None:
+                return self._b.store(value, ptr.ptr, align=align)
+            return masked_store(self._b, value, ptr.ptr, self.mask)
         return self._b.store(value, ptr, align=align)
 
     # -- arithmetic ------------------------------------------------------------------------------------------
@@ -157,8 +164,9 @@ def vector_epilogue_ok(group) -> bool:
         t = node.checked_type
         if name not in _INT_OPS or not isinstance(t, TensorType) or t.dtype not in _INT_DTYPES or not t.shape:
             return False
+        const_args = get_lowering(name).const_args
         if any(isinstance(a.checked_type, TensorType) and a.checked_type.dtype not in _INT_DTYPES
-               for a in node.args):
+               for i, a in enumerate(node.args) if i not in const_args):
             return False
         if name == "nn.bias_add":
             axis = node.attrs.axis % len(t.shape)

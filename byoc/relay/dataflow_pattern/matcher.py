@@ -123,14 +123,21 @@ class DFPatternMatcher:
     # -- memo with rollback -----------------------------------------------------------------------------
     def _visit(self, p: DFPattern, e: Expr) -> bool:
         key = id(p)
-        if self._memoize and key in self.memo:
-            return self.memo[key][0] is e
+        memo = self.memo
+        if self._memoize:
+            seen = memo.get(key)
+            if seen is not None:  # entries are never empty lists
+                return seen[0] is e
         mark = len(self._trail)
         ok = self._dispatch(p, e)
         if ok:
-            self.memo.setdefault(key, []).append(e)
+            seen = memo.get(key)
+            if seen is None:
+                memo[key] = [e]
+            else:
+                seen.append(e)
             self._trail.append(key)
-        else:
+        elif len(self._trail) > mark:
             self._rollback(mark)
         return ok
 
@@ -145,6 +152,17 @@ class DFPatternMatcher:
 
     # -- dispatch -------------------------------------------------------------------------------------
     def _dispatch(self, p: DFPattern, e: Expr) -> bool:
+        t = type(p)
+        if t is CallPattern:
+            return self._match_call(p, e)
+        if t is WildcardPattern:
+            return True
+        if t is ConstantPattern:
+            return isinstance(e, Constant)
+        if t is ExprPattern and type(p.expr) is Op:
+            return isinstance(e, Op) and e.name == p.expr.name
+        if t is AltPattern:
+            return self._visit(p.left, e) or self._visit(p.right, e)
         if isinstance(p, WildcardPattern):
             return True
         if isinstance(p, CallPattern):
@@ -208,7 +226,11 @@ class DFPatternMatcher:
         if len(p.args) != len(e.args):
             return False
         mark = len(self._trail)
-        if all(self._visit(pa, ea) for pa, ea in zip(p.args, e.args)):
+        visit = self._visit
+        for pa, ea in zip(p.args, e.args):
+            if not visit(pa, ea):
+                break
+        else:
             return True
         self._rollback(mark)
         if len(p.args) == 2 and isinstance(e.op, Op) and e.op.name in _COMMUTATIVE:

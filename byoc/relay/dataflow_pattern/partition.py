@@ -8,6 +8,7 @@ interior value is used outside the group and that use is not post-dominated by t
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,13 +27,32 @@ __all__ = ["Group", "PatternGrouper", "partition", "partition_with_memo", "Refus
 
 @dataclass(frozen=True, eq=False)
 class Group:
+    """One match to outline. The function is built on first use: most callers only need it when the group's
+    check accepts it."""
     gid: int
     root: Expr
     match: Match
     inputs: tuple[Expr, ...]
-    function: Function
     name: str
     interior: tuple[Expr, ...]
+
+    @functools.cached_property
+    def function(self) -> Function:
+        params, body = self.params_and_body()
+        return Function(params, body)
+
+    def params_and_body(self) -> tuple[tuple[Var, ...], Expr]:
+        """Fresh parameters ``FunctionVar_<gid>_<k>`` (typed like the inputs) and the body using them."""
+        new: dict[int, Expr] = {}
+        params = []
+        for k, e in enumerate(self.inputs):
+            v = _typed_like(Var(f"FunctionVar_{self.gid}_{k}", e._checked_type), e)  # type: ignore[attr-defined]
+            new[id(e)] = v
+            params.append(v)
+        for n in self.interior:  # post-order: operands are rebuilt first
+            kids = children(n)
+            new[id(n)] = _typed_like(rebuild(n, tuple(new[id(c)] for c in kids)), n) if kids else n
+        return tuple(params), new[id(self.root)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +111,7 @@ class PatternGrouper:
 
     def _create_group(self, root: Expr) -> None:
         details = self.matcher.details(self.pattern, root)
-        memo = details.node_map
+        memo = details.node_map._by_pattern  # pattern -> matched expressions (patterns hash by identity)
         fuzzy: set[int] = set()
         for p in self.fuzzy_sources:
             if isinstance(p, DominatorPattern):
@@ -116,11 +136,7 @@ class PatternGrouper:
                         make_input(a, p)
                 else:
                     make_input(m, p)
-        gid = self._next_gid
-        params: dict[int, Var] = {}
-        for k, (key, e) in enumerate(inputs.items()):
-            params[key] = _typed_like(Var(f"FunctionVar_{gid}_{k}", e._checked_type), e)  # type: ignore[attr-defined]
-        body, name, interior = _extract(root, params)
+        name, interior = _interior(root, inputs)
         # Overlap and escaping-value checks (Ops, functions and constants are global, never "interior").
         for n in interior:
             if isinstance(n, (Op, Function, Constant)):
@@ -136,28 +152,24 @@ class PatternGrouper:
                 user = graph.order[u]
                 if id(user) not in interior_ids and not graph.post_dominates(root, user):
                     return
+        gid = self._next_gid
         self._next_gid += 1
-        func = Function(tuple(params.values()), body)
         for n in interior:
             self.assigned[id(n)] = gid
-        self.groups.append(Group(gid, root, details, tuple(inputs.values()), func, name, tuple(interior)))
+        self.groups.append(Group(gid, root, details, tuple(inputs.values()), name, tuple(interior)))
 
 
-def _extract(root: Expr, params: dict[int, Var]) -> tuple[Expr, str, list[Expr]]:
-    """The group body (inputs replaced by parameters), its ``PartitionedFromPattern`` label, interior nodes."""
+def _interior(root: Expr, inputs: dict[int, Expr]) -> tuple[str, list[Expr]]:
+    """The group's ``PartitionedFromPattern`` label and its interior nodes (post-order, inputs excluded)."""
     def kids(n: Expr) -> tuple[Expr, ...]:
-        return () if id(n) in params else children(n)
+        return () if id(n) in inputs else children(n)
 
-    order = post_order(root, child_fn=kids)
-    new: dict[int, Expr] = {}
     label: list[str] = []
     interior: list[Expr] = []
-    for n in order:
-        if id(n) in params:
-            new[id(n)] = params[id(n)]
+    for n in post_order(root, child_fn=kids):
+        if id(n) in inputs:
             continue
         interior.append(n)
-        new[id(n)] = _typed_like(rebuild(n, tuple(new[id(c)] for c in children(n))), n)
         if isinstance(n, Call):
             label.append(n.op.name + "_" if isinstance(n.op, Op) else "Call_")
         elif isinstance(n, Tuple):
@@ -170,7 +182,7 @@ def _extract(root: Expr, params: dict[int, Var]) -> tuple[Expr, str, list[Expr]]
             label.append("If_")
         elif isinstance(n, Function):
             label.append("Function")
-    return new[id(root)], "".join(label), interior
+    return "".join(label), interior
 
 
 def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = None, check=None, *,
@@ -192,15 +204,16 @@ def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = Non
     by_root = {id(g.root): g for g in groups}
     extra = dict(attrs or {})
     refusals: list[Refusal] = []
+    inputs_of = graph.inputs
     for node in graph.order:
-        kids = graph.inputs(node)
-        new = _typed_like(rebuild(node, tuple(memo[id(c)] for c in kids)), node) if kids else node
+        kids = inputs_of(node)
+        new = _typed_like(rebuild(node, tuple([memo[id(c)] for c in kids])), node) if kids else node
         g = by_root.get(id(node))
         if g is not None:
             support = evaluate_check(check, node, g.match.captures, label=label)
             if support.ok:
-                func = Function(g.function.params, g.function.body,
-                                attrs={"PartitionedFromPattern": g.name, **extra})
+                params, body = g.params_and_body()
+                func = Function(params, body, attrs={"PartitionedFromPattern": g.name, **extra})
                 _type_function(func)
                 new = _typed_like(Call(func, tuple(memo.get(id(a), a) for a in g.inputs),
                                        span=getattr(node, "span", None)), node)
