@@ -137,9 +137,6 @@ def parse_target(target) -> list[str]:
     return names
 
 
-_parse_target = parse_target  # the CLI's earlier spelling
-
-
 def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 1, **options):
     """Compile ``mod`` (an IRModule, Function or expression) for ``target``; returns a ``runtime.module.
     GraphModule`` with ``run(inputs: dict) -> list[numpy.ndarray]``, ``set_input``, ``run()``, ``get_output``,
@@ -157,6 +154,9 @@ def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 
         raise CodegenError(f"build expects an IRModule, Function or expression, got {type(mod).__name__}")
     if "main" not in mod or not isinstance(mod["main"], Function):
         raise CodegenError("module has no main function")
+    if "npu" in names:  # resolve once (a TOML file is read once) and refuse a bad config even without partitions
+        from runtime.npu_codegen import resolve_npu_config
+        options["npu_config"] = resolve_npu_config(options.get("npu_config"))
     externs = {}
     for n in names:
         if n not in HOST_TARGETS:

@@ -105,12 +105,12 @@ def _first_op_in(func: Function) -> list[str]:
     """One op name of ``func`` (a search that stops at the first op call), or none: as long as ``_ops_in`` up
     to ``min_partition_size=1``."""
     stack: list[Expr] = [func.body]
-    seen: set[int] = set()
+    seen: set[Expr] = set()  # nodes hash by identity
     while stack:
         n = stack.pop()
-        if id(n) in seen:
+        if n in seen:
             continue
-        seen.add(id(n))
+        seen.add(n)
         if isinstance(n, Call) and isinstance(n.op, Op):
             return [n.op.name]
         stack.extend(_children(n))

@@ -102,9 +102,8 @@ def _scalar_int(c: np.ndarray, what: str, where: str) -> int:
 
 def _hwc(shape: tuple[int, ...], where: str) -> tuple[int, int, int]:
     if len(shape) == 4:
-        if shape[0] != 1:
-            raise NPUError(f"{where}: batch {shape[0]} is not supported (shape {shape})", hint="the NPU runs batch 1")
-        return (shape[1], shape[2], shape[3])
+        # Batches stack along the rows: exact for elementwise layers; spatial layers require batch 1.
+        return (shape[0] * shape[1], shape[2], shape[3])
     if len(shape) == 3:
         return (shape[0], shape[1], shape[2])
     if len(shape) == 2:
@@ -322,6 +321,12 @@ def _clamp(body: _Body, ops: dict[str, Call], dtype: str) -> tuple[int, int]:
     return lo, hi
 
 
+def _check_batch_one(body: _Body, t: TensorType, what: str) -> None:
+    if len(t.shape) == 4 and t.shape[0] != 1:
+        raise body.fail(f"{what} has batch {t.shape[0]} (shape {tuple(t.shape)})",
+                        hint="convolutions, pooling and mean run with batch 1 on the NPU")
+
+
 def _check_nhwc(body: _Body, attrs, key: str = "data_layout") -> None:
     layout = attrs.get(key) if hasattr(attrs, "get") else getattr(attrs, key, "NHWC")
     if layout != "NHWC":
@@ -384,6 +389,7 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     else:
         a = core.attrs
         _check_nhwc(body, a)
+        _check_batch_one(body, x_t, "the input")
         groups = a.groups
         cin = x_t.shape[3] if "nn.pad" not in ops else _tensor_type(ops["nn.pad"]).shape[3]
         if "nn.pad" in ops:
@@ -490,6 +496,7 @@ def _pool_composite(low: _Lowerer, body: _Body, comp: str) -> None:
         raise body.fail("ceil_mode pooling is not supported", hint="use ceil_mode=False")
     ifm = body.tensor(chain[0].args[0], "data")
     in_t, out_t = _tensor_type(chain[0].args[0]), _tensor_type(body.call)
+    _check_batch_one(body, in_t, "the input")
     if out_t.dtype != in_t.dtype or in_t.dtype not in ("int8", "uint8"):
         raise body.fail(f"pooling {in_t.dtype} → {out_t.dtype} is not supported", hint="int8 or uint8 in and out")
     lo, hi = _clamp(body, ops, out_t.dtype)
@@ -513,6 +520,7 @@ def _mean_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     if len(in_t.shape) != 4 or axes != (1, 2):
         raise body.fail(f"qnn.mean over axes {axes} of a {in_t.shape} tensor is not supported",
                         hint="the NPU reduces H and W of NHWC tensors")
+    _check_batch_one(body, in_t, "the input")
     ifm = body.tensor(core.args[0], "data")
     s_in, zp_in, s_out, zp_out = (body.const(core.args[i], n) for i, n in
                                   ((1, "input_scale"), (2, "input_zero_point"), (3, "output_scale"),

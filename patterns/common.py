@@ -61,7 +61,8 @@ def dtype_rule(what: str, getters: Iterable[Getter], allowed=QUANT_DTYPES) -> Ru
     def test(ctx: MatchContext):
         found = []
         for g in getters:
-            t = ttype(g(ctx)) if g(ctx) is not None else None
+            e = g(ctx)
+            t = ttype(e) if e is not None else None
             if t is None or t.dtype not in allowed:
                 found.append(t.dtype if t is not None else "a non-tensor")
         return f"found {', '.join(found)}" if found else None

@@ -155,7 +155,10 @@ def _collect_spans(mod) -> dict:
 
 def load(path, *, trust_native_code: bool = False, num_threads: int = 1):
     """Read an artifact written by ``module.export`` and return a runnable ``GraphModule``."""
-    src = os.fspath(path)
+    try:
+        src = os.fspath(path)
+    except TypeError:
+        raise ArtifactError(f"byoc.load takes a file path, got {type(path).__name__}") from None
     try:
         size = os.path.getsize(src)
         with open(src, "rb") as f:

@@ -10,8 +10,13 @@ import numpy as np
 __all__ = ["Attrs", "FrozenDict", "freeze_value"]
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def freeze_value(value: Any) -> Any:
     """Make an attribute value hashable and immutable: lists become tuples, numpy scalars Python numbers."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, (list, tuple)):
         return tuple(freeze_value(v) for v in value)
     if isinstance(value, np.ndarray):
@@ -19,6 +24,9 @@ def freeze_value(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 class Attrs:
@@ -31,11 +39,11 @@ class Attrs:
     __slots__ = ()
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            v = getattr(self, f.name)
+        for name in self.keys():
+            v = getattr(self, name)
             fv = freeze_value(v)
             if fv is not v:
-                object.__setattr__(self, f.name, fv)
+                object.__setattr__(self, name, fv)
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
@@ -46,7 +54,11 @@ class Attrs:
         return getattr(self, key, default) if key in self.keys() else default
 
     def keys(self) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        cls = type(self)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:  # dataclasses.fields is slow and rules ask for attributes by name a lot
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
+        return names
 
     def items(self) -> Iterator[tuple[str, Any]]:
         for k in self.keys():

@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 
 __all__ = ["children", "post_order", "rebuild", "ExprRewriter", "rewrite_post_order", "users_map",
-           "let_value_first"]
+           "let_value_first", "plain_on_calls"]
 
 
 def children(node: Expr) -> tuple[Expr, ...]:
@@ -40,6 +40,13 @@ def children(node: Expr) -> tuple[Expr, ...]:
 _LEAF_TYPES = frozenset({Var, Constant, Op, GlobalVar})
 
 
+def plain_on_calls(child_fn: Callable[[Expr], tuple[Expr, ...]]) -> Callable[[Expr], tuple[Expr, ...]]:
+    """Mark a ``child_fn`` that agrees with ``children`` on calls and leaves (it only differs on functions,
+    lets, ...): ``post_order`` then handles those nodes inline, without calling it (they are most nodes)."""
+    child_fn._plain_on_calls = True  # type: ignore[attr-defined]
+    return child_fn
+
+
 def post_order(roots: Expr | Iterable[Expr], *, enter_functions: bool = True,
                child_fn: Callable[[Expr], tuple[Expr, ...]] | None = None) -> list[Expr]:
     """Every node reachable from ``roots`` exactly once, operands before users (deterministic order).
@@ -49,9 +56,11 @@ def post_order(roots: Expr | Iterable[Expr], *, enter_functions: bool = True,
     if isinstance(roots, Expr):
         roots = (roots,)
     get_children = child_fn or children
+    inline = child_fn is None or getattr(child_fn, "_plain_on_calls", False)
+    leaf_types = _LEAF_TYPES if inline else frozenset()
     order: list[Expr] = []
     append = order.append
-    seen: set[int] = set()
+    seen: set[Expr] = set()  # nodes hash by identity: cheaper than a set of id()s
     mark = seen.add
     stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(list(roots))]
     pop = stack.pop
@@ -61,20 +70,27 @@ def post_order(roots: Expr | Iterable[Expr], *, enter_functions: bool = True,
         if expanded:
             append(node)
             continue
-        key = id(node)
-        if key in seen:
+        if node in seen:
             continue
-        mark(key)
-        if not enter_functions and isinstance(node, Function):
+        mark(node)
+        t = type(node)
+        if t is Call and inline:
+            op = node.op
+            kids = node.args if type(op) is Op else (op,) + node.args
+        elif t in leaf_types:
             append(node)
             continue
-        kids = get_children(node)
+        else:
+            if not enter_functions and isinstance(node, Function):
+                append(node)
+                continue
+            kids = get_children(node)
         if not kids:  # a leaf is finished at once
             append(node)
             continue
         push((node, True))
         for k in reversed(kids):
-            if id(k) not in seen:
+            if k not in seen:
                 push((k, False))
     return order
 
@@ -162,6 +178,7 @@ class ExprRewriter:
         return rewrite_post_order(expr, self.rewrite, enter_functions=self.enter_functions, memo=self.memo)
 
 
+@plain_on_calls
 def let_value_first(node: Expr) -> tuple[Expr, ...]:
     """``children`` with a Let's value before its variable (for passes that substitute let-bound values)."""
     if isinstance(node, Let):

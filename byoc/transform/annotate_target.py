@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..errors import PassError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
-from ..ir.traversal import children, post_order, rebuild
+from ..ir.traversal import children, plain_on_calls, post_order, rebuild
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END, CompilerAttrs
 from ..ops.registry import get_op_attr
 from ..relay.dataflow_pattern.check import evaluate_check
@@ -67,12 +67,16 @@ def is_composite(e: Expr) -> bool:
     return isinstance(e, Function) and "Composite" in e.attrs
 
 
+@plain_on_calls
 def _skip_composites(n: Expr) -> tuple[Expr, ...]:
     return () if is_composite(n) else children(n)
 
 
 def _composite_ops(func: Function) -> tuple[str, ...]:
-    return tuple(n.op.name for n in post_order(func.body) if isinstance(n, Call) and isinstance(n.op, Op))
+    body = func.body
+    if type(body) is Call and type(body.op) is Op and all(type(a) is Var or type(a) is Constant for a in body.args):
+        return (body.op.name,)  # a one-op composite (the common case): no walk needed
+    return tuple(n.op.name for n in post_order(body) if isinstance(n, Call) and isinstance(n.op, Op))
 
 
 class _Annotator:

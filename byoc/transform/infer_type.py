@@ -4,13 +4,14 @@ from __future__ import annotations
 from ..errors import ByocError, TypeInferenceError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
-from ..ir.traversal import children, post_order
+from ..ir.traversal import children, plain_on_calls, post_order
 from ..ir.types import FuncType, TensorType, TupleType, Type
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["InferType", "infer_expr", "infer_module"]
 
 
+@plain_on_calls
 def _type_children(node: Expr) -> tuple[Expr, ...]:
     # A Let's value is typed before its variable, so an unannotated variable takes the value's type.
     if isinstance(node, Let):
@@ -26,8 +27,13 @@ def _describe(node: Expr) -> str:
 
 def infer_expr(expr: Expr, global_types: dict[str, Type] | None = None, root: Expr | None = None) -> Type:
     """Type every node under ``expr``; ``global_types`` gives the types of called global functions."""
+    return _infer_in_order(expr, post_order(expr, child_fn=_type_children), global_types, root)
+
+
+def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type] | None = None,
+                    root: Expr | None = None) -> Type:
+    """``infer_expr`` given ``post_order(expr, child_fn=_type_children)``."""
     global_types = global_types or {}
-    order = post_order(expr, child_fn=_type_children)
     # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
     let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
     for node in order:
@@ -120,12 +126,13 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
     raise TypeInferenceError(f"cannot type node {type(node).__name__}")
 
 
-def _global_order(mod: IRModule) -> list[str]:
-    """Functions ordered callees first; recursion is reported."""
+def _global_order(mod: IRModule, orders: dict[str, list[Expr]]) -> list[str]:
+    """Functions ordered callees first; recursion is reported. ``orders``: each function's type-inference
+    post-order (global variables are leaves, so they come in the order ``post_order`` meets them)."""
     deps: dict[str, list[str]] = {}
     for gv, f in mod.sorted_items():
         deps[gv.name_hint] = list(dict.fromkeys(
-            n.name_hint for n in post_order(f) if isinstance(n, GlobalVar) and n.name_hint in mod))
+            n.name_hint for n in orders[gv.name_hint] if isinstance(n, GlobalVar) and n.name_hint in mod))
     order: list[str] = []
     state: dict[str, int] = {}
     for start in deps:
@@ -153,10 +160,11 @@ def _global_order(mod: IRModule) -> list[str]:
 
 def infer_module(mod: IRModule) -> IRModule:
     global_types: dict[str, Type] = {}
-    for name in _global_order(mod):
+    orders = {gv.name_hint: post_order(f, child_fn=_type_children) for gv, f in mod.items()}
+    for name in _global_order(mod, orders):
         func = mod[name]
         try:
-            global_types[name] = infer_expr(func, global_types)
+            global_types[name] = _infer_in_order(func, orders.pop(name), global_types)
         except TypeInferenceError as e:
             e.with_note(f"in function @{name}")
             raise

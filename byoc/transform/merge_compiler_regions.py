@@ -44,22 +44,22 @@ class _Quotient:
         n = len(rs.order)
         self.succ: list[list[int]] = [[] for _ in range(k + n)]
         self.pred: list[list[int]] = [[] for _ in range(k + n)]
-        index = rs.index
+        index = {node: i for i, node in enumerate(rs.order)}  # nodes hash by identity
         first_index = [n] * (k + n)
         for i, node in enumerate(rs.order):
             v = self.vertex_of(node, i)
             if i < first_index[v]:
                 first_index[v] = i
             for c in skip_composites(node):
-                u = self.vertex_of(c, index[id(c)])
+                u = self.vertex_of(c, index[c])
                 if u != v:
                     self.succ[u].append(v)
                     self.pred[v].append(u)
         self.pos = self._topological_positions(first_index)
 
     def vertex_of(self, node: Expr, i: int) -> int:
-        r = self.rs.region_of.get(id(node))
-        return self.rs.find(r) if r is not None else self.k + i
+        r = self.rs.region(node)
+        return r if r is not None else self.k + i
 
     def canon(self, v: int) -> int:
         return self.rs.find(v) if v < self.k else v
@@ -173,11 +173,14 @@ def _tainted_classes(rs: RegionSet, body: Expr) -> list[bool]:
     return tainted_class
 
 
-def merge_classes(rs, body: Expr, ends: list, region_of_end, parent_classes) -> bool:
+def merge_classes(rs, body: Expr, ends: list, region_of_end, parent_classes, acyclic: bool = False) -> bool:
     """The merge loop, on ``rs`` (a ``RegionSet`` or anything with its union-find interface, whose ``order``
     is the graph ``_Quotient`` sees). ``ends``: the region outputs in post-order; ``region_of_end(e)``: its class
-    now; ``parent_classes(r)``: the classes feeding class ``r``, in the order of its inputs. True if any merged."""
-    q = _Quotient(rs)  # also reports regions that depend on each other in a cycle
+    now; ``parent_classes(r)``: the classes feeding class ``r``, in the order of its inputs (those of another
+    target may be left out). True if any merged. ``acyclic``: the regions are known not to form a cycle, so
+    the quotient graph is only built when a merge is considered."""
+    # The quotient also reports regions that depend on each other in a cycle.
+    q = None if acyclic else _Quotient(rs)
     # The taint is computed on the first same-target candidate (before any merge, so it is the same).
     tainted_class: list[bool] | None = None
     merged = False
@@ -194,6 +197,8 @@ def merge_classes(rs, body: Expr, ends: list, region_of_end, parent_classes) -> 
                 continue
             if tainted_class is None:
                 tainted_class = _tainted_classes(rs, body)
+            if q is None:
+                q = _Quotient(rs)  # before any merge: the same graph as when built up front
             if tainted_class[p] or tainted_class[r]:
                 continue
             window = q.forward_window(p, r)

@@ -246,31 +246,32 @@ def direct_order(body: Expr) -> list[Expr] | None:
     return order
 
 
-def _edge_positions(body: Expr) -> dict[tuple[int, int], int]:
-    """Where each operand edge ``(id(user), operand index)`` completes in the depth-first walk that gives the
-    post-order: the place of that edge's annotations in the annotated graph's post-order (increasing)."""
-    edge_pos: dict[tuple[int, int], int] = {}
+def _edge_positions(body: Expr) -> dict[Expr, list[int]]:
+    """Per call, where each operand edge completes in the depth-first walk that gives the post-order: the
+    place of that edge's annotations in the annotated graph's post-order (increasing; nodes hash by identity)."""
+    edge_pos: dict[Expr, list[int]] = {}
     counter = 0
-    entered = {id(body)}
-    frames: list[list] = [[body, _operands(body), 0]]
+    entered = {body}
+    frames: list[list] = [[body, _operands(body), 0, []]]
     while frames:
         frame = frames[-1]
-        n, kids, i = frame
+        n, kids, i, pos = frame
         if i < len(kids):
             c = kids[i]
-            if id(c) in entered:  # finished already (a DAG: it cannot be on the current path)
-                edge_pos[(id(n), i)] = counter
+            if c in entered:  # finished already (a DAG: it cannot be on the current path)
+                pos.append(counter)
                 counter += 1
                 frame[2] = i + 1
             else:
-                entered.add(id(c))
-                frames.append([c, _operands(c), 0])
+                entered.add(c)
+                frames.append([c, _operands(c), 0, []])
             continue
         frames.pop()
+        edge_pos[n] = pos
         counter += 1  # the node itself
         if frames:
             parent = frames[-1]
-            edge_pos[(id(parent[0]), parent[2])] = counter
+            parent[3].append(counter)
             counter += 1
             parent[2] += 1
     return edge_pos
@@ -286,17 +287,27 @@ class _CallRegions(RegionSet):
     ``begins[r]`` holds (position, operand) per operand edge of the region's calls."""
 
     def __init__(self, order: list[Expr], calls: list[Call], targets: list[str],
-                 edge_pos: dict[tuple[int, int], int]):
+                 edge_pos: dict[Expr, list[int]]):
         self.order = order
-        self.index = {id(n): i for i, n in enumerate(order)}
         self.parent = list(range(len(calls)))
         self.target = targets
-        self.region_of = {id(n): r for r, n in enumerate(calls)}
-        self.begins = [[(edge_pos[(id(n), i)], a) for i, a in enumerate(n.args)] for n in calls]
+        self.region_of: dict[Expr, int] = {n: r for r, n in enumerate(calls)}  # keyed by node, not id
+        self.begins = [list(zip(edge_pos[n], n.args)) for n in calls]
         self.ends = [[] for _ in calls]
 
+    def region(self, node: Expr) -> int | None:
+        r = self.region_of.get(node)
+        return None if r is None else self.find(r)
+
     def parent_classes(self, r: int) -> list[int]:
-        """Classes feeding class ``r`` (calls that are operands of its calls), in the order of its inputs."""
+        """Classes feeding class ``r`` (calls that are operands of its calls), in the order of its inputs;
+        none when no feeding class has ``r``'s target (the merge loop would skip them all)."""
+        target, region_of, find = self.target[r], self.region_of, self.find
+        for _, a in self.begins[r]:
+            if isinstance(a, Call) and self.target[find(region_of[a])] == target:
+                break
+        else:
+            return []
         parents: list[int] = []
         for _, a in sorted(self.begins[r], key=_first):
             if isinstance(a, Call):
@@ -323,32 +334,37 @@ def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, 
     edge_pos = _edge_positions(body)
     rs = _CallRegions(order, calls, targets, edge_pos)
     if merge:
-        merge_classes(rs, body, calls, rs.region, rs.parent_classes)
-    cls = {id(n): rs.find(r) for r, n in enumerate(calls)}
+        merge_classes(rs, body, calls, rs.region, rs.parent_classes, acyclic=True)  # one region per call
+    find = rs.find
+    cls: dict[Expr, int] = {n: find(r) for r, n in enumerate(calls)}  # nodes hash by identity
+    target_of_class = rs.target
 
     # Region outputs: a compiler_end sits on every edge leaving a non-default class, and after the body.
     end_pos: dict[int, list[tuple[int, Call]]] = {}
     for n in calls:
-        cn = cls[id(n)]
-        for i, a in enumerate(n.args):
-            if isinstance(a, Call):
-                ca = cls[id(a)]
-                if ca != cn and rs.target[ca] != DEFAULT_TARGET:
-                    end_pos.setdefault(ca, []).append((edge_pos[(id(n), i)], a))
-    if isinstance(body, Call) and rs.target[cls[id(body)]] != DEFAULT_TARGET:
-        end_pos.setdefault(cls[id(body)], []).append((len(edge_pos) + len(order), body))
+        cn = cls[n]
+        for pos, a in zip(edge_pos[n], n.args):
+            if type(a) is Call:
+                ca = cls[a]
+                if ca != cn and target_of_class[ca] != DEFAULT_TARGET:
+                    if ca in end_pos:
+                        end_pos[ca].append((pos, a))
+                    else:
+                        end_pos[ca] = [(pos, a)]
+    if isinstance(body, Call) and target_of_class[cls[body]] != DEFAULT_TARGET:
+        end_pos.setdefault(cls[body], []).append((1 + sum(len(v) for v in edge_pos.values()) + len(order), body))
     if not end_pos:
         return func, []
-    classes = sorted(end_pos, key=lambda c: min(end_pos[c])[0])
+    for ends in end_pos.values():
+        ends.sort(key=_first)  # positions are distinct
+    classes = sorted(end_pos, key=lambda c: end_pos[c][0][0])
 
     made: list[tuple[GlobalVar, Function]] = []
     info: dict[int, dict] = {}
     counter = 0
     for c in classes:
-        outputs: dict[int, Call] = {}
-        for _, a in sorted(end_pos[c], key=_first):
-            outputs.setdefault(id(a), a)
-        target = rs.target[c]
+        outputs: dict[Call, None] = dict.fromkeys(a for _, a in end_pos[c])
+        target = target_of_class[c]
         while True:
             name = mangle_name(mod_name, f"{target}_{fname}_{counter}")
             counter += 1
@@ -357,46 +373,45 @@ def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, 
         taken.add(name)
         # Parameters: one per producer, in the order a post-order walk of the region from its outputs meets
         # the input edges (PartitionGraph's walk, where each input edge is a compiler_begin leaf).
-        params: dict[int, Var] = {}
-        producers: list[Expr] = []
-        edge_value: dict[tuple[int, int], Expr] = {}
-        new: dict[int, Expr] = {}
-        seen: set[int] = set()
-        stack: list[tuple] = [(0, o, 0) for o in reversed(outputs.values())]
+        params: dict[Expr, Var] = {}
+        edge_value: dict[tuple[Expr, int], Expr] = {}
+        new: dict[Expr, Expr] = {}
+        seen: set[Expr] = set()
+        stack: list[tuple] = [(0, o, 0) for o in reversed(outputs)]
         while stack:
             kind, n, i = stack.pop()
             if kind == 2:  # an input edge (n, i)
                 a = n.args[i]
-                if bind_constants and isinstance(a, Constant):
-                    edge_value[(id(n), i)] = a
+                if bind_constants and type(a) is Constant:
+                    edge_value[(n, i)] = a
                     continue
-                if id(a) not in params:
+                v = params.get(a)
+                if v is None:
                     t = a._checked_type  # type: ignore[attr-defined]
-                    v = Var(f"{target}_{counter - 1}_i{len(params)}", t)
+                    v = params[a] = Var(f"{target}_{counter - 1}_i{len(params)}", t)
                     if t is not None:
                         v._set_checked_type(t)
-                    params[id(a)] = v
-                    producers.append(a)
-                edge_value[(id(n), i)] = params[id(a)]
+                edge_value[(n, i)] = v
                 continue
             if kind == 1:  # all operands done
-                kids = [] if isinstance(n.op, Op) else [n.op]
+                kids = [] if type(n.op) is Op else [n.op]
                 for j, a in enumerate(n.args):
-                    kids.append(new[id(a)] if (id(n), j) not in edge_value else edge_value[(id(n), j)])
-                new[id(n)] = typed_like(rebuild(n, tuple(kids)), n)
+                    kids.append(new[a] if (n, j) not in edge_value else edge_value[(n, j)])
+                new[n] = typed_like(rebuild(n, tuple(kids)), n)
                 continue
-            if id(n) in seen:
+            if n in seen:
                 continue
-            seen.add(id(n))
+            seen.add(n)
             stack.append((1, n, 0))
-            for j in range(len(n.args) - 1, -1, -1):
-                a = n.args[j]
-                if isinstance(a, Call) and cls[id(a)] == c:
-                    if id(a) not in seen:
+            args = n.args
+            for j in range(len(args) - 1, -1, -1):
+                a = args[j]
+                if type(a) is Call and cls[a] == c:
+                    if a not in seen:
                         stack.append((0, a, 0))
                 else:
                     stack.append((2, n, j))
-        outs = [new[k] for k in outputs]
+        outs = [new[o] for o in outputs]
         fbody = outs[0] if len(outs) == 1 else _typed_tuple(outs)
         f = type_function(Function(tuple(params.values()), fbody,
                                    attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1}))
@@ -404,39 +419,39 @@ def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, 
         if f._checked_type is not None:  # type: ignore[attr-defined]
             gv._set_checked_type(f._checked_type)  # type: ignore[attr-defined]
         made.append((gv, f))
-        info[c] = {"gv": gv, "producers": producers, "out_index": {k: j for j, k in enumerate(outputs)},
+        info[c] = {"gv": gv, "producers": tuple(params), "out_index": {o: j for j, o in enumerate(outputs)},
                    "single": len(outs) == 1, "call": None, "type": fbody._checked_type, "items": {}}
 
     # The caller: outputs become the partition call (or an item of it), other calls are rebuilt.
     def main_kids(n: Expr) -> tuple[Expr, ...]:
-        if isinstance(n, Call):
-            c = cls[id(n)]
-            return tuple(info[c]["producers"]) if c in info else n.args  # a composite callee is kept as is
+        if type(n) is Call:
+            c = cls[n]
+            return info[c]["producers"] if c in info else n.args  # a composite callee is kept as it is
         return ()
 
-    main: dict[int, Expr] = {}
+    main: dict[Expr, Expr] = {}
     for n in post_order(body, child_fn=main_kids):
-        if not isinstance(n, Call):
-            main[id(n)] = n
+        if type(n) is not Call:
+            main[n] = n
             continue
-        c = cls[id(n)]
+        c = cls[n]
         if c not in info:
-            kids = tuple(main[id(a)] for a in n.args)
-            main[id(n)] = typed_like(rebuild(n, kids if isinstance(n.op, Op) else (n.op,) + kids), n)
+            kids = tuple([main[a] for a in n.args])
+            main[n] = typed_like(rebuild(n, kids if type(n.op) is Op else (n.op,) + kids), n)
             continue
         entry = info[c]
         if entry["call"] is None:
-            entry["call"] = Call(entry["gv"], tuple(main[id(p)] for p in entry["producers"]))
+            entry["call"] = Call(entry["gv"], tuple([main[p] for p in entry["producers"]]))
             if entry["type"] is not None:
                 entry["call"]._set_checked_type(entry["type"])
         if entry["single"]:
-            main[id(n)] = entry["call"]
+            main[n] = entry["call"]
         else:
-            k = entry["out_index"][id(n)]
+            k = entry["out_index"][n]
             if k not in entry["items"]:
                 entry["items"][k] = typed_like(TupleGetItem(entry["call"], k), n)
-            main[id(n)] = entry["items"][k]
-    return typed_like(func.replace(body=main[id(body)]), func), made
+            main[n] = entry["items"][k]
+    return typed_like(func.replace(body=main[body]), func), made
 
 
 class AnnotateMergePartition(ModulePass):

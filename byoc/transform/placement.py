@@ -47,13 +47,13 @@ class PlacementLog:
         if (reason, strong) not in entry[1]:
             entry[1].append((reason, strong))
 
-    def remap(self, memo: dict[int, Expr]) -> None:
-        """Follow a rewrite: entries move from old nodes to the nodes that replaced them."""
+    def remap(self, memo: dict[Expr, Expr]) -> None:
+        """Follow a rewrite (``memo``: old node → new node): entries move to the nodes that replaced them."""
         if not memo or not self._refusals:
             return
         moved: dict[int, tuple[Expr, list[tuple[str, bool]]]] = {}
         for key, (node, reasons) in self._refusals.items():
-            new = memo.get(key, node)
+            new = memo.get(node, node)
             if id(new) in moved:
                 for r in reasons:
                     if r not in moved[id(new)][1]:

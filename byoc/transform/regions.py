@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from ..errors import PartitionError
 from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem
-from ..ir.traversal import children, post_order, rebuild
+from ..ir.traversal import children, plain_on_calls, post_order, rebuild
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
 
 __all__ = ["RegionSet", "region_operands", "skip_composites", "describe_node", "rewrite_in_order"]
 
 
+@plain_on_calls
 def skip_composites(n: Expr) -> tuple[Expr, ...]:
     if isinstance(n, Function) and "Composite" in n.attrs:
         return ()

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .files import artifact_available, run_file_fuzz
-from .regressions import DATA_DIR, known_signatures, save_file_case, save_graph_case
+from .regressions import DATA_DIR, HEAP_CHECK_ENV, known_signatures, save_file_case, save_graph_case
 
 ROUND = {"tflite": 3000, "onnx": 3500, "container": 1750, "program": 1750}
 
@@ -32,7 +32,7 @@ ROUND = {"tflite": 3000, "onnx": 3500, "container": 1750, "program": 1750}
 def _spawn_graph_worker(deadline: float, seed: int, max_ops: int, out: Path, scratch: Path) -> subprocess.Popen:
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""), **HEAP_CHECK_ENV)
     cmd = [sys.executable, "-m", "tests.fuzz.graph_fuzz", repr(deadline), str(seed), str(max_ops), str(out),
            str(scratch)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=root)

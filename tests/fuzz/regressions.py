@@ -3,7 +3,8 @@
 Graph cases hold the ``.tflite`` bytes, the inputs and the op log; file cases hold the mutated bytes and the
 target loader. Every case carries ``status`` ("open": a known bug, replayed as a strict xfail so the test turns
 red when it is fixed and the mark can go; "fixed": must pass), a ``note`` and the finding ``signature``.
-``python -m tests.fuzz.regressions replay-file <path>`` runs one file case under the fuzzer's limits.
+``python -m tests.fuzz.regressions replay-file <path>`` runs one file case under the fuzzer's limits;
+``replay-graph <path>`` runs one graph case through every executor (a child that dies is itself the finding).
 """
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DATA_DIR", "SavedCase", "save_graph_case", "save_file_case", "load_case", "saved_cases",
+__all__ = ["DATA_DIR", "HEAP_CHECK_ENV", "SavedCase", "save_graph_case", "save_file_case", "load_case", "saved_cases",
            "known_signatures"]
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "regressions" / "data"
+# glibc checks the heap on every free and poisons freed memory: generated code that writes out of bounds then
+# crashes at the case that did it instead of at some later allocation (set for every child that runs graphs).
+HEAP_CHECK_ENV = {"MALLOC_CHECK_": "3", "MALLOC_PERTURB_": "165"}
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,18 @@ def replay_file(path: str) -> int:
     return 0
 
 
+def replay_graph(path: str) -> int:
+    """Child side of a graph regression: every executor on the saved model; prints a JSON report."""
+    import json
+
+    from .differential import ALL_EXECUTORS, check_model
+    case = load_case(Path(path))
+    rep = check_model(case.model, case.inputs, ALL_EXECUTORS)
+    print(json.dumps({"rejected": rep.rejected, "signatures": sorted({f.signature() for f in rep.findings}),
+                      "ran": rep.ran, "report": rep.render()[:4000]}))
+    return 0
+
+
 def set_status(path: str, status: str) -> int:
     """Flip a saved case between "open" and "fixed" (the archive is rewritten with every other field kept)."""
     if status not in ("open", "fixed"):
@@ -132,6 +148,8 @@ def set_status(path: str, status: str) -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["replay-file"]:
         sys.exit(replay_file(sys.argv[2]))
+    if sys.argv[1:2] == ["replay-graph"]:
+        sys.exit(replay_graph(sys.argv[2]))
     if sys.argv[1:2] == ["set-status"]:
         sys.exit(set_status(sys.argv[2], sys.argv[3]))
     print(__doc__)

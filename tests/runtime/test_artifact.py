@@ -176,7 +176,9 @@ def test_a_program_from_another_partition_is_refused(speech):
 
 
 def test_header_is_plain_json_with_versions_and_checksums(speech):
-    path, _, _, _ = speech
+    path, _, _, exe = speech
+    _, _, pm = imported("micro_speech_quantized.tflite", "tflm")
+    assert export_bytes(byoc.build(pm, target="npu,llvm")) == path.read_bytes()   # deterministic
     meta, sections = decode_container(path.read_bytes())
     assert meta["format"] == "byoc-artifact" and meta["format_version"] == 1
     assert meta["target"] == ["npu", "llvm"] and meta["options"]["npu_config"]["name"] == "ethos-u55-256-like"

@@ -13,7 +13,7 @@ from llvmlite import ir
 __all__ = [
     "I1", "I8", "I16", "I32", "I64", "F16", "F32", "F64", "VOID", "PTR", "llvm_type", "const_int", "const_of",
     "for_range", "loop_nest", "if_then", "alloca_once", "Loop", "srdhm", "rdbpot", "mbqm", "saturate",
-    "int_min_max", "int_width", "lane_mask", "masked_load", "masked_store", "is_signed", "is_float", "cast_value", "smax", "smin", "select_max", "select_min",
+    "int_min_max", "int_width", "vector_const", "lane_mask", "masked_load", "masked_store", "is_signed", "is_float", "cast_value", "smax", "smin", "select_max", "select_min",
 ]
 
 I1 = ir.IntType(1)
@@ -56,11 +56,26 @@ def int_width(ty: ir.Type) -> int:
     return ty.element.width if isinstance(ty, ir.VectorType) else ty.width
 
 
+_VECTOR_CONSTANTS: dict[tuple[str, tuple], ir.Constant] = {}
+
+
+def vector_const(vt: ir.VectorType, values) -> ir.Constant:
+    """A vector constant, shared by every use (llvmlite caches a constant's text, and vector constants are the
+    costliest part of formatting the IR)."""
+    key = (str(vt), tuple(values))
+    c = _VECTOR_CONSTANTS.get(key)
+    if c is None:
+        if len(_VECTOR_CONSTANTS) > 4096:
+            _VECTOR_CONSTANTS.clear()
+        c = _VECTOR_CONSTANTS[key] = ir.Constant(vt, list(key[1]))
+    return c
+
+
 def const_int(ty: ir.IntType, value: int) -> ir.Constant:
     """An integer constant, wrapped to the type's width (so -1 and 2**32-1 both work for i32); a splat for a
     vector type."""
     if isinstance(ty, ir.VectorType):
-        return ir.Constant(ty, [const_int(ty.element, value).constant] * ty.count)
+        return vector_const(ty, [const_int(ty.element, value).constant] * ty.count)
     bits = ty.width
     v = int(value) & ((1 << bits) - 1)
     if v >= 1 << (bits - 1):
@@ -199,15 +214,15 @@ def _srdhm_even_odd(builder: ir.IRBuilder, a: ir.Value, b: ir.Value) -> ir.Value
     v32 = a.type
     if not isinstance(b.type, ir.VectorType):
         b = builder.shuffle_vector(builder.insert_element(ir.Constant(v32, ir.Undefined), b, const_int(I32, 0)),
-                                   ir.Constant(v32, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n))
+                                   ir.Constant(v32, ir.Undefined), vector_const(ir.VectorType(I32, n), [0] * n))
     a64, b64 = builder.bitcast(a, v64), builder.bitcast(b, v64)
     c32, c1, rnd = (const_int(v64, k) for k in (32, 1, 1 << 30))
     even = builder.mul(builder.ashr(builder.shl(a64, c32), c32), builder.ashr(builder.shl(b64, c32), c32))
     odd = builder.mul(builder.ashr(a64, c32), builder.ashr(b64, c32))
     lo = builder.bitcast(builder.lshr(builder.add(even, rnd), const_int(v64, 31)), v32)
     hi = builder.bitcast(builder.shl(builder.add(odd, rnd), c1), v32)
-    return builder.shuffle_vector(lo, hi, ir.Constant(ir.VectorType(I32, n),
-                                                      [i if i % 2 == 0 else n + i for i in range(n)]))
+    return builder.shuffle_vector(lo, hi, vector_const(ir.VectorType(I32, n),
+                                                       [i if i % 2 == 0 else n + i for i in range(n)]))
 
 
 def rdbpot(builder: ir.IRBuilder, x: ir.Value, e: ir.Value) -> ir.Value:
@@ -241,7 +256,7 @@ def _masked_intrinsic(builder: ir.IRBuilder, base: str, vt: ir.VectorType, args,
 
 def lane_mask(lanes: int, valid: int) -> ir.Constant:
     """<lanes x i1> with the first ``valid`` lanes set."""
-    return ir.Constant(ir.VectorType(I1, lanes), [1 if i < valid else 0 for i in range(lanes)])
+    return vector_const(ir.VectorType(I1, lanes), [1 if i < valid else 0 for i in range(lanes)])
 
 
 def masked_load(builder: ir.IRBuilder, ptr: ir.Value, vt: ir.VectorType, mask: ir.Value) -> ir.Value:

@@ -17,11 +17,12 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from .cgutils import I1, I8, I16, I32, I64, for_range, lane_mask, masked_load
+from .cgutils import I1, I8, I16, I32, I64, alloca_once, for_range, lane_mask, masked_load, vector_const
 
 __all__ = ["try_emit_depthwise_pairs"]
 
 _LLVM_MAJOR = llvm.llvm_version_info[0]
+_MAX_ROW_BYTES = 1 << 16  # the int32 accumulators of one output row × 32 channels live on the stack
 V16I32 = ir.VectorType(I32, 16)
 V32I16 = ir.VectorType(I16, 32)
 V32I8 = ir.VectorType(I8, 32)
@@ -35,9 +36,10 @@ _UNPACK_HI = [v for j in range(4) for i in range(4, 8) for v in (8 * j + i, 32 +
 _OUT = [[(_LO.index(c) if c in _LO else 16 + _HI.index(c)) for c in range(16 * h, 16 * h + 16)] for h in range(2)]
 
 
-def pack_depthwise(w: np.ndarray, zp_in: int) -> tuple[np.ndarray, np.ndarray]:
+def pack_depthwise(w: np.ndarray, zp_in: int, bias: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """w: [taps, C] (w − zp_w, int8 range) → (weights [nblk, pairs, 2, 32] int16 in unpack order,
-    correction [nblk, 2, 16] int32 = −zp_in·Σ_t w in accumulator-lane order); zeros past C and past the last tap."""
+    accumulator init [nblk, 2, 16] int32 = −zp_in·Σ_t w (+ bias) in accumulator-lane order); zeros past C and
+    past the last tap."""
     taps, c = w.shape
     nblk = (c + 31) // 32
     pairs = (taps + 1) // 2
@@ -46,6 +48,8 @@ def pack_depthwise(w: np.ndarray, zp_in: int) -> tuple[np.ndarray, np.ndarray]:
     packed = np.zeros((nblk, pairs, 2, 32), np.int16)
     corr_c = np.zeros(nblk * 32, np.int64)
     corr_c[:c] = -int(zp_in) * w.astype(np.int64).sum(axis=0)
+    if bias is not None:
+        corr_c[:c] += bias.astype(np.int64)
     corr = np.zeros((nblk, 2, 16), np.int64)
     for b in range(nblk):
         for h, lanes in enumerate((_LO, _HI)):
@@ -80,20 +84,27 @@ def _dot_pairs(builder, acc, a, b, vnni: bool):
 
 def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, out_dtype: str) -> bool:
     """w: [taps, C] (w − zp_w). Returns False (nothing emitted) when this schedule does not apply."""
-    if g.cog != 1 or not ctx.vector_output_ok or data.dtype not in ("int8", "uint8"):
+    if g.cog != 1 or not ctx.vector_output_ok or data.dtype not in ("int8", "uint8") or g.ow * 128 > _MAX_ROW_BYTES:
         return False
     if w.size and (int(w.min()) < -128 or int(w.max()) > 127):
         return False
     vnni = ctx.kernel.codegen.vnni512
     taps, C = w.shape
-    packed, corr = pack_depthwise(w, zp_in)
+    lo, hi = (-128, 127) if data.dtype == "int8" else (0, 255)
+    bias = ctx.take_bias()
+    bound = np.abs(w.astype(np.int64)).sum(axis=0) * max(hi - int(zp_in), int(zp_in) - lo)
+    if bias is not None:
+        bound = bound + np.abs(bias.astype(np.int64))
+    ctx.set_result_bound(int(bound.max()) if bound.size else 0)
+    packed, corr = pack_depthwise(w, zp_in, bias)
     pairs = packed.shape[1]
     wtab = ctx.data(packed)
     ctab = ctx.data(corr)
     c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
     ext = builder.sext if data.dtype == "int8" else builder.zext
-    zp_vec = ir.Constant(V32I16, [int(zp_in)] * 32)
+    zp_vec = vector_const(V32I16, [int(zp_in)] * 32)
     padded = any(g.attrs.padding)
+    rowbuf = alloca_once(builder, I32, size=g.ow * 32, name="dwrow")
     nfull, tail = divmod(C, 32)
     row_stride, px_stride = g.w * g.c, g.c
 
@@ -125,17 +136,17 @@ def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, o
         acc_lo, acc_hi = corr_init
         for p in range(pairs):
             a, b = xs[2 * p], xs[2 * p + 1]
-            lo = builder.shuffle_vector(a, b, ir.Constant(V32I32, _UNPACK_LO))
-            hi = builder.shuffle_vector(a, b, ir.Constant(V32I32, _UNPACK_HI))
+            lo = builder.shuffle_vector(a, b, vector_const(V32I32, _UNPACK_LO))
+            hi = builder.shuffle_vector(a, b, vector_const(V32I32, _UNPACK_HI))
             acc_lo = _dot_pairs(builder, acc_lo, lo, weights[p][0], vnni)
             acc_hi = _dot_pairs(builder, acc_hi, hi, weights[p][1], vnni)
+        # Channel order again, into the row buffer (the epilogue runs once per row, from one copy of its code).
         for h in range(2):
-            valid = min(max(lanes - 16 * h, 0), 16)
-            if valid == 0:
-                continue
-            out = builder.shuffle_vector(acc_lo, acc_hi, ir.Constant(V16I32, _OUT[h]))
-            ctx.emit_output_vector(builder, [n, oy, ox, builder.add(c0, c64(16 * h))], out, out_dtype,
-                                   None if valid == 16 else c64(valid))
+            out = builder.shuffle_vector(acc_lo, acc_hi, vector_const(V16I32, _OUT[h]))
+            p = builder.gep(rowbuf, [builder.add(builder.mul(ox, c64(32)), c64(16 * h))], inbounds=True,
+                            source_etype=I32)
+            st = builder.store(out, builder.bitcast(p, V16I32.as_pointer()))
+            st.align = 4
 
     def block(n, oy, rows, interior_row, blk, lanes: int):
         c0 = builder.mul(blk, c64(32))
@@ -163,17 +174,28 @@ def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, o
 
         if not padded:
             run(0, g.ow, False)
-            return
-        # Columns whose taps are all inside the input: [x_lo, x_hi).
-        x_lo = min(-(-g.pl // g.sw), g.ow)
-        x_hi = max(min((g.w - 1 - (g.kw - 1) * g.dw + g.pl) // g.sw + 1, g.ow), x_lo)
-        with builder.if_else(interior_row, likely=True) as (then, otherwise):
-            with then:
-                run(0, x_lo, True)
-                run(x_lo, x_hi, False)
-                run(x_hi, g.ow, True)
-            with otherwise:
-                run(0, g.ow, True)
+        else:
+            # Columns whose taps are all inside the input: [x_lo, x_hi).
+            x_lo = min(-(-g.pl // g.sw), g.ow)
+            x_hi = max(min((g.w - 1 - (g.kw - 1) * g.dw + g.pl) // g.sw + 1, g.ow), x_lo)
+            with builder.if_else(interior_row, likely=True) as (then, otherwise):
+                with then:
+                    run(0, x_lo, True)
+                    run(x_lo, x_hi, False)
+                    run(x_hi, g.ow, True)
+                with otherwise:
+                    run(0, g.ow, True)
+        with for_range(builder, 0, g.ow, name="eox") as ox:
+            for h in range(2):
+                valid = min(max(lanes - 16 * h, 0), 16)
+                if valid == 0:
+                    continue
+                p = builder.gep(rowbuf, [builder.add(builder.mul(ox.index, c64(32)), c64(16 * h))], inbounds=True,
+                                source_etype=I32)
+                v = builder.load(builder.bitcast(p, V16I32.as_pointer()), typ=V16I32)
+                v.align = 4
+                ctx.emit_output_vector(builder, [n, oy, ox.index, builder.add(c0, c64(16 * h))], v, out_dtype,
+                                       None if valid == 16 else c64(valid))
 
     with ctx.parallel(builder, g.n * g.oh, name="row") as row:
         n = builder.udiv(row, c64(g.oh))

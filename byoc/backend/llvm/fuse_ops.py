@@ -36,6 +36,7 @@ class FusedGroup:
     anchor: Call | None                 # the op with a whole-kernel lowering, if any
     element_nodes: tuple[Call, ...]     # element-lowered members in post-order (root last when no anchor)
     inputs: tuple[Expr, ...]            # external operands in first-use order
+    data_pad: Call | None = None        # an nn.pad the anchor reads its argument 0 through (never materialised)
 
     @property
     def nodes(self) -> tuple[Call, ...]:
@@ -47,13 +48,14 @@ class FusedGroup:
 
 
 class _Builder:
-    __slots__ = ("anchor", "members", "epilogue_ok", "absorbed")
+    __slots__ = ("anchor", "members", "epilogue_ok", "absorbed", "data_pad")
 
     def __init__(self, anchor: Call | None, epilogue_ok: bool):
         self.absorbed = False
         self.anchor = anchor
         self.members: list[Call] = []
         self.epilogue_ok = epilogue_ok
+        self.data_pad: Call | None = None
 
     def size(self) -> int:
         return len(self.members) + (1 if self.anchor is not None else 0)
@@ -122,6 +124,8 @@ def fuse_groups(func: Function) -> list[FusedGroup]:
         low = get_lowering(node.op.name)
         if kind not in INJECTIVE_KINDS:
             g = _Builder(node, epilogue_ok=kind in (FusionKind.OUT_ELEMWISE_FUSABLE, FusionKind.COMM_REDUCE))
+            if getattr(low, "absorbs_pad", None) is not None and node.args:
+                g.data_pad = _take_pad(node, low, fusable_producer, root_of)
         else:
             assert isinstance(low, ElementLowering)
             g = _join(node, kind, low, fusable_producer, group_of)
@@ -136,6 +140,29 @@ def fuse_groups(func: Function) -> list[FusedGroup]:
             continue  # absorbed into a later group
         groups.append(_finish(root, g))
     return groups
+
+
+def _take_pad(node: Call, low, fusable_producer, root_of) -> Call | None:
+    """Detach the nn.pad producing ``node``'s argument 0 from its group when the anchor can read through it:
+    a pad alone in its group disappears; a pad at the end of an injective chain leaves the chain rooted at the
+    pad's input (which is then materialised instead of the larger padded tensor)."""
+    pad = node.args[0]
+    if not (isinstance(pad, Call) and isinstance(pad.op, Op) and pad.op.name == "nn.pad"):
+        return None
+    g = fusable_producer(pad)
+    if g is None or g.anchor is not None or not g.members or g.members[-1] is not pad:
+        return None
+    if not low.absorbs_pad(node, pad):
+        return None
+    g.members.pop()
+    if not g.members:
+        g.absorbed = True
+    elif g.members[-1] is pad.args[0]:
+        root_of[id(g)] = g.members[-1]
+    else:
+        g.members.append(pad)  # the pad's input is not the chain's last value: keep the group as it was
+        return None
+    return pad
 
 
 def _join(node: Call, kind: FusionKind, low: ElementLowering, fusable_producer, group_of) -> _Builder:
@@ -175,11 +202,13 @@ def _finish(root: Call, g: _Builder) -> FusedGroup:
     # Members in post-order (their relative order in the sweep is already topological).
     inputs: dict[int, Expr] = {}
     for n in ((g.anchor,) if g.anchor is not None else ()) + tuple(g.members):
-        for a in n.args:
+        for i, a in enumerate(n.args):
+            if n is g.anchor and i == 0 and g.data_pad is not None:
+                a = g.data_pad.args[0]
             if id(a) not in member_ids:
                 if isinstance(a, Tuple):
                     for f in a.fields:
                         inputs.setdefault(id(f), f)
                 else:
                     inputs.setdefault(id(a), a)
-    return FusedGroup(root, g.anchor, tuple(g.members), tuple(inputs.values()))
+    return FusedGroup(root, g.anchor, tuple(g.members), tuple(inputs.values()), g.data_pad)

@@ -21,7 +21,8 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from .cgutils import I8, I16, I32, I64, alloca_once, const_int, for_range, lane_mask, masked_load, masked_store
+from .cgutils import (I8, I16, I32, I64, alloca_once, const_int, for_range, lane_mask, masked_load, masked_store,
+                      vector_const)
 from .lower_elemwise import emit_cast
 
 __all__ = ["try_emit_qnn_conv_fast", "try_emit_qnn_dense_fast", "pack_gemm_weights"]
@@ -60,11 +61,29 @@ def _blocking(cout: int) -> tuple[int, int, int]:
     return mr, nb, (need + nb - 1) // nb * nb
 
 
-def _correction(wmat: np.ndarray, offset: int, nblk: int) -> np.ndarray:
+def _correction(wmat: np.ndarray, offset: int, nblk: int, bias: np.ndarray | None = None) -> np.ndarray:
+    """Accumulator init per channel: −offset·Σ_k w' (+ a bias taken from the epilogue), wrapped to int32."""
     s = wmat.astype(np.int64).sum(axis=1) * -int(offset)
+    if bias is not None:
+        s = s + bias.astype(np.int64)
     out = np.zeros(nblk * 16, np.int64)
     out[:wmat.shape[0]] = s
-    return (((out + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)).astype(np.int32)
+    return wrap_int32(out)
+
+
+def wrap_int32(v: np.ndarray) -> np.ndarray:
+    return (((np.asarray(v, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)).astype(np.int32)
+
+
+def _take_bias_and_bound(ctx, wmat: np.ndarray, max_dev: int) -> np.ndarray | None:
+    """Fold a leading bias_add into the accumulator init and declare the result's range: each term is
+    ``(x − zp)·w'`` with ``|x − zp| ≤ max_dev``."""
+    bias = ctx.take_bias()
+    bound = wmat.astype(np.int64).__abs__().sum(axis=1) * int(max_dev)
+    if bias is not None:
+        bound = bound + np.abs(bias.astype(np.int64))
+    ctx.set_result_bound(int(bound.max()) if bound.size else 0)
+    return bias
 
 
 def _dot4(builder: ir.IRBuilder, acc, a, b, vnni: bool):
@@ -90,7 +109,7 @@ def _dot4(builder: ir.IRBuilder, acc, a, b, vnni: bool):
 
 def _splat_i32(builder, v):
     vec = builder.insert_element(ir.Constant(V16I32, ir.Undefined), v, const_int(I32, 0))
-    return builder.shuffle_vector(vec, ir.Constant(V16I32, ir.Undefined), ir.Constant(V16I32, [0] * 16))
+    return builder.shuffle_vector(vec, ir.Constant(V16I32, ir.Undefined), vector_const(V16I32, [0] * 16))
 
 
 def _vnni_ok(ctx) -> bool:
@@ -145,26 +164,29 @@ def _emit_gemm_tile(ctx, builder, a_word, kq: int, wbuf, corr, nblk: int, cout: 
         builder.branch(cond_bb)
         builder.position_at_end(end_bb)
         c0 = builder.mul(blk0, c64(16))
-        if ctx.vector_output_ok:
-            # Blocks past cout (padding to a multiple of NB) are skipped; a partial block is masked.
-            partial = cout % 16 != 0 or nblk * 16 != cout
-            for r in range(mr):
-                base_index = row_index(c64(r))  # (an unused index for a row beyond the tile's valid rows)
-                for j in range(nb):
-                    cj = builder.add(c0, c64(16 * j))
-                    left = builder.sub(c64(cout), cj)
-                    ok = builder.icmp_signed("<", c64(r), rows_valid)
-                    if partial:
-                        ok = builder.and_(ok, builder.icmp_signed(">", left, c64(0)))
-                    with builder.if_then(ok, likely=True):
-                        valid = None
-                        if partial:
-                            valid = builder.select(builder.icmp_signed("<", left, c64(16)), left, c64(16))
-                        ctx.emit_output_vector(builder, base_index + [cj], accs[r][j], out_dtype, valid)
-            return
         for r in range(mr):
             for j in range(nb):
                 _store_vec(builder, tile, (r * nb + j) * 16, accs[r][j])
+        if ctx.vector_output_ok:
+            # One copy of the vector epilogue, in a loop over the tile's valid rows × blocks: a block past cout
+            # (padding to a multiple of NB) is skipped, a partial block is masked.
+            partial = cout % 16 != 0 or nblk * 16 != cout
+            nblocks = builder.sdiv(builder.add(builder.sub(c64(cout), c0), c64(15)), c64(16))
+            nblocks = builder.select(builder.icmp_signed("<", nblocks, c64(nb)), nblocks, c64(nb))
+            with for_range(builder, 0, rows_valid, name="er") as r:
+                base_index = row_index(r.index)
+                with for_range(builder, 0, nblocks, name="ej") as j:
+                    cj = builder.add(c0, builder.mul(j.index, c64(16)))
+                    tp = builder.gep(tile, [builder.mul(builder.add(builder.mul(r.index, c64(nb)), j.index),
+                                                        c64(16))], inbounds=True, source_etype=I32)
+                    v = builder.load(builder.bitcast(tp, V16I32.as_pointer()), typ=V16I32)
+                    v.align = 4
+                    valid = None
+                    if partial:
+                        left = builder.sub(c64(cout), cj)
+                        valid = builder.select(builder.icmp_signed("<", left, c64(16)), left, c64(16))
+                    ctx.emit_output_vector(builder, base_index + [cj], v, out_dtype, valid)
+            return
         lo = c64(0)
         hi = builder.sub(c64(cout), c0)
         hi = builder.select(builder.icmp_signed("<", hi, c64(nb * 16)), hi, c64(nb * 16))
@@ -199,10 +221,10 @@ def _tile_word(builder, a_tile, kp: int):
     return a_word
 
 
-def try_emit_qnn_conv_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: np.ndarray) -> bool:
+def try_emit_qnn_conv_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: np.ndarray, attrs=None) -> bool:
     from .kernel import ConstBuffer
     from .lower_nn import ConvGeometry
-    a = node.attrs
+    a = attrs or node.attrs
     if not isinstance(weight, ConstBuffer) or data.dtype not in ("int8", "uint8"):
         return False
     if a.data_layout != "NHWC" or (a.out_layout or "NHWC") != "NHWC":
@@ -246,9 +268,9 @@ def _copy_bytes(builder, dst, src, nbytes: int, flip: bool, inside=None, pad_byt
         else:
             v = masked_load(builder, s_ptr, V64I8, lane_mask(64, n))
         if flip:
-            v = builder.xor(v, ir.Constant(V64I8, [-128] * 64))
+            v = builder.xor(v, vector_const(V64I8, [-128] * 64))
         if inside is not None:
-            v = builder.select(inside, v, ir.Constant(V64I8, [pad_byte - 256 if pad_byte > 127 else pad_byte] * 64))
+            v = builder.select(inside, v, vector_const(V64I8, [pad_byte - 256 if pad_byte > 127 else pad_byte] * 64))
         if n == 64:
             st = builder.store(v, builder.bitcast(d_ptr, V64I8.as_pointer()))
             st.align = 1
@@ -271,7 +293,8 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
     if not 0 <= offset <= 255:
         return False
     wbuf = ctx.data(packed)
-    corr = ctx.data(_correction(wmat, offset, nblk))
+    bias = _take_bias_and_bound(ctx, wmat, max(offset, 255 - offset))
+    corr = ctx.data(_correction(wmat, offset, nblk, bias))
     P = g.n * g.oh * g.ow
     ntiles = (P + mr - 1) // mr
     a_tile = alloca_once(builder, I8, size=mr * kp, name="atile")
@@ -302,14 +325,16 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
             n, oy, ox = pixel(p)
             y0 = builder.sub(builder.mul(oy, c64(g.sh)), c64(g.pt))
             x0 = builder.sub(builder.mul(ox, c64(g.sw)), c64(g.pl))
-            if no_pad and (g.dw == 1 or g.kw == 1):
+
+            def copy_rows():  # every tap inside: one contiguous copy per kernel row
                 with for_range(builder, 0, g.kh, name="pky") as ky:
                     iy = builder.add(y0, builder.mul(ky.index, c64(g.dh)))
                     src = data.gep(builder, data.offset(builder, [n, iy, x0, c64(0)]))
                     dst = builder.gep(row_ptr, [builder.mul(ky.index, c64(row_bytes))], inbounds=True,
                                       source_etype=I8)
                     _copy_bytes(builder, dst, src, row_bytes, flip)
-            else:
+
+            def copy_taps():  # taps outside the input read the zero point (u = offset)
                 with for_range(builder, 0, g.kh, name="pky") as ky, for_range(builder, 0, g.kw, name="pkx") as kx:
                     iy = builder.add(y0, builder.mul(ky.index, c64(g.dh)))
                     ix = builder.add(x0, builder.mul(kx.index, c64(g.dw)))
@@ -324,6 +349,23 @@ def _emit_conv_gemm(ctx, builder, g, data, wmat, zp_in, out_dtype) -> bool:
                     col = builder.mul(builder.add(builder.mul(ky.index, c64(g.kw)), kx.index), c64(g.cig))
                     dst = builder.gep(row_ptr, [col], inbounds=True, source_etype=I8)
                     _copy_bytes(builder, dst, src, g.cig, flip, inside, offset)
+
+            contiguous = g.dw == 1 or g.kw == 1
+            if no_pad:
+                (copy_rows if contiguous else copy_taps)()
+            elif contiguous:
+                y1 = builder.add(y0, c64((g.kh - 1) * g.dh))
+                x1 = builder.add(x0, c64((g.kw - 1) * g.dw))
+                interior = builder.and_(
+                    builder.and_(builder.icmp_signed(">=", y0, c64(0)), builder.icmp_signed("<", y1, c64(g.h))),
+                    builder.and_(builder.icmp_signed(">=", x0, c64(0)), builder.icmp_signed("<", x1, c64(g.w))))
+                with builder.if_else(interior, likely=True) as (then, otherwise):
+                    with then:
+                        copy_rows()
+                    with otherwise:
+                        copy_taps()
+            else:
+                copy_taps()
         _emit_gemm_tile(ctx, builder, _tile_word(builder, a_tile, kp), kp // 4, wbuf, corr, nblk, wmat.shape[0],
                         mr, nb, rows, row_index, out_dtype)
     return True
@@ -435,7 +477,8 @@ def try_emit_qnn_dense_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: 
     if mr * kp > _MAX_TILE_BYTES:
         return False
     wbuf = ctx.data(packed)
-    corr = ctx.data(_correction(wmat, offset, nblk))
+    bias = _take_bias_and_bound(ctx, wmat, max(offset, 255 - offset))
+    corr = ctx.data(_correction(wmat, offset, nblk, bias))
     ntiles = (M + mr - 1) // mr
     a_tile = alloca_once(builder, I8, size=mr * kp, name="atile")
     c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731

@@ -19,7 +19,7 @@ from llvmlite import ir
 from ...errors import CodegenError
 from ...ir.expr import Call, Constant, Expr, Tuple
 from ...ir.types import TensorType, TupleType
-from .cgutils import I32, I64, PTR, const_int, const_of, for_range, llvm_type, loop_nest
+from .cgutils import I32, I64, PTR, const_int, const_of, for_range, llvm_type, loop_nest, vector_const
 from .fuse_ops import FusedGroup
 from .lowering import KernelLowering, get_lowering
 from .vec_epilogue import splat, vector_epilogue_ok
@@ -110,6 +110,7 @@ class KernelBuilder:
         self._slot_ptr: dict[tuple, ir.Value] = {}
         self.parallel_extent = 1
         self._error_blocks: dict[int, ir.Block] = {}
+        self.value_bounds: dict[int, int] = {}  # id(node) -> bound on |value| (see KernelContext.set_result_bound)
 
     def _slot_pointer(self, key: tuple, slot: Slot) -> ir.Value:
         if key in self._slot_ptr:
@@ -176,6 +177,32 @@ class KernelContext:
     _outputs: list
 
     _vector_epilogue: Any = None
+    _group: Any = None
+    _folded: list = field(default_factory=list)
+
+    def take_bias(self) -> np.ndarray | None:
+        """When the epilogue starts with ``nn.bias_add`` of a constant int32 vector on the innermost axis of this
+        int32 anchor, return the bias (int32, one per channel) and drop the op from the epilogue: the lowering
+        adds it into its accumulators (the same wrapping int32 sum). Call it before emitting any output."""
+        g = self._group
+        if g is None or not g.element_nodes or not isinstance(self.out_type, TensorType):
+            return None
+        first = g.element_nodes[0]
+        if first.op.name != "nn.bias_add" or first.args[0] is not self.node or self.out_type.dtype != "int32":
+            return None
+        bias = first.args[1]
+        nd = len(self.out_type.shape)
+        if not isinstance(bias, Constant) or bias.data.dtype != np.int32 or nd == 0 or \
+                first.attrs.axis % nd != nd - 1 or bias.data.size != self.out_type.shape[-1]:
+            return None
+        self._folded.append(id(first))
+        return np.asarray(bias.data).reshape(-1)
+
+    def set_result_bound(self, bound: int) -> None:
+        """Declare ``|anchor result| ≤ bound`` (exact values, before int32 wrapping; including a taken bias), so
+        epilogue ops may use cheaper arithmetic that is exact within that range."""
+        for k in [id(self.node)] + self._folded:
+            self.kernel.value_bounds[k] = int(bound)
 
     def emit_output(self, builder: ir.IRBuilder, index, value: ir.Value, k: int = 0) -> None:
         if self._epilogue is not None and k == 0:
@@ -197,7 +224,7 @@ class KernelContext:
         lanes = value.type.count
         mask = None
         if valid_lanes is not None:
-            iota = ir.Constant(ir.VectorType(I64, lanes), list(range(lanes)))
+            iota = vector_const(ir.VectorType(I64, lanes), list(range(lanes)))
             mask = builder.icmp_signed("<", iota, splat(builder, valid_lanes, lanes))
         vb = VectorBuilder(builder, lanes, mask)
         lane_index = list(index[:-1]) + [LaneIndex(index[-1])]
@@ -283,9 +310,12 @@ class _TreeEmitter:
                     index_of[id(a)] = maps[i]
                 else:
                     arg_index[(id(node), i)] = maps[i]
-        # Bottom-up: the values.
+        # Bottom-up: the values (a member whose value is given, e.g. a bias folded into the anchor, is skipped).
         values: dict[int, ir.Value] = {}
         for node in nodes:
+            if id(node) in leaf_values:
+                values[id(node)] = leaf_values[id(node)]
+                continue
             low = get_lowering(node.op.name)
             args = []
             for i, a in enumerate(node.args):
@@ -363,19 +393,22 @@ def _emit_anchor(kb: KernelBuilder, b: ir.IRBuilder, group: FusedGroup) -> None:
         out_type = _tensor_type(node)
     epilogue = None
     vector_epilogue = None
+    folded: list[int] = []  # epilogue members the lowering computed itself (see KernelContext.take_bias)
     if group.element_nodes:
         tree = _TreeEmitter(kb, group)
 
         def epilogue(builder, index, value):
-            return tree.emit(builder, index, {id(node): value})
+            return tree.emit(builder, index, {k: value for k in [id(node)] + folded})
 
     if isinstance(out_type, TensorType) and len(outs) == 1 and vector_epilogue_ok(group):
         vector_epilogue = epilogue or (lambda builder, index, value: value)
-    ctx = KernelContext(kb, node, out_type, epilogue, outs, vector_epilogue)
+    ctx = KernelContext(kb, node, out_type, epilogue, outs, vector_epilogue, group, folded)
     args: list[Any] = []
     for i, a in enumerate(node.args):
         if i in low.const_args:
             args.append(_const_value(node, i))
+        elif i == 0 and group.data_pad is not None:
+            args.append(PaddedInput(_operand_buffer(kb, group.data_pad.args[0]), group.data_pad.attrs.pad_width))
         elif isinstance(a, Tuple):
             args.append([_operand_buffer(kb, f) for f in a.fields])
         else:
@@ -398,3 +431,14 @@ class ConstBuffer(Buffer):
         object.__setattr__(self, "shape", buf.shape)
         object.__setattr__(self, "dtype", buf.dtype)
         object.__setattr__(self, "value", value)
+
+
+class PaddedInput(Buffer):
+    """An operand read through an absorbed ``nn.pad`` (``FusedGroup.data_pad``): the buffer is the unpadded
+    tensor and ``pad_width`` says how the lowering must pad it (with the value its absorbs_pad check accepted)."""
+
+    def __init__(self, buf: Buffer, pad_width):
+        object.__setattr__(self, "ptr", buf.ptr)
+        object.__setattr__(self, "shape", buf.shape)
+        object.__setattr__(self, "dtype", buf.dtype)
+        object.__setattr__(self, "pad_width", tuple(tuple(int(v) for v in p) for p in pad_width))

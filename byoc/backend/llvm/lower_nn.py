@@ -56,9 +56,9 @@ def _c64(v: int) -> ir.Constant:
 
 
 def emit_generic_conv(ctx, builder: ir.IRBuilder, node, data, weight, zp_in: int, zp_w: int, acc_dtype: str,
-                      result_dtype: str) -> None:
+                      result_dtype: str, attrs=None) -> None:
     """Direct convolution; each output element's accumulator goes through ``ctx.emit_output``."""
-    g = ConvGeometry(data.shape, weight.shape, node.checked_type.shape, node.attrs)
+    g = ConvGeometry(data.shape, weight.shape, node.checked_type.shape, attrs or node.attrs)
     floating = is_float(acc_dtype)
     acc_ty = F64 if floating else I32
     acc_slot = alloca_once(builder, acc_ty, name="acc")
@@ -110,21 +110,50 @@ def _conv2d(ctx, builder, node, args):
     emit_generic_conv(ctx, builder, node, data, weight, 0, 0, "float64" if floating else "int32", out_dtype)
 
 
-@lower_kernel("qnn.conv2d", const_args=(2, 3, 4, 5))
+def _conv_absorbs_pad(node, pad) -> bool:
+    """qnn.conv2d reads through an nn.pad of its data that pads only H and W with the input zero point: the
+    padded taps then contribute (zp − zp)·w = 0, exactly as the convolution's own padding does."""
+    from ...ir.expr import Constant
+    layout = node.attrs.data_layout
+    pw = pad.attrs.pad_width
+    if getattr(pad.attrs, "pad_mode", "constant") != "constant" or len(pw) != 4 or len(layout) != 4:
+        return False
+    if any(tuple(pw[layout.index(ax)]) != (0, 0) for ax in "NC") or any(v < 0 for p in pw for v in p):
+        return False
+    value, zp = pad.args[1], node.args[2]
+    if not (isinstance(value, Constant) and isinstance(zp, Constant)) or value.data.size != 1:
+        return False
+    return len(node.attrs.padding) == 4 and int(np.asarray(value.data).reshape(-1)[0]) == scalar_int(zp.data)
+
+
+def conv_attrs_with_pad(attrs, data):
+    """The convolution's attributes with an absorbed pad's widths added to its padding."""
+    from dataclasses import replace
+    from .kernel import PaddedInput
+    if not isinstance(data, PaddedInput):
+        return attrs
+    layout = attrs.data_layout
+    (ht, hb), (wl, wr) = data.pad_width[layout.index("H")], data.pad_width[layout.index("W")]
+    t, l, b, r = attrs.padding
+    return replace(attrs, padding=(t + ht, l + wl, b + hb, r + wr))
+
+
+@lower_kernel("qnn.conv2d", const_args=(2, 3, 4, 5), absorbs_pad=_conv_absorbs_pad)
 def _qnn_conv2d(ctx, builder, node, args):
     data, weight, zp_in, zp_w, _s_in, _s_w = args
     from .gemm import try_emit_qnn_conv_fast
+    attrs = conv_attrs_with_pad(node.attrs, data)
     zpw = np.asarray(zp_w).reshape(-1)
-    if try_emit_qnn_conv_fast(ctx, builder, node, data, weight, scalar_int(zp_in), zpw):
+    if try_emit_qnn_conv_fast(ctx, builder, node, data, weight, scalar_int(zp_in), zpw, attrs):
         return
     if zpw.size > 1 and np.any(zpw != zpw[0]):
-        emit_per_channel_zp_conv(ctx, builder, node, data, weight, scalar_int(zp_in), zpw)
+        emit_per_channel_zp_conv(ctx, builder, node, data, weight, scalar_int(zp_in), zpw, attrs)
         return
     emit_generic_conv(ctx, builder, node, data, weight, scalar_int(zp_in), int(zpw[0]), "int32",
-                      node.attrs.out_dtype or "int32")
+                      node.attrs.out_dtype or "int32", attrs)
 
 
-def emit_per_channel_zp_conv(ctx, builder, node, data, weight, zp_in, zpw):
+def emit_per_channel_zp_conv(ctx, builder, node, data, weight, zp_in, zpw, attrs=None):
     """Per-output-channel kernel zero points: fold them into a host-side int32 weight copy (w − zp_w[oc])."""
     from .kernel import ConstBuffer
     layout = node.attrs.kernel_layout
@@ -136,7 +165,7 @@ def emit_per_channel_zp_conv(ctx, builder, node, data, weight, zp_in, zpw):
         raise CodegenError("qnn.conv2d: per-channel kernel zero points need a constant weight on the CPU backend")
     w32 = (weight.value.astype(np.int64) - zpw.reshape(shape)).astype(np.int32)
     wbuf = ctx.data(w32)
-    emit_generic_conv(ctx, builder, node, data, wbuf, zp_in, 0, "int32", node.attrs.out_dtype or "int32")
+    emit_generic_conv(ctx, builder, node, data, wbuf, zp_in, 0, "int32", node.attrs.out_dtype or "int32", attrs)
 
 
 @lower_kernel("nn.batch_norm", epilogue=False)

@@ -36,6 +36,9 @@ class KernelLowering:
     emit: Callable
     const_args: tuple[int, ...] = ()
     epilogue: bool = True  # fused elementwise ops may follow it
+    # absorbs_pad(node, pad_call) -> bool: the lowering reads its data operand (argument 0) through pad_call's
+    # padding itself, so the nn.pad producing it need not be materialised (see fuse_ops).
+    absorbs_pad: Callable | None = None
 
 
 _LOWERINGS: dict[str, ElementLowering | KernelLowering] = {}
@@ -48,9 +51,9 @@ def lower_element(op: str, const_args: tuple[int, ...] = (), index_map: Callable
     return register
 
 
-def lower_kernel(op: str, const_args: tuple[int, ...] = (), epilogue: bool = True):
+def lower_kernel(op: str, const_args: tuple[int, ...] = (), epilogue: bool = True, absorbs_pad: Callable | None = None):
     def register(fn):
-        _LOWERINGS[op] = KernelLowering(op, fn, tuple(const_args), epilogue)
+        _LOWERINGS[op] = KernelLowering(op, fn, tuple(const_args), epilogue, absorbs_pad)
         return fn
     return register
 

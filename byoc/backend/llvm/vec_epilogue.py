@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ...ir.types import TensorType
-from .cgutils import I32, masked_load, masked_store
+from .cgutils import I32, masked_load, masked_store, vector_const
 from .lowering import get_lowering
 
 __all__ = ["LaneIndex", "VectorBuilder", "vector_epilogue_ok", "splat"]
@@ -45,10 +45,10 @@ def splat(builder: ir.IRBuilder, value: ir.Value, lanes: int) -> ir.Value:
     """``value`` in every lane of a ``<lanes x T>`` vector (a constant splat for constants)."""
     vt = ir.VectorType(value.type, lanes)
     if isinstance(value, ir.Constant) and not isinstance(value.constant, (list, tuple)):
-        return ir.Constant(vt, [value.constant] * lanes)
+        return vector_const(vt, [value.constant] * lanes)
     undef = ir.Constant(vt, ir.Undefined)
     v = builder.insert_element(undef, value, ir.Constant(I32, 0))
-    return builder.shuffle_vector(v, undef, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+    return builder.shuffle_vector(v, undef, vector_const(ir.VectorType(I32, lanes), [0] * lanes))
 
 
 def _is_vec(v) -> bool:

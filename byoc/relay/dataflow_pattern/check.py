@@ -62,6 +62,10 @@ class Rule:
         out = self.test(ctx)
         if out is None or out is True:
             return _YES
+        return self.refusal(out)
+
+    def refusal(self, out: Any) -> Support:
+        """The refusal for a test result other than None/True."""
         detail = out if isinstance(out, str) else ""
         reason = f"{self.description}: {detail}" if detail else self.description
         return Support(False, reason, applies=not self.guard)
@@ -86,6 +90,11 @@ class Check:
     def __call__(self, ctx_or_root) -> Support:
         ctx = ctx_or_root if isinstance(ctx_or_root, MatchContext) else MatchContext(ctx_or_root)
         for r in self.rules:
+            if type(r) is Rule:  # Rule.evaluate inlined: checks run once per match
+                out = r.test(ctx)
+                if out is None or out is True:
+                    continue
+                return r.refusal(out)
             s = r.evaluate(ctx)
             if not s.ok:
                 return s

@@ -7,7 +7,7 @@ check needs them.
 from __future__ import annotations
 
 from ...ir.expr import Call, Expr, Function, Op
-from ...ir.traversal import children, post_order
+from ...ir.traversal import children, plain_on_calls, post_order
 
 __all__ = ["IndexedGraph", "is_pre_partitioned"]
 
@@ -17,7 +17,10 @@ def is_pre_partitioned(node: Expr) -> bool:
     return isinstance(node, Function) and "PartitionedFromPattern" in node.attrs
 
 
+@plain_on_calls
 def _graph_children(node: Expr) -> tuple[Expr, ...]:
+    if type(node) is Call:  # the common case; only functions are ever pre-partitioned
+        return node.args if type(node.op) is Op else (node.op,) + node.args
     if is_pre_partitioned(node):
         return ()
     return children(node)
@@ -29,7 +32,8 @@ class IndexedGraph:
     def __init__(self, root: Expr):
         self.root = root
         self.order: list[Expr] = post_order(root, child_fn=_graph_children)
-        self.index: dict[int, int] = {id(n): i for i, n in enumerate(self.order)}
+        # Keyed by the nodes themselves (they hash by identity; cheaper than id()).
+        self.index: dict[Expr, int] = {n: i for i, n in enumerate(self.order)}
         self._users: list[list[int]] | None = None
         self._ipdom: list[int] | None = None
         self._op_calls: dict[str, list[int]] | None = None
@@ -38,7 +42,7 @@ class IndexedGraph:
         return len(self.order)
 
     def __contains__(self, node: Expr) -> bool:
-        return id(node) in self.index
+        return node in self.index
 
     def inputs(self, node: Expr) -> tuple[Expr, ...]:
         return _graph_children(node)
@@ -51,7 +55,7 @@ class IndexedGraph:
             index = self.index
             for i, node in enumerate(self.order):
                 for c in _graph_children(node):
-                    lst = users[index[id(c)]]
+                    lst = users[index[c]]
                     if not lst or lst[-1] != i:
                         lst.append(i)
             self._users = users
@@ -72,7 +76,7 @@ class IndexedGraph:
         return out
 
     def users_of(self, node: Expr) -> list[Expr]:
-        return [self.order[u] for u in self.users[self.index[id(node)]]]
+        return [self.order[u] for u in self.users[self.index[node]]]
 
     @property
     def ipdom(self) -> list[int]:
@@ -109,8 +113,8 @@ class IndexedGraph:
 
     def post_dominates(self, dom: Expr, node: Expr) -> bool:
         """True when every path from ``node`` to the output passes through ``dom`` (``dom`` included)."""
-        d = self.index.get(id(dom))
-        i = self.index.get(id(node))
+        d = self.index.get(dom)
+        i = self.index.get(node)
         if d is None or i is None:
             return False
         ipdom = self.ipdom

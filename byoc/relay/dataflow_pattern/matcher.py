@@ -90,8 +90,8 @@ class DFPatternMatcher:
 
     def __init__(self, graph: IndexedGraph | None = None):
         self.graph = graph
-        self.memo: dict[int, list[Expr]] = {}
-        self._trail: list[int] = []
+        self.memo: dict[DFPattern, list[Expr]] = {}
+        self._trail: list[DFPattern] = []
         self._memoize = True
         self._orders: dict[int, tuple[DFPattern, list[DFPattern]]] = {}
 
@@ -112,9 +112,9 @@ class DFPatternMatcher:
             self._orders[id(pattern)] = cached
         memo = self.memo
         for p in cached[1]:
-            if id(p) not in memo:
+            exprs = memo.get(p)
+            if exprs is None:
                 continue
-            exprs = memo[id(p)]
             by_pattern[p] = tuple(exprs)
             if p.name and p.name not in captures:
                 captures[p.name] = tuple(exprs)
@@ -122,7 +122,7 @@ class DFPatternMatcher:
 
     # -- memo with rollback -----------------------------------------------------------------------------
     def _visit(self, p: DFPattern, e: Expr) -> bool:
-        key = id(p)
+        key = p  # patterns hash by identity
         memo = self.memo
         if self._memoize:
             seen = memo.get(key)

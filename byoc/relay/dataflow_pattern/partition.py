@@ -43,16 +43,16 @@ class Group:
 
     def params_and_body(self) -> tuple[tuple[Var, ...], Expr]:
         """Fresh parameters ``FunctionVar_<gid>_<k>`` (typed like the inputs) and the body using them."""
-        new: dict[int, Expr] = {}
+        new: dict[Expr, Expr] = {}  # nodes hash by identity
         params = []
         for k, e in enumerate(self.inputs):
             v = _typed_like(Var(f"FunctionVar_{self.gid}_{k}", e._checked_type), e)  # type: ignore[attr-defined]
-            new[id(e)] = v
+            new[e] = v
             params.append(v)
         for n in self.interior:  # post-order: operands are rebuilt first
             kids = children(n)
-            new[id(n)] = _typed_like(rebuild(n, tuple(new[id(c)] for c in kids)), n) if kids else n
-        return tuple(params), new[id(self.root)]
+            new[n] = _typed_like(rebuild(n, tuple([new[c] for c in kids])), n) if kids else n
+        return tuple(params), new[self.root]
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +80,7 @@ class PatternGrouper:
                 self.input_sources.append((p, False))
         self.fuzzy_sources = [p for p in self.pattern_order if isinstance(p, (DominatorPattern, FunctionPattern))]
         self.groups: list[Group] = []
-        self.assigned: dict[int, int] = {}
+        self.assigned: dict[Expr, int] = {}  # interior node -> group id
         self._next_gid = 0
 
     def run(self) -> list[Group]:
@@ -90,7 +90,7 @@ class PatternGrouper:
         candidates = range(len(order) - 1, -1, -1) if ops is None else self.graph.op_call_indices(ops)
         for i in candidates:
             node = order[i]
-            if id(node) in self.assigned or is_pre_partitioned(node):
+            if node in self.assigned or is_pre_partitioned(node):
                 continue
             if self.matcher.match(self.pattern, node):
                 self._create_group(node)
@@ -112,65 +112,81 @@ class PatternGrouper:
     def _create_group(self, root: Expr) -> None:
         details = self.matcher.details(self.pattern, root)
         memo = details.node_map._by_pattern  # pattern -> matched expressions (patterns hash by identity)
-        fuzzy: set[int] = set()
+        fuzzy: set[Expr] = set()  # nodes hash by identity
         for p in self.fuzzy_sources:
             if isinstance(p, DominatorPattern):
                 for q in (p.parent, p.path):
                     for e in memo.get(q, ()):
-                        fuzzy.add(id(e))
+                        fuzzy.add(e)
             else:
                 for f in memo.get(p, ()):
                     for n in post_order(f.body):
-                        fuzzy.add(id(n))
-        inputs: dict[int, Expr] = {}
-
-        def make_input(e: Expr, p: DFPattern) -> None:
-            if id(e) in fuzzy or id(e) in inputs or isinstance(e, (Op, Function)) or self._embed_const(e, p):
-                return
-            inputs[id(e)] = e
-
+                        fuzzy.add(n)
+        inputs: dict[Expr, Expr] = {}
+        embed_const = self._embed_const
         for p, any_arity in self.input_sources:
             for m in memo.get(p, ()):
-                if any_arity:
-                    for a in (m.fields if isinstance(m, Tuple) else m.args):
-                        make_input(a, p)
-                else:
-                    make_input(m, p)
+                for e in ((m.fields if isinstance(m, Tuple) else m.args) if any_arity else (m,)):
+                    if e in inputs or e in fuzzy or isinstance(e, (Op, Function)) or embed_const(e, p):
+                        continue
+                    inputs[e] = e
         name, interior = _interior(root, inputs)
         # Overlap and escaping-value checks (Ops, functions and constants are global, never "interior").
+        assigned = self.assigned
         for n in interior:
-            if isinstance(n, (Op, Function, Constant)):
-                continue
-            if id(n) in self.assigned:
+            if n in assigned and not isinstance(n, (Op, Function, Constant)):
                 return
-        interior_ids = {id(n) for n in interior}
         graph = self.graph
+        interior_set: set[Expr] | None = None
         for n in interior:
-            if n is root or isinstance(n, (Op, Function, Constant)) or id(n) not in graph.index:
+            if n is root or isinstance(n, (Op, Function, Constant)) or n not in graph.index:
                 continue
-            for u in graph.users[graph.index[id(n)]]:
+            if interior_set is None:
+                interior_set = set(interior)
+            for u in graph.users[graph.index[n]]:
                 user = graph.order[u]
-                if id(user) not in interior_ids and not graph.post_dominates(root, user):
+                if user not in interior_set and not graph.post_dominates(root, user):
                     return
         gid = self._next_gid
         self._next_gid += 1
         for n in interior:
-            self.assigned[id(n)] = gid
+            assigned[n] = gid
         self.groups.append(Group(gid, root, details, tuple(inputs.values()), name, tuple(interior)))
 
 
-def _interior(root: Expr, inputs: dict[int, Expr]) -> tuple[str, list[Expr]]:
+def _interior(root: Expr, inputs: dict[Expr, Expr]) -> tuple[str, list[Expr]]:
     """The group's ``PartitionedFromPattern`` label and its interior nodes (post-order, inputs excluded)."""
-    def kids(n: Expr) -> tuple[Expr, ...]:
-        return () if id(n) in inputs else children(n)
-
     label: list[str] = []
     interior: list[Expr] = []
-    for n in post_order(root, child_fn=kids):
-        if id(n) in inputs:
-            continue
+    # post_order(root) with the inputs as leaves, inlined: groups are small and there are many.
+    seen: set[Expr] = set(inputs)
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n, expanded = pop()
+        t = type(n)
+        if not expanded:
+            if n in seen:
+                continue
+            seen.add(n)
+            if t is Constant or t is Var:
+                interior.append(n)
+                continue
+            if t is Call:
+                op = n.op
+                kids = n.args if type(op) is Op else (op,) + n.args
+            else:
+                kids = children(n)
+            if kids:
+                push((n, True))
+                for k in reversed(kids):
+                    if k not in seen:
+                        push((k, False))
+                continue
         interior.append(n)
-        if isinstance(n, Call):
+        if t is Call:
+            label.append(n.op.name + "_" if type(n.op) is Op else "Call_")
+        elif isinstance(n, Call):
             label.append(n.op.name + "_" if isinstance(n.op, Op) else "Call_")
         elif isinstance(n, Tuple):
             label.append("Tuple_")
@@ -187,8 +203,9 @@ def _interior(root: Expr, inputs: dict[int, Expr]) -> tuple[str, list[Expr]]:
 
 def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = None, check=None, *,
                         label: str = "check", graph: IndexedGraph | None = None
-                        ) -> tuple[Expr, dict[int, Expr], list[Refusal]]:
-    """``partition`` that also returns the rewrite memo (old node id → new node) and the refused groups.
+                        ) -> tuple[Expr, dict[Expr, Expr], list[Refusal]]:
+    """``partition`` that also returns the rewrite memo (old node → new node; nodes hash by identity) and the
+    refused groups.
 
     ``graph`` (an IndexedGraph of ``expr``) may be passed to reuse it across patterns.
     """
@@ -198,29 +215,36 @@ def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = Non
     if graph is None or graph.root is not expr:
         graph = IndexedGraph(expr)
     groups = PatternGrouper(pattern, expr, graph).run()
-    memo: dict[int, Expr] = {}
+    memo: dict[Expr, Expr] = {}
     if not groups:
         return expr, memo, []
-    by_root = {id(g.root): g for g in groups}
+    by_root = {g.root: g for g in groups}
     extra = dict(attrs or {})
     refusals: list[Refusal] = []
     inputs_of = graph.inputs
     for node in graph.order:
-        kids = inputs_of(node)
-        new = _typed_like(rebuild(node, tuple([memo[id(c)] for c in kids])), node) if kids else node
-        g = by_root.get(id(node))
+        t = type(node)
+        if t is Call:
+            op = node.op
+            kids = node.args if type(op) is Op else (op,) + node.args
+        elif t is Constant or t is Var:
+            kids = ()
+        else:
+            kids = inputs_of(node)
+        new = _typed_like(rebuild(node, tuple([memo[c] for c in kids])), node) if kids else node
+        g = by_root.get(node)
         if g is not None:
             support = evaluate_check(check, node, g.match.captures, label=label)
             if support.ok:
                 params, body = g.params_and_body()
                 func = Function(params, body, attrs={"PartitionedFromPattern": g.name, **extra})
                 _type_function(func)
-                new = _typed_like(Call(func, tuple(memo.get(id(a), a) for a in g.inputs),
+                new = _typed_like(Call(func, tuple([memo.get(a, a) for a in g.inputs]),
                                        span=getattr(node, "span", None)), node)
             else:
                 refusals.append(Refusal(node, g.interior, support))
-        memo[id(node)] = new
-    return memo[id(expr)], memo, refusals
+        memo[node] = new
+    return memo[expr], memo, refusals
 
 
 def partition(pattern: DFPattern, expr: Expr, attrs: dict | None = None,
