@@ -14,7 +14,7 @@ import numpy as np
 from .errors import ByocError, ExecutionError
 from .ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .ir.module import IRModule
-from .ir.types import TensorType, TupleType
+from .ir.types import TensorType
 
 __all__ = ["evaluate", "Interpreter", "Closure", "check_inputs"]
 

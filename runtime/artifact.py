@@ -31,7 +31,6 @@ import json
 import os
 from typing import Any
 
-import numpy as np
 
 from byoc.errors import ArtifactError, ByocError
 

@@ -88,8 +88,8 @@ def decode_container(data: bytes, source: str = "<bytes>") -> tuple[dict, dict[s
     expected = 0
     sections: dict[str, bytes] = {}
     for i, e in enumerate(entries):
-        if not (isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("offset"), int)
-                and isinstance(e.get("size"), int) and isinstance(e.get("sha256"), str)):
+        if not (isinstance(e, dict) and isinstance(e.get("name"), str) and _is_int(e.get("offset"))
+                and _is_int(e.get("size")) and isinstance(e.get("sha256"), str)):
             raise bad(f"section entry {i} is malformed", _FIXED.size)
         if e["offset"] != expected or e["size"] < 0 or e["offset"] + e["size"] > payload_len:
             raise bad(f"section {e['name']!r} at offset {e['offset']} size {e['size']} does not fit the payload "
@@ -105,6 +105,10 @@ def decode_container(data: bytes, source: str = "<bytes>") -> tuple[dict, dict[s
         raise bad(f"sections cover {expected} bytes but the payload has {payload_len}", base,
                   hint="the file has trailing bytes or is truncated")
     return header["meta"], sections
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)  # JSON true/false are not sizes
 
 
 def read_container(path: str | os.PathLike) -> tuple[dict, dict[str, bytes]]:

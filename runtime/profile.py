@@ -136,7 +136,7 @@ class ProfileReport:
 
 
 def _macs(calls) -> int:
-    from byoc.cli.summary import macs_of
+    from byoc.ops.macs import macs_of
     return sum(macs_of(c) for c in calls)
 
 

@@ -180,7 +180,7 @@ def _slice_bounds(begin: int, end: int, stride: int, dim: int, begin_masked: boo
 @converter("STRIDED_SLICE", quant=("strided_slice", "reshape"), float=("strided_slice", "reshape"))
 def convert_strided_slice(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(4)
-    x_t, out_t = ctx.tensor(0), ctx.out_tensor()
+    x_t = ctx.tensor(0)
     o = ctx.options
     for key in ("ellipsis_mask", "new_axis_mask", "offset"):
         if int(o.get(key, 0)):

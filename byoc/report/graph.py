@@ -42,7 +42,7 @@ def _type_of(node) -> tuple[tuple[int, ...], str]:
 
 def model_graph(mod, placement: dict[str, str], reasons: dict[str, str]) -> ModelGraph:
     """``mod``: the imported (type-inferred) module; ``placement``/``reasons`` by tensor name."""
-    from ..cli.summary import macs_of
+    from ..ops.macs import macs_of
     main = mod["main"]
     key_of: dict[int, str] = {}       # call id -> group key
     members: dict[str, list[Call]] = {}
