@@ -81,6 +81,12 @@ class FrozenDict(Mapping):
     def __getitem__(self, key):
         return self._d[key]
 
+    def __contains__(self, key) -> bool:  # Mapping's default goes through __getitem__ and an exception
+        return key in self._d
+
+    def get(self, key, default=None):
+        return self._d.get(key, default)
+
     def __iter__(self):
         return iter(self._d)
 

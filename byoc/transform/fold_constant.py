@@ -141,6 +141,8 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
 def _may_fold(order: list[Expr]) -> bool:
     """Whether any node is a seed of folding (every fold cascades from one; a cheap necessary condition)."""
     for n in order:
+        if type(n) is Constant or type(n) is Var:
+            continue
         if isinstance(n, Call):
             if n.args and isinstance(n.op, Op) and all(isinstance(a, (Constant, Tuple)) for a in n.args):
                 return True

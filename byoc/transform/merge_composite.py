@@ -12,6 +12,7 @@ from ..ir.expr import Call, Function
 from ..ir.module import IRModule
 from ..relay.dataflow_pattern.graph import IndexedGraph
 from ..relay.dataflow_pattern.partition import partition_with_memo
+from ..relay.dataflow_pattern.pattern import root_op_names
 from ..relay.dataflow_pattern.table import CompositePattern, normalize_table
 from .type_carry import ensure_typed
 from .pass_infra import FunctionPass, PassContext
@@ -23,9 +24,17 @@ __all__ = ["MergeComposite", "merge_composite"]
 def merge_composite(func: Function, table: tuple[CompositePattern, ...], global_types=None, log=None) -> Function:
     """MergeComposite on one function (typed)."""
     graph = None
+    # Op names called in the body: rewrites only move calls into composites, so the names seen when the
+    # graph was first indexed stay a superset, and a pattern rooted at other ops cannot match (no re-index).
+    present: frozenset[str] | None = None
     for entry in table:
+        roots = root_op_names(entry.pattern)
+        if present is not None and roots is not None and not (roots & present):
+            continue
         if graph is None or graph.root is not func.body:
             graph = IndexedGraph(func.body)
+            if present is None:
+                present = graph.op_names()
         body, memo, refusals = partition_with_memo(entry.pattern, func.body, {"Composite": entry.name},
                                                    entry.check, label=f"{entry.name} check", graph=graph)
         if log is not None:

@@ -26,8 +26,11 @@ from .regions import RegionSet, describe_node, rewrite_in_order, skip_composites
 __all__ = ["PartitionGraph", "partition_graph", "mangle_name", "sanitize_name"]
 
 
+_NOT_ALNUM = re.compile(r"[^0-9A-Za-z]")
+
+
 def sanitize_name(name: str) -> str:
-    return re.sub(r"[^0-9A-Za-z]", "_", name)
+    return _NOT_ALNUM.sub("_", name)
 
 
 def mangle_name(mod_name: str, name: str) -> str:
@@ -378,6 +381,24 @@ def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, 
         new: dict[Expr, Expr] = {}
         seen: set[Expr] = set()
         stack: list[tuple] = [(0, o, 0) for o in reversed(outputs)]
+        if len(outputs) == 1:
+            (o,) = outputs
+            if not any(type(a) is Call and cls[a] == c for a in o.args):
+                # A one-call region (the common case): its input edges are its operands, in order.
+                kids = [] if type(o.op) is Op else [o.op]
+                for a in o.args:
+                    if bind_constants and type(a) is Constant:
+                        kids.append(a)
+                        continue
+                    v = params.get(a)
+                    if v is None:
+                        t = a._checked_type  # type: ignore[attr-defined]
+                        v = params[a] = Var(f"{target}_{counter - 1}_j{len(params)}", t)
+                        if t is not None:
+                            v._set_checked_type(t)
+                    kids.append(v)
+                new[o] = typed_like(rebuild(o, tuple(kids)), o)
+                stack = []
         while stack:
             kind, n, i = stack.pop()
             if kind == 2:  # an input edge (n, i)

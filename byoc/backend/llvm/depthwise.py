@@ -105,11 +105,10 @@ def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, o
     zp_vec = vector_const(V32I16, [int(zp_in)] * 32)
     padded = any(g.attrs.padding)
     rowbuf = alloca_once(builder, I32, size=g.ow * 32, name="dwrow")
-    nfull, tail = divmod(C, 32)
     row_stride, px_stride = g.w * g.c, g.c
 
-    def body(n, oy, rows, c0, ox, checked: bool, lanes: int, weights, corr_init):
-        """One output pixel, 32 channels from ``c0`` (only ``lanes`` of them in a tail block)."""
+    def body(n, oy, rows, c0, ox, checked: bool, mask, weights, corr_init):
+        """One output pixel, 32 channels from ``c0`` (lanes off ``mask`` — a tail block — read as 0)."""
         xs = []
         for t in range(taps):
             ky, kx = divmod(t, g.kw)
@@ -122,8 +121,8 @@ def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, o
                 ix = builder.select(inside, ix, c64(0))
             off = builder.add(builder.add(base, builder.mul(ix, c64(px_stride))), c0)
             ptr = builder.gep(data.ptr, [off], inbounds=True, source_etype=I8)
-            if lanes < 32:
-                v = masked_load(builder, ptr, V32I8, lane_mask(32, lanes))
+            if mask is not None:
+                v = masked_load(builder, ptr, V32I8, mask)
             else:
                 v = builder.load(ptr, typ=V32I8)
                 v.align = 1
@@ -148,7 +147,12 @@ def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, o
             st = builder.store(out, builder.bitcast(p, V16I32.as_pointer()))
             st.align = 4
 
-    def block(n, oy, rows, interior_row, blk, lanes: int):
+    # Columns whose taps are all inside the input: [x_lo, x_hi).
+    x_lo = min(-(-g.pl // g.sw), g.ow)
+    x_hi = max(min((g.w - 1 - (g.kw - 1) * g.dw + g.pl) // g.sw + 1, g.ow), x_lo)
+
+    def block(n, oy, rows, interior_row, blk, tail: int = 0):
+        """32 channels from ``blk·32`` for the whole row (only ``tail`` of them in a tail block)."""
         c0 = builder.mul(blk, c64(32))
         weights = []
         for p in range(pairs):
@@ -165,37 +169,31 @@ def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, o
             v = builder.load(builder.gep(ctab.ptr, [off], inbounds=True, source_etype=I32), typ=V16I32)
             v.align = 4
             corr_init.append(v)
-
-        def run(lo, hi, checked):
-            if hi <= lo:
-                return
-            with for_range(builder, lo, hi, name="ox") as ox:
-                body(n, oy, rows, c0, ox.index, checked, lanes, weights, corr_init)
-
-        if not padded:
-            run(0, g.ow, False)
-        else:
-            # Columns whose taps are all inside the input: [x_lo, x_hi).
-            x_lo = min(-(-g.pl // g.sw), g.ow)
-            x_hi = max(min((g.w - 1 - (g.kw - 1) * g.dw + g.pl) // g.sw + 1, g.ow), x_lo)
-            with builder.if_else(interior_row, likely=True) as (then, otherwise):
-                with then:
-                    run(0, x_lo, True)
-                    run(x_lo, x_hi, False)
-                    run(x_hi, g.ow, True)
-                with otherwise:
-                    run(0, g.ow, True)
-        with for_range(builder, 0, g.ow, name="eox") as ox:
-            for h in range(2):
-                valid = min(max(lanes - 16 * h, 0), 16)
-                if valid == 0:
-                    continue
-                p = builder.gep(rowbuf, [builder.add(builder.mul(ox.index, c64(32)), c64(16 * h))], inbounds=True,
-                                source_etype=I32)
-                v = builder.load(builder.bitcast(p, V16I32.as_pointer()), typ=V16I32)
-                v.align = 4
-                ctx.emit_output_vector(builder, [n, oy, ox.index, builder.add(c0, c64(16 * h))], v, out_dtype,
-                                       None if valid == 16 else c64(valid))
+        mask = lane_mask(32, tail) if tail else None
+        with for_range(builder, 0, g.ow, name="ox") as ox:
+            if not padded:
+                body(n, oy, rows, c0, ox.index, False, mask, weights, corr_init)
+            else:
+                inner = builder.and_(interior_row, builder.and_(builder.icmp_signed(">=", ox.index, c64(x_lo)),
+                                                                builder.icmp_signed("<", ox.index, c64(x_hi))))
+                with builder.if_else(inner, likely=True) as (then, otherwise):
+                    with then:
+                        body(n, oy, rows, c0, ox.index, False, mask, weights, corr_init)
+                    with otherwise:
+                        body(n, oy, rows, c0, ox.index, True, mask, weights, corr_init)
+        # The epilogue: every 16-channel half of the row, in one loop (a tail block's last half is masked).
+        halves = c64(2 if not tail else (tail + 15) // 16)
+        with for_range(builder, 0, g.ow, name="eox") as ox, for_range(builder, 0, halves, name="eh") as h:
+            p = builder.gep(rowbuf, [builder.add(builder.mul(ox.index, c64(32)), builder.mul(h.index, c64(16)))],
+                            inbounds=True, source_etype=I32)
+            v = builder.load(builder.bitcast(p, V16I32.as_pointer()), typ=V16I32)
+            v.align = 4
+            valid = None
+            if tail:
+                valid = builder.sub(c64(tail), builder.mul(h.index, c64(16)))
+                valid = builder.select(builder.icmp_signed("<", valid, c64(16)), valid, c64(16))
+            ctx.emit_output_vector(builder, [n, oy, ox.index, builder.add(c0, builder.mul(h.index, c64(16)))], v,
+                                   out_dtype, valid)
 
     with ctx.parallel(builder, g.n * g.oh, name="row") as row:
         n = builder.udiv(row, c64(g.oh))
@@ -211,9 +209,9 @@ def try_emit_depthwise_pairs(ctx, builder, g, data, w: np.ndarray, zp_in: int, o
                 interior = builder.and_(interior, y_ok)
             base = builder.add(builder.mul(n, c64(g.h * row_stride)), builder.mul(iy, c64(row_stride)))
             rows.append((base, y_ok))
-        if nfull:
-            with for_range(builder, 0, nfull, name="cb") as cb:
-                block(n, oy, rows, interior, cb.index, 32)
-        if tail:
-            block(n, oy, rows, interior, c64(nfull), tail)
+        if C // 32:
+            with for_range(builder, 0, C // 32, name="cb") as cb:
+                block(n, oy, rows, interior, cb.index)
+        if C % 32:
+            block(n, oy, rows, interior, c64(C // 32), C % 32)
     return True

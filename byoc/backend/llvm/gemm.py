@@ -8,12 +8,16 @@ GEMM (qnn.conv2d with groups = 1, qnn.dense), with constant weights whose ``w �
 * Weights are packed on the host into blocks of 16 output channels × 4 reduction steps (64 bytes), the layout
   of ``vpdpbusd`` (AVX-512 VNNI): one instruction does 64 multiply-adds. Without VNNI the same dot step is
   generic IR (widen, multiply, add groups of four) with identical results.
-* Each parallel tile packs MR output pixels' receptive fields (im2col, with padded taps = zp_x, K padded to a
-  multiple of 4 with zeros) into a stack buffer and multiplies it with NB blocks of 16 channels at a time held in
-  MR×NB vector accumulators; the fused epilogue then runs over the tile, channels innermost.
+* Each parallel tile packs MR output pixels' receptive fields (im2col with 64-byte vector copies, u = x ^ 0x80
+  applied while packing; one contiguous copy per kernel row when every tap is inside the input, per-tap copies
+  with padded taps = zp_x at the borders) into a stack buffer, whose 4-byte groups are broadcast straight from
+  memory; NB blocks of 16 channels at a time are held in MR×NB vector accumulators, initialised with the
+  correction (and a bias folded out of the epilogue, ``KernelContext.take_bias``).
+* The accumulators go through one copy of the vector epilogue (``KernelContext.emit_output_vector``, 16
+  channels per step, the last partial block masked); epilogues without a vector form run the scalar one.
 
-Depthwise (groups = channels): per output pixel, taps outer and channels inner, so the channel loop vectorises;
-products fit int16 when ``w − zp_w`` fits int8.
+Depthwise (groups = channels): ``depthwise.py`` (16-bit pair dot products, 32 channels per step); the per-pixel
+schedule below remains for depth multipliers > 1, wide weights and scalar-only epilogues.
 """
 from __future__ import annotations
 

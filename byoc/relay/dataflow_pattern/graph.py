@@ -61,17 +61,25 @@ class IndexedGraph:
             self._users = users
         return self._users
 
-    def op_call_indices(self, names) -> list[int]:
-        """Indices of the calls of the ops ``names``, descending (where a search for match roots looks)."""
+    def _calls_by_op(self) -> dict[str, list[int]]:
         if self._op_calls is None:
             by_op: dict[str, list[int]] = {}
             for i, node in enumerate(self.order):
                 if isinstance(node, Call) and isinstance(node.op, Op):
                     by_op.setdefault(node.op.name, []).append(i)
             self._op_calls = by_op
+        return self._op_calls
+
+    def op_names(self) -> frozenset[str]:
+        """Names of the ops called in the graph."""
+        return frozenset(self._calls_by_op())
+
+    def op_call_indices(self, names) -> list[int]:
+        """Indices of the calls of the ops ``names``, descending (where a search for match roots looks)."""
+        by_op = self._calls_by_op()
         out: list[int] = []
         for name in names:
-            out.extend(self._op_calls.get(name, ()))
+            out.extend(by_op.get(name, ()))
         out.sort(reverse=True)
         return out
 
