@@ -102,8 +102,8 @@ def _ops_in(func: Function) -> list[str]:
 
 
 def _first_op_in(func: Function) -> list[str]:
-    """One op name of ``func`` (a search that stops at the first op call), or none: as long as ``_ops_in`` up
-    to ``min_partition_size=1``."""
+    """The name of one op call of ``func`` (the search stops at the first), or none: all that comparing the
+    op count with ``min_partition_size=1`` needs."""
     stack: list[Expr] = [func.body]
     seen: set[Expr] = set()  # nodes hash by identity
     while stack:

@@ -393,7 +393,7 @@ def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, 
                     v = params.get(a)
                     if v is None:
                         t = a._checked_type  # type: ignore[attr-defined]
-                        v = params[a] = Var(f"{target}_{counter - 1}_j{len(params)}", t)
+                        v = params[a] = Var(f"{target}_{counter - 1}_i{len(params)}", t)
                         if t is not None:
                             v._set_checked_type(t)
                     kids.append(v)

@@ -22,7 +22,7 @@ from ...ir.types import TensorType, TupleType
 from .cgutils import I32, I64, PTR, const_int, const_of, for_range, llvm_type, loop_nest, vector_const
 from .fuse_ops import FusedGroup
 from .lowering import KernelLowering, get_lowering
-from .vec_epilogue import splat, vector_epilogue_ok
+from .vec_epilogue import LaneIndex, splat, vector_epilogue_ok
 
 __all__ = ["Buffer", "KernelBuilder", "ElementContext", "KernelContext", "CompiledKernelSpec", "emit_group",
            "ERROR_DIVIDE_BY_ZERO", "ERROR_MESSAGES"]
@@ -54,8 +54,8 @@ class Buffer:
     def offset(self, builder: ir.IRBuilder, index) -> ir.Value:
         off = None
         for i, (ix, st, d) in enumerate(zip(index, self.strides, self.shape)):
-            if d == 1:
-                continue  # its index is 0 by construction
+            if d == 1 and not isinstance(ix, LaneIndex):
+                continue  # its index is 0 by construction; a lane index still carries the vector's lanes
             term = ix if st == 1 else builder.mul(ix, ir.Constant(I64, st), flags=("nsw",))
             off = term if off is None else builder.add(off, term, flags=("nsw",))
         return off if off is not None else ir.Constant(I64, 0)
