@@ -227,35 +227,51 @@ class PartitionGraph(ModulePass):
 def direct_order(body: Expr) -> list[Expr] | None:
     """The composite-skipping post-order of ``body`` when the direct path handles it (calls of ops and
     composites with operands, variables, constants), else None."""
-    order = post_order(body, child_fn=skip_composites)
-    for n in order:
-        if isinstance(n, Call):
-            op = n.op
-            if isinstance(op, Op):
-                if op.name in (COMPILER_BEGIN, COMPILER_END):
-                    return None
-            elif not (isinstance(op, Function) and "Composite" in op.attrs):
-                return None
-            if not n.args:
-                return None
-            for a in n.args:
-                if not isinstance(a, (Call, Var, Constant)):
-                    return None
-        elif isinstance(n, Function):
-            if "Composite" not in n.attrs or n is body:
-                return None
-        elif not isinstance(n, (Var, Constant)):
-            return None
-    return order
+    walk = direct_walk(body)
+    return None if walk is None else walk[0]
 
 
-def _edge_positions(body: Expr) -> dict[Expr, list[int]]:
-    """Per call, where each operand edge completes in the depth-first walk that gives the post-order: the
-    place of that edge's annotations in the annotated graph's post-order (increasing; nodes hash by identity)."""
+def _plain(n: Expr) -> bool:
+    """A node the direct path handles: a variable, a constant, or a call of an op or a composite with operands
+    that are calls, variables or constants."""
+    t = type(n)
+    if t is Var or t is Constant:
+        return True
+    if t is not Call or not n.args:
+        return False
+    op = n.op
+    if type(op) is Op:
+        if op.name in (COMPILER_BEGIN, COMPILER_END):
+            return False
+    elif not (isinstance(op, Function) and "Composite" in op.attrs):
+        return False
+    return all(type(a) is Call or type(a) is Var or type(a) is Constant for a in n.args)
+
+
+def direct_walk(body: Expr) -> tuple[list[Expr], dict[Expr, list[int]]] | None:
+    """For a plain dataflow body (see ``_plain``), in one depth-first walk: its composite-skipping post-order
+    (``post_order(body, child_fn=skip_composites)``) and, per call, where each operand edge completes. An
+    edge's completion is the place of its annotations in the annotated graph's post-order (positions
+    increase along the walk; nodes hash by identity). None when the body is not plain."""
+    if not _plain(body):
+        return None
+    order: list[Expr] = []
     edge_pos: dict[Expr, list[int]] = {}
     counter = 0
     entered = {body}
-    frames: list[list] = [[body, _operands(body), 0, []]]
+    frames: list[list] = []
+
+    def enter(n: Expr) -> None:
+        if type(n) is Call:
+            op = n.op
+            if type(op) is not Op and op not in entered:  # the composite callee: post_order's first child
+                entered.add(op)
+                order.append(op)
+            frames.append([n, n.args, 0, []])
+        else:
+            frames.append([n, (), 0, None])
+
+    enter(body)
     while frames:
         frame = frames[-1]
         n, kids, i, pos = frame
@@ -266,23 +282,22 @@ def _edge_positions(body: Expr) -> dict[Expr, list[int]]:
                 counter += 1
                 frame[2] = i + 1
             else:
+                if not _plain(c):
+                    return None
                 entered.add(c)
-                frames.append([c, _operands(c), 0, []])
+                enter(c)
             continue
         frames.pop()
-        edge_pos[n] = pos
-        counter += 1  # the node itself
+        order.append(n)
+        if pos is not None:
+            edge_pos[n] = pos
+        counter += 1
         if frames:
             parent = frames[-1]
             parent[3].append(counter)
             counter += 1
             parent[2] += 1
-    return edge_pos
-
-
-def _operands(n: Expr) -> tuple[Expr, ...]:
-    """Operands of a call, for the direct path (composite callees are not operand edges)."""
-    return n.args if isinstance(n, Call) else ()
+    return order, edge_pos
 
 
 class _CallRegions(RegionSet):
@@ -324,17 +339,18 @@ def _first(item):
     return item[0]
 
 
-def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, fname: str, mod_name: str,
-                     bind_constants: bool, taken: set[str]) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
+def partition_direct(func: Function, walk: tuple[list[Expr], dict[Expr, list[int]]], annotator, merge: bool,
+                     fname: str, mod_name: str, bind_constants: bool,
+                     taken: set[str]) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
     """AnnotateTarget (``annotator``'s decisions), MergeCompilerRegions (when ``merge``) and PartitionGraph on a
-    body accepted by ``direct_order`` (``order``): the same module, names and placement log."""
+    body accepted by ``direct_walk`` (``walk``): the same module, names and placement log."""
     from .merge_compiler_regions import merge_classes
     body = func.body
-    calls = [n for n in order if isinstance(n, Call)]
+    order, edge_pos = walk
+    calls = [n for n in order if type(n) is Call]
     if not calls:
         return func, []
     targets = [annotator.decide(n) for n in calls]  # AnnotateTarget's order: the log reads the same
-    edge_pos = _edge_positions(body)
     rs = _CallRegions(order, calls, targets, edge_pos)
     if merge:
         merge_classes(rs, body, calls, rs.region, rs.parent_classes, acyclic=True)  # one region per call
@@ -355,7 +371,7 @@ def partition_direct(func: Function, order: list[Expr], annotator, merge: bool, 
                     else:
                         end_pos[ca] = [(pos, a)]
     if isinstance(body, Call) and target_of_class[cls[body]] != DEFAULT_TARGET:
-        end_pos.setdefault(cls[body], []).append((1 + sum(len(v) for v in edge_pos.values()) + len(order), body))
+        end_pos.setdefault(cls[body], []).append((float("inf"), body))
     if not end_pos:
         return func, []
     for ends in end_pos.values():
@@ -497,8 +513,8 @@ class AnnotateMergePartition(ModulePass):
         mod = ensure_typed(mod)
         todo = [(gv, func) for gv, func in mod.items()
                 if "Compiler" not in func.attrs and "SkipOptimization" not in func.attrs]
-        orders = [direct_order(func.body) for _, func in todo]
-        if any(o is None for o in orders):
+        walks = [direct_walk(func.body) for _, func in todo]
+        if any(w is None for w in walks):
             passes = [self.annotate] + ([MergeCompilerRegions()] if self.merge else []) + [self.partition]
             for p in passes:
                 mod = _run_pass(p, mod, ctx)
@@ -506,9 +522,9 @@ class AnnotateMergePartition(ModulePass):
         log = current_log(ctx)
         out = mod.copy()
         taken = {gv.name_hint for gv in mod.get_global_vars()}
-        for (gv, func), order in zip(todo, orders):
+        for (gv, func), walk in zip(todo, walks):
             annotator = _Annotator(self.annotate.targets, True, log, gv.name_hint)
-            new_func, made = partition_direct(func, order, annotator, self.merge, gv.name_hint,
+            new_func, made = partition_direct(func, walk, annotator, self.merge, gv.name_hint,
                                               self.partition.mod_name, self.partition.bind_constants, taken)
             out[gv] = new_func
             for new_gv, f in made:

@@ -16,7 +16,7 @@ __all__ = ["PlacementLog", "Decision", "LOG_KEY", "current_log"]
 LOG_KEY = "byoc.placement_log"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One call of the graph AnnotateTarget saw: an op, or a composite standing for several ops."""
     node: Expr

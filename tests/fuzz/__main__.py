@@ -136,8 +136,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  skipped {k}: {v}")
         for sig, n in sorted(graph["known_hits"].items()):
             print(f"  known (open regression) x{n}: {sig}")
+        by_sig: dict[str, list[dict]] = {}
         for s in graph["saved"]:
-            print(f"  NEW: {s['signature']}\n    saved {s['path']}\n    {s['finding'][:600]}")
+            by_sig.setdefault(s["signature"], []).append(s)
+        for sig, items in by_sig.items():
+            paths = sorted({s["path"] for s in items})
+            print(f"  NEW x{len(items)}: {sig}\n    saved {', '.join(paths)}\n    {items[-1]['finding'][:600]}")
     total_files = sum(v["cases"] for v in file_summary.values())
     if file_summary:
         print(f"file fuzzing: {total_files} cases")
@@ -146,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{v['findings']} escapes/timeouts, worst case {v['worst_seconds']} s {v['skipped']}")
         for f, path in new_file_findings:
             print(f"  NEW: {f.signature()}\n    {f.detail[:300]}\n    reproduce: {f.reproducer()}\n    saved {path}")
-    new = len(graph.get("saved", [])) + len(new_file_findings)
+    new = len({s["signature"] for s in graph.get("saved", [])}) + len(new_file_findings)
     print(f"findings: {new} new, {len(known_before)} known open before this run")
     return 1 if new else 0
 

@@ -32,14 +32,20 @@ class IndexedGraph:
     def __init__(self, root: Expr):
         self.root = root
         self.order: list[Expr] = post_order(root, child_fn=_graph_children)
-        # Keyed by the nodes themselves (they hash by identity; cheaper than id()).
-        self.index: dict[Expr, int] = {n: i for i, n in enumerate(self.order)}
+        self._index: dict[Expr, int] | None = None
         self._users: list[list[int]] | None = None
         self._ipdom: list[int] | None = None
         self._op_calls: dict[str, list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.order)
+
+    @property
+    def index(self) -> dict[Expr, int]:
+        """Position of each node in ``order`` (keyed by the node: nodes hash by identity). Built on first use."""
+        if self._index is None:
+            self._index = {n: i for i, n in enumerate(self.order)}
+        return self._index
 
     def __contains__(self, node: Expr) -> bool:
         return node in self.index

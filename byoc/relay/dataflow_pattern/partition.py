@@ -204,8 +204,8 @@ def _interior(root: Expr, inputs: dict[Expr, Expr]) -> tuple[str, list[Expr]]:
 def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = None, check=None, *,
                         label: str = "check", graph: IndexedGraph | None = None
                         ) -> tuple[Expr, dict[Expr, Expr], list[Refusal]]:
-    """``partition`` that also returns the rewrite memo (old node → new node; nodes hash by identity) and the
-    refused groups.
+    """``partition`` that also returns the rewrite memo (old node → new node for the nodes that changed; nodes
+    hash by identity, read it with ``memo.get(node, node)``) and the refused groups.
 
     ``graph`` (an IndexedGraph of ``expr``) may be passed to reuse it across patterns.
     """
@@ -222,6 +222,7 @@ def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = Non
     extra = dict(attrs or {})
     refusals: list[Refusal] = []
     inputs_of = graph.inputs
+    get = memo.get
     for node in graph.order:
         t = type(node)
         if t is Call:
@@ -231,7 +232,7 @@ def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = Non
             kids = ()
         else:
             kids = inputs_of(node)
-        new = _typed_like(rebuild(node, tuple([memo[c] for c in kids])), node) if kids else node
+        new = _typed_like(rebuild(node, tuple([get(c, c) for c in kids])), node) if kids else node
         g = by_root.get(node)
         if g is not None:
             support = evaluate_check(check, node, g.match.captures, label=label)
@@ -243,8 +244,9 @@ def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = Non
                                        span=getattr(node, "span", None)), node)
             else:
                 refusals.append(Refusal(node, g.interior, support))
-        memo[node] = new
-    return memo[expr], memo, refusals
+        if new is not node:  # unchanged nodes stay out of the memo (it is read with get(node, node))
+            memo[node] = new
+    return memo.get(expr, expr), memo, refusals
 
 
 def partition(pattern: DFPattern, expr: Expr, attrs: dict | None = None,
