@@ -221,7 +221,9 @@ class Sequential(Pass):
         return mod
 
 
-class _FnModulePass(ModulePass):
+class _FnPass:
+    """A pass made from a plain function by the decorators below: its name and opt level are data."""
+
     def __init__(self, fn, name, opt_level):
         self.fn = fn
         self._name = name
@@ -231,20 +233,13 @@ class _FnModulePass(ModulePass):
     def info(self):
         return PassInfo(self._name, self._opt)
 
+
+class _FnModulePass(_FnPass, ModulePass):
     def run(self, mod, ctx):
         return self.fn(mod, ctx)
 
 
-class _FnFunctionPass(FunctionPass):
-    def __init__(self, fn, name, opt_level):
-        self.fn = fn
-        self._name = name
-        self._opt = opt_level
-
-    @property
-    def info(self):
-        return PassInfo(self._name, self._opt)
-
+class _FnFunctionPass(_FnPass, FunctionPass):
     def transform_function(self, func, mod, ctx):
         return self.fn(func, mod, ctx)
 

@@ -81,3 +81,27 @@ def test_a_byoc_error_keeps_its_type_and_gains_the_pass_name():
 def test_pass_on_non_module_is_a_pass_error():
     with pytest.raises(PassError, match="expects an IRModule"):
         FoldConstant()(relay.var("x"))
+
+
+def test_function_pass_decorator_visits_each_function_but_not_external_ones():
+    import byoc
+    from byoc import relay
+    from byoc.transform import function_pass
+
+    x = relay.var("x", shape=(2,), dtype="float32")
+    mod = byoc.IRModule.from_expr(relay.Function([x], relay.nn.relu(x)))
+    y = relay.var("y", shape=(2,), dtype="float32")
+    mod["ext"] = relay.Function([y], relay.nn.relu(y)).with_attr("Compiler", "npu")
+    seen = []
+
+    @function_pass(opt_level=0, name="Negate")
+    def negate(func, mod, ctx):
+        seen.append(func)
+        return func.replace(body=relay.negative(func.body))
+
+    out = negate(mod)
+    assert negate.info.name == "Negate"
+    assert seen == [mod["main"]]
+    assert out["ext"] is mod["ext"]
+    got = byoc.evaluate(out, {"x": np.array([1.0, -2.0], "float32")})[0]
+    np.testing.assert_array_equal(got, np.array([-1.0, -0.0], "float32"))
