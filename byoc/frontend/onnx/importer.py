@@ -65,7 +65,7 @@ def from_onnx(model_or_path, shape: dict | None = None):
 
 
 def _sanitize(name: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    s = re.sub(r"[^A-Za-z0-9_.]", "_", str(name))  # protobuf returns bytes for names that are not UTF-8
     return s if s and not s[0].isdigit() else "v" + s
 
 
