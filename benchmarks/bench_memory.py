@@ -1,6 +1,6 @@
 """Peak memory of compiling and of running the shared MobileNetV2 (npu,llvm), each in a fresh process.
 
-The figure is the child's peak resident set (``ru_maxrss``) minus the resident set right after the imports the job
+The figure is the child's peak resident set (``VmHWM``) minus the resident set right after the imports the job
 needs, so it is what compiling or running costs rather than what Python and numpy cost. Peer: LiteRT BUILTIN_REF
 interpreter construction + one inference on the same file, measured the same way.
 """
@@ -21,6 +21,10 @@ import numpy as np
 import byoc, byoc.build, runtime.artifact, npu_sim
 from byoc.frontend import from_tflite
 def rss_mb():
+    # VmHWM belongs to this address space; ru_maxrss would carry over the parent's peak across fork + exec.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 base = rss_mb()
 """
@@ -47,6 +51,10 @@ import json, resource, sys
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 def rss_mb():
+    # VmHWM belongs to this address space; ru_maxrss would carry over the parent's peak across fork + exec.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 base = rss_mb()
 it = Interpreter(model_path=sys.argv[1], experimental_op_resolver_type=OpResolverType.BUILTIN_REF)

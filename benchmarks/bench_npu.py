@@ -235,8 +235,18 @@ def run() -> list[dict]:
          "unit": f"fraction of {len(scored)}", "target": ">= 0.9"},
         {"name": "geometric mean of per-layer ratios ours/Vela", "value": geo, "unit": "ratio",
          "target": "[0.85, 1.15]"},
+        {"name": "per-layer cycles, ours vs Vela (ethos-u55-256)", "details": _layer_table(rows)},
     ]
     return rows_out
+
+
+def _layer_table(rows: list[dict]) -> str:
+    lines = ["| layer | kind | ours (cycles) | Vela (cycles) | ratio | bound |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
+        vela_c = str(r["vela"]) if r["vela"] is not None else "-"
+        lines.append(f"| {r['name']} | {r['kind']} | {r['ours']} | {vela_c} | {ratio} | {r['bound']} |")
+    return "\n".join(lines)
 
 
 def main() -> None:

@@ -2,7 +2,8 @@
 
 Each ``benchmarks/bench_*.py`` exposes ``run() -> list[dict]``; a row has ``name`` and ``value`` with ``unit``, and
 where a peer exists ``peer``, ``peer_value`` and ``ratio`` (ours / peer, measured in the same run), and optionally
-``target`` (the figure the project aims for, as text). Modules without ``run`` are executed as scripts and their
+``target`` (the figure the project aims for, as text). A row with ``details`` (markdown) becomes a section
+after the table. Modules without ``run`` are executed as scripts and their
 output is kept as a note.
 """
 from __future__ import annotations
@@ -38,11 +39,16 @@ def to_markdown(results: dict) -> str:
     lines = [f"Measured {results['date']} on {results['machine']} (Python {results['python']}).", "",
              "| benchmark | figure | value | unit | peer | peer value | ratio | target |",
              "|---|---|---|---|---|---|---|---|"]
+    details = []
     for mod, rows in results["benchmarks"].items():
         for r in rows:
+            if "details" in r:
+                details.append(f"\n### {mod}: {r['name']}\n\n{r['details']}")
+                continue
             lines.append("| " + " | ".join([mod, r.get("name", ""), _fmt(r.get("value")), r.get("unit", ""),
                                             r.get("peer", ""), _fmt(r.get("peer_value")), _fmt(r.get("ratio")),
                                             r.get("target", "")]) + " |")
+    lines.extend(details)
     for mod, err in results.get("errors", {}).items():
         lines.append(f"\n`{mod}` failed: {err}")
     return "\n".join(lines) + "\n"
@@ -69,7 +75,8 @@ def main(argv=None) -> int:
                 rows = [{"name": "output", "value": buf.getvalue()[-2000:]}]
             results["benchmarks"][name] = rows
             for r in rows:
-                print("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in r.items()), flush=True)
+                if "details" not in r:
+                    print("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in r.items()), flush=True)
         except Exception as e:  # a broken benchmark is reported, the others still run
             results["errors"][name] = f"{type(e).__name__}: {e}"
             traceback.print_exc()
