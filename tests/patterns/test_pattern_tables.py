@@ -289,3 +289,33 @@ def test_mobilenet_v2_offloads_every_conv_add_and_pool_in_one_partition(mobilene
     name = mod["main"].params[0].name_hint
     x = np.random.default_rng(0).integers(-128, 128, (1, 3, 224, 224)).astype("int8")
     assert np.array_equal(byoc.evaluate(mod, {name: x}, params)[0], byoc.evaluate(part, {name: x})[0])
+
+
+# -- every shared model, every table --------------------------------------------------------------------------
+
+SHARED = ("hello_world_int8.tflite", "micro_speech_quantized.tflite", "person_detect.tflite",
+          "mobilenet_v2_quantized_1x3x224x224.tflite")
+
+
+@pytest.mark.parametrize("name", SHARED)
+@pytest.mark.parametrize("table", ["npu", "vta"])
+def test_partitioning_a_shared_model_preserves_its_outputs(name, table):
+    path = os.path.join(MODELS, name)
+    if not os.path.exists(path):
+        pytest.skip(f"{path} not available")
+    from byoc.frontend import from_tflite
+    mod, params = from_tflite(path)
+    part = byoc.partition_for(table, mod, params)
+    verify_partitioned(part, mod)
+    offloaded = any(f.attrs.get("Compiler") == table for _, f in part.sorted_items())
+    # hello_world is three FULLY_CONNECTED layers with LiteRT's double-precision requantization: both tables refuse it.
+    assert offloaded == (name != "hello_world_int8.tflite"), f"{name}: offloaded to {table}: {offloaded}"
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        feed = {p.name_hint: rng.integers(-128, 128, p.type_annotation.shape).astype(p.type_annotation.dtype)
+                for p in mod["main"].params}
+        before = byoc.evaluate(mod, feed, params)
+        after = byoc.evaluate(part, feed)
+        assert len(before) == len(after)
+        for b, a in zip(before, after):
+            np.testing.assert_array_equal(a, b)

@@ -32,13 +32,13 @@ def check_preserved(mod, target, **options):
     return part, report
 
 
-@settings(max_examples=450, **SETTINGS)
+@settings(max_examples=1000, **SETTINGS)
 @given(STEPS)
 def test_npu_partition_preserves_semantics(steps):
     check_preserved(build_quantized(steps), "npu")
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=1000, **SETTINGS)
 @given(STEPS)
 def test_vta_partition_preserves_semantics(steps):
     check_preserved(build_quantized(steps), "vta")
