@@ -8,6 +8,7 @@ same steps with a wall-clock reading around each one (``GraphModule.profile`` bu
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -54,12 +55,44 @@ class ExternStep:
     func: Any = None        # the partition function
 
 
+# Debugging aid for generated code: BYOC_GUARD_BUFFERS=N surrounds every buffer with N guard bytes (and turns off
+# buffer reuse); after each step the guards are checked, so a kernel that writes out of bounds is named at once.
+GUARD_BYTES = int(os.environ.get("BYOC_GUARD_BUFFERS", "0") or 0)
+_GUARD_FILL = 0xA5
+
+
+class _Guards:
+    def __init__(self):
+        self.regions: list[tuple[np.ndarray, int, int]] = []
+
+    def empty(self, shape, dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        raw = np.full(nbytes + 2 * GUARD_BYTES + 64, _GUARD_FILL, np.uint8)
+        start = GUARD_BYTES + (-(raw.ctypes.data + GUARD_BYTES)) % 64
+        self.regions.append((raw, start, start + nbytes))
+        return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+    def check(self, step_name: str) -> None:
+        for raw, lo, hi in self.regions:
+            if np.any(raw[:lo] != _GUARD_FILL) or np.any(raw[hi:] != _GUARD_FILL):
+                raise ExecutionError(f"step {step_name} wrote outside a buffer of {hi - lo} bytes",
+                                     hint="a bug in the generated code; BYOC_GUARD_BUFFERS found it")
+
+
+_GUARDS = _Guards()
+
+
+def _empty(shape, dtype) -> np.ndarray:
+    return _GUARDS.empty(shape, dtype) if GUARD_BYTES else np.empty(shape, dtype)
+
+
 def _alloc(t) -> Any:
     if isinstance(t, TupleType):
         return [_alloc(f) for f in t.fields]
     if not isinstance(t, TensorType):
         raise CodegenError(f"cannot allocate a buffer for a value of type {t}")
-    return np.empty(t.shape, dtype=np.dtype("bool" if t.dtype == "bool" else t.dtype))
+    return _empty(t.shape, np.dtype("bool" if t.dtype == "bool" else t.dtype))
 
 
 class CpuExecutable:
@@ -126,6 +159,8 @@ class CpuExecutable:
                         run_kernel(step)
                 else:
                     self._run_extern(step)
+                if GUARD_BYTES:
+                    _GUARDS.check(step.name)
             self._outputs = [np.array(v, copy=True) for v in _flatten(self._result())]
             return list(self._outputs)
 
@@ -317,6 +352,8 @@ def _plan_memory(steps: list, values: dict, func: Function) -> None:
     for i, st in enumerate(steps):
         for a in _step_io(st)[0]:
             last_use[id(a)] = i
+    if GUARD_BYTES:
+        return  # every buffer keeps its own guarded allocation
     arena = _Arena()
     remap: dict[int, np.ndarray] = {}
     raw_of: dict[int, np.ndarray] = {}
