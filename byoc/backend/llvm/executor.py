@@ -76,6 +76,8 @@ class _Guards:
     def check(self, step_name: str) -> None:
         for raw, lo, hi in self.regions:
             if np.any(raw[:lo] != _GUARD_FILL) or np.any(raw[hi:] != _GUARD_FILL):
+                raw[:lo] = _GUARD_FILL  # re-arm, so the next report names the next culprit, not this one again
+                raw[hi:] = _GUARD_FILL
                 raise ExecutionError(f"step {step_name} wrote outside a buffer of {hi - lo} bytes",
                                      hint="a bug in the generated code; BYOC_GUARD_BUFFERS found it")
 
