@@ -16,7 +16,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-bench: $(STAMP)
+$(VENV)/.installed-dev: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,dev]'
+	touch $@
+
+bench: $(VENV)/.installed-dev
 	$(PY) -m benchmarks.run
 
 fuzz: $(STAMP)
