@@ -268,3 +268,16 @@ def masked_load(builder: ir.IRBuilder, ptr: ir.Value, vt: ir.VectorType, mask: i
 def masked_store(builder: ir.IRBuilder, value: ir.Value, ptr: ir.Value, mask: ir.Value) -> ir.Value:
     fn = _masked_intrinsic(builder, "llvm.masked.store", value.type, [value.type, PTR, I32, mask.type], VOID)
     return builder.call(fn, [value, ptr, ir.Constant(I32, 1), mask])
+
+
+def store_lanes(builder: ir.IRBuilder, value: ir.Value, ptr: ir.Value, mask: ir.Value) -> None:
+    """Store the lanes of ``value`` that ``mask`` selects, one element at a time (partial output blocks).
+
+    Not ``llvm.masked.store``: when LLVM proves such a mask has a single active lane it folds the store into a scalar
+    one, and the X86 backend then wrote the lane's untruncated 32-bit value (``vmovd``) for an i8 output — three
+    bytes past the buffer (found by the differential fuzzer with BYOC_GUARD_BUFFERS)."""
+    elt = value.type.element
+    for lane in range(value.type.count):
+        with if_then(builder, builder.extract_element(mask, ir.Constant(I32, lane))):
+            dst = builder.gep(ptr, [ir.Constant(I64, lane)], inbounds=True, source_etype=elt)
+            builder.store(builder.extract_element(value, ir.Constant(I32, lane)), dst)

@@ -26,7 +26,7 @@ from ...errors import CodegenError
 __all__ = ["CpuCodegen", "CodeLibrary", "get_codegen", "cache_dir", "CodegenStats"]
 
 # Bump when the generated code's meaning changes without its IR text changing (e.g. pass pipeline).
-BACKEND_VERSION = "byoc-cpu-4"
+BACKEND_VERSION = "byoc-cpu-5"
 _MAGIC = b"BYOCOBJ1"
 KERNEL_PLACEHOLDER = "byoc_kernel"
 

@@ -73,7 +73,8 @@ class Buffer:
 
     def store_at(self, builder: ir.IRBuilder, offset, value: ir.Value) -> None:
         st = builder.store(value, self.gep(builder, offset))
-        st.align = _align(self.dtype)
+        if st is not None:  # a partial vector block is stored lane by lane (cgutils.store_lanes)
+            st.align = _align(self.dtype)
 
     def load(self, builder: ir.IRBuilder, index) -> ir.Value:
         return self.load_at(builder, self.offset(builder, index))

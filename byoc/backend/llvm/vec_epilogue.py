@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ...ir.types import TensorType
-from .cgutils import I32, masked_load, masked_store, vector_const
+from .cgutils import I32, masked_load, store_lanes, vector_const
 from .lowering import get_lowering
 
 __all__ = ["LaneIndex", "VectorBuilder", "vector_epilogue_ok", "splat"]
@@ -106,7 +106,7 @@ class VectorBuilder:
                 value = splat(self._b, value, self.lanes)
             if self.mask is None:
                 return self._b.store(value, ptr.ptr, align=align)
-            return masked_store(self._b, value, ptr.ptr, self.mask)
+            return store_lanes(self._b, value, ptr.ptr, self.mask)
         return self._b.store(value, ptr, align=align)
 
     # -- arithmetic ------------------------------------------------------------------------------------------
