@@ -38,6 +38,15 @@ def mangle_name(mod_name: str, name: str) -> str:
     return sanitize_name(f"{prefix}_{name}")
 
 
+def fresh_partition_name(mod_name: str, target: str, fname: str, start: int, taken: set[str]) -> tuple[str, int]:
+    """The first unused ``tvmgen_<mod>_<target>_<func>_<n>`` with ``n >= start``, recorded in ``taken``."""
+    n = start
+    while (name := mangle_name(mod_name, f"{target}_{fname}_{n}")) in taken:
+        n += 1
+    taken.add(name)
+    return name, n
+
+
 def _is_ann(e: Expr, name: str) -> bool:
     return isinstance(e, Call) and getattr(e.op, "name", None) == name
 
@@ -99,12 +108,8 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
             outputs.setdefault(id(e.args[0]), e.args[0])
         out_index = {k: i for i, k in enumerate(outputs)}
         target = rs.target[c]
-        while True:
-            name = mangle_name(mod_name, f"{target}_{fname}_{counter}")
-            counter += 1
-            if name not in taken:
-                break
-        taken.add(name)
+        name, number = fresh_partition_name(mod_name, target, fname, counter, taken)
+        counter = number + 1
         # Inputs: first begin per producer, in the order a traversal of the region body meets them.
         params: dict[int, Var] = {}
         edge_of: dict[int, Expr] = {}
@@ -384,12 +389,8 @@ def partition_direct(func: Function, walk: tuple[list[Expr], dict[Expr, list[int
     for c in classes:
         outputs: dict[Call, None] = dict.fromkeys(a for _, a in end_pos[c])
         target = target_of_class[c]
-        while True:
-            name = mangle_name(mod_name, f"{target}_{fname}_{counter}")
-            counter += 1
-            if name not in taken:
-                break
-        taken.add(name)
+        name, number = fresh_partition_name(mod_name, target, fname, counter, taken)
+        counter = number + 1
         # Parameters: one per producer, in the order a post-order walk of the region from its outputs meets
         # the input edges (PartitionGraph's walk, where each input edge is a compiler_begin leaf).
         params: dict[Expr, Var] = {}
