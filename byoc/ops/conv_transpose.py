@@ -13,9 +13,9 @@ import numpy as np
 from ..ir.attrs import Attrs
 from ..ir.types import TensorType
 from .kernels import from_nhwc, to_nhwc
-from .nn import _pair, normalize_padding
+from .nn import _pair, data_weight_rel, normalize_padding
 from .registry import FusionKind, register_op
-from .rel import fail, tensor_arg
+from .rel import fail
 
 __all__ = ["Conv2DTransposeAttrs", "conv2d_transpose_out_type", "conv2d_transpose_compute"]
 
@@ -108,12 +108,7 @@ def conv2d_transpose_compute(x: np.ndarray, w: np.ndarray, attrs: Conv2DTranspos
     return from_nhwc(out, attrs.out_layout or attrs.data_layout)
 
 
-def _rel(types, attrs):
-    data = tensor_arg("nn.conv2d_transpose", ("data", "weight"), types, 0)
-    weight = tensor_arg("nn.conv2d_transpose", ("data", "weight"), types, 1)
-    if data.dtype != weight.dtype and not attrs.out_dtype:
-        raise fail("nn.conv2d_transpose", "weight", f"dtype {data.dtype} (same as data)", weight.dtype)
-    return conv2d_transpose_out_type("nn.conv2d_transpose", data, weight, attrs, attrs.out_dtype or data.dtype)
+_rel = data_weight_rel("nn.conv2d_transpose", conv2d_transpose_out_type)
 
 
 def _compute(args, attrs):

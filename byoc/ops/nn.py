@@ -80,13 +80,19 @@ def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv
     return TensorType(from_nhwc(out, attrs.out_layout or attrs.data_layout).shape, out_dtype)
 
 
-def _conv2d_rel(types, attrs):
-    names = ("data", "weight")
-    data = tensor_arg("nn.conv2d", names, types, 0)
-    weight = tensor_arg("nn.conv2d", names, types, 1)
-    if data.dtype != weight.dtype and not attrs.out_dtype:
-        raise fail("nn.conv2d", "weight", f"dtype {data.dtype} (same as data)", weight.dtype)
-    return conv2d_out_type("nn.conv2d", data, weight, attrs, attrs.out_dtype or data.dtype)
+def data_weight_rel(name: str, out_type):
+    """Type relation of a float (data, weight) op: same dtypes unless ``out_dtype`` is given, then
+    ``out_type(name, data, weight, attrs, out_dtype)``."""
+    def rel(types, attrs):
+        data = tensor_arg(name, ("data", "weight"), types, 0)
+        weight = tensor_arg(name, ("data", "weight"), types, 1)
+        if data.dtype != weight.dtype and not attrs.out_dtype:
+            raise fail(name, "weight", f"dtype {data.dtype} (same as data)", weight.dtype)
+        return out_type(name, data, weight, attrs, attrs.out_dtype or data.dtype)
+    return rel
+
+
+_conv2d_rel = data_weight_rel("nn.conv2d", conv2d_out_type)
 
 
 def conv2d_compute(x: np.ndarray, w: np.ndarray, attrs: Conv2DAttrs, integer: bool, pad_value=0) -> np.ndarray:
@@ -255,12 +261,7 @@ def dense_out_type(name: str, data: TensorType, weight: TensorType, attrs: Dense
     return TensorType(data.shape[:-1] + (weight.shape[0],), out_dtype)
 
 
-def _dense_rel(types, attrs):
-    data = tensor_arg("nn.dense", ("data", "weight"), types, 0)
-    weight = tensor_arg("nn.dense", ("data", "weight"), types, 1)
-    if data.dtype != weight.dtype and not attrs.out_dtype:
-        raise fail("nn.dense", "weight", f"dtype {data.dtype} (same as data)", weight.dtype)
-    return dense_out_type("nn.dense", data, weight, attrs, attrs.out_dtype or data.dtype)
+_dense_rel = data_weight_rel("nn.dense", dense_out_type)
 
 
 def _dense_compute(args, attrs):
