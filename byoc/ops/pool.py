@@ -60,13 +60,19 @@ def pool_out_size(size: int, k: int, stride: int, dilation: int, before: int, af
     return (size + before + after - eff + extra) // stride + 1
 
 
+def _pool_data(name, types, attrs) -> TensorType:
+    """The 4-D data operand of a pooling op, with its layouts checked."""
+    data = tensor_arg(name, ("data",), types, 0)
+    if attrs.layout not in _LAYOUTS or (attrs.out_layout and attrs.out_layout not in _LAYOUTS):
+        raise fail(name, "layout", "NCHW or NHWC", (attrs.layout, attrs.out_layout))
+    if data.ndim != 4:
+        raise fail(name, "data", f"a 4-D tensor in layout {attrs.layout}", data)
+    return data
+
+
 def _pool_rel(name):
     def rel(types, attrs):
-        data = tensor_arg(name, ("data",), types, 0)
-        if attrs.layout not in _LAYOUTS or (attrs.out_layout and attrs.out_layout not in _LAYOUTS):
-            raise fail(name, "layout", "NCHW or NHWC", (attrs.layout, attrs.out_layout))
-        if data.ndim != 4:
-            raise fail(name, "data", f"a 4-D tensor in layout {attrs.layout}", data)
+        data = _pool_data(name, types, attrs)
         if min(attrs.pool_size) <= 0 or min(attrs.strides) <= 0 or min(attrs.dilation) <= 0:
             raise fail(name, "pool_size", "positive pool_size, strides and dilation",
                        (attrs.pool_size, attrs.strides, attrs.dilation))
@@ -154,11 +160,7 @@ register_op("nn.avg_pool2d", ("data",), attrs=AvgPool2DAttrs, rel=_pool_rel("nn.
 
 def _global_rel(name):
     def rel(types, attrs):
-        data = tensor_arg(name, ("data",), types, 0)
-        if attrs.layout not in _LAYOUTS or (attrs.out_layout and attrs.out_layout not in _LAYOUTS):
-            raise fail(name, "layout", "NCHW or NHWC", (attrs.layout, attrs.out_layout))
-        if data.ndim != 4:
-            raise fail(name, "data", f"a 4-D tensor in layout {attrs.layout}", data)
+        data = _pool_data(name, types, attrs)
         n, h, w, c = to_nhwc(np.broadcast_to(np.False_, data.shape), attrs.layout).shape
         if h == 0 or w == 0:
             raise fail(name, "data", "a non-empty spatial extent", data)
