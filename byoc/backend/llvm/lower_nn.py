@@ -102,6 +102,18 @@ def _ext32(builder, v, dtype):
     return builder.sext(v, I32) if is_signed(dtype) else builder.zext(v, I32)
 
 
+
+def _multiply_accumulate(builder, acc, xv, wv, data_dtype: str, weight_dtype: str, floating: bool, zp_in, zw) -> None:
+    """``acc += x·w``: in float64 for float ops, else int32 (wrapping) on zero-point-corrected operands."""
+    cur = builder.load(acc)
+    if floating:
+        p = builder.fmul(emit_cast(builder, xv, data_dtype, "float64"), emit_cast(builder, wv, weight_dtype, "float64"))
+        builder.store(builder.fadd(cur, p), acc)
+    else:
+        xs = builder.sub(_ext32(builder, xv, data_dtype), const_int(I32, zp_in))
+        ws = builder.sub(_ext32(builder, wv, weight_dtype), zw)
+        builder.store(builder.add(cur, builder.mul(xs, ws)), acc)
+
 @lower_kernel("nn.conv2d")
 def _conv2d(ctx, builder, node, args):
     data, weight = args
@@ -225,15 +237,7 @@ def emit_generic_dense(ctx, builder, node, data, weight, zp_in: int, zp_w: np.nd
         with for_range(builder, 0, K, name="k") as k:
             xv = data.load(builder, list(oidx[:-1]) + [k.index])
             wv = weight.load(builder, [unit, k.index])
-            cur = builder.load(acc)
-            if floating:
-                p = builder.fmul(emit_cast(builder, xv, data.dtype, "float64"),
-                                 emit_cast(builder, wv, weight.dtype, "float64"))
-                builder.store(builder.fadd(cur, p), acc)
-            else:
-                xs = builder.sub(_ext32(builder, xv, data.dtype), const_int(I32, zp_in))
-                ws = builder.sub(_ext32(builder, wv, weight.dtype), zw)
-                builder.store(builder.add(cur, builder.mul(xs, ws)), acc)
+            _multiply_accumulate(builder, acc, xv, wv, data.dtype, weight.dtype, floating, zp_in, zw)
         res = emit_cast(builder, builder.load(acc), "float64" if floating else "int32", out_dtype)
         ctx.emit_output(builder, oidx, res)
 
@@ -295,6 +299,7 @@ def emit_conv_transpose(ctx, builder, node, data, weight, zp_in: int, zp_w: np.n
             builder.store(ir.Constant(acc_ty, 0.0 if floating else 0), acc)
             grp = builder.sdiv(oc.index, c64(cog))
             o_in = builder.srem(oc.index, c64(cog))
+            zw = None
             if not floating:
                 from .kernel import ElementContext
                 zw = channel_value(ElementContext(ctx.kernel, [o_in], node.checked_type), builder,
@@ -314,15 +319,7 @@ def emit_conv_transpose(ctx, builder, node, data, weight, zp_in: int, zp_w: np.n
                         c = builder.add(builder.mul(grp, c64(cig)), ic.index)
                         xv = data.load(builder, didx(n.index, iy, ix, c))
                         wv = weight.load(builder, widx(ky.index, kx.index, c, o_in))
-                        cur = builder.load(acc)
-                        if floating:
-                            p = builder.fmul(emit_cast(builder, xv, data.dtype, "float64"),
-                                             emit_cast(builder, wv, weight.dtype, "float64"))
-                            builder.store(builder.fadd(cur, p), acc)
-                        else:
-                            xs = builder.sub(_ext32(builder, xv, data.dtype), const_int(I32, zp_in))
-                            ws = builder.sub(_ext32(builder, wv, weight.dtype), zw)
-                            builder.store(builder.add(cur, builder.mul(xs, ws)), acc)
+                        _multiply_accumulate(builder, acc, xv, wv, data.dtype, weight.dtype, floating, zp_in, zw)
             res = emit_cast(builder, builder.load(acc), "float64" if floating else "int32", out_dtype)
             ctx.emit_output(builder, oidx(n.index, oy, ox.index, oc.index), res)
 
