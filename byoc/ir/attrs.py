@@ -27,6 +27,28 @@ def freeze_value(value: Any) -> Any:
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+# Scalar fields are checked against their annotation at construction, so ``groups="two"`` fails where it is
+# written rather than deep inside a type relation. (Tuple-valued fields are normalised by each op's class.)
+_SCALAR_CHECKS: dict[str, tuple[type, ...]] = {
+    "int": (int,), "float": (int, float), "bool": (bool, int), "str": (str,),
+}
+_SCALAR_SCHEMA: dict[type, tuple[tuple[str, tuple[type, ...], bool], ...]] = {}
+
+
+def _scalar_schema(cls: type) -> tuple[tuple[str, tuple[type, ...], bool], ...]:
+    """(field, accepted types, None allowed) for every field annotated with a scalar type."""
+    schema = _SCALAR_SCHEMA.get(cls)
+    if schema is None:
+        rows = []
+        for f in dataclasses.fields(cls):
+            ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+            parts = [p.strip() for p in ann.split("|")]
+            optional = "None" in parts
+            kinds = [p for p in parts if p != "None"]
+            if len(kinds) == 1 and kinds[0] in _SCALAR_CHECKS:
+                rows.append((f.name, _SCALAR_CHECKS[kinds[0]], optional))
+        schema = _SCALAR_SCHEMA[cls] = tuple(rows)
+    return schema
 
 
 class Attrs:
@@ -44,6 +66,11 @@ class Attrs:
             fv = freeze_value(v)
             if fv is not v:
                 object.__setattr__(self, name, fv)
+        for name, kinds, optional in _scalar_schema(type(self)):
+            v = getattr(self, name)
+            if not (isinstance(v, kinds) or (v is None and optional)):
+                want = " or ".join(k.__name__ for k in kinds) + (" or None" if optional else "")
+                raise TypeError(f"attribute {name!r} must be {want}, found {type(v).__name__} {v!r}")
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():

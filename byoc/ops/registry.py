@@ -91,8 +91,8 @@ class OpDef:
         except ByocError:
             raise
         except (TypeError, ValueError, IndexError) as e:
-            raise IRError(f"{self.name}: bad attributes {attrs}: {e}",
-                          hint=f"see the fields of {self.attrs_type.__name__}") from e
+            raise IRError(f"{self.name}: bad attributes: {e}",
+                          hint=f"given {attrs}; see the fields of {self.attrs_type.__name__}") from e
 
 
 _REGISTRY: dict[str, OpDef] = {}
