@@ -124,3 +124,32 @@ def test_file_fuzz_classifies_outcomes(monkeypatch):
         outcomes[name] = (outcome, finding.kind if finding else None)
     assert outcomes == {"ok": ("ok", None), "model_error": ("rejected", None), "key_error": ("finding", "escape"),
                         "hang": ("finding", "timeout")}
+
+
+def _long_softmax_model(n: int):
+    from byoc.testing import TFLiteWriter
+    w = TFLiteWriter()
+    x = w.input("x", (1, n), "int8", scale=0.1, zero_point=40)
+    w.output(w.softmax(x, beta=1.0))
+    return w.finish(), [np.full((1, n), 40, np.int8)]
+
+
+def test_litert_aborting_on_a_valid_model_does_not_stop_the_fuzzer():
+    """LiteRT BUILTIN_REF's SOFTMAX abort()s when an int8 row's sum of exponentials reaches 2^28 (here 600 equal
+    entries); it killed the long-lived graph worker of ``make fuzz``. The oracle now runs in a child: the abort
+    is reported, the next model runs, and every byoc executor must refuse the model as TFLite does."""
+    from tests.fuzz.oracle import LiteRTOracle, OracleDied
+
+    oracle = LiteRTOracle()
+    try:
+        model, inputs = _long_softmax_model(600)
+        with pytest.raises(OracleDied):
+            oracle.run(model, inputs)
+        small, small_inputs = _long_softmax_model(8)
+        (out,), _ = oracle.run(small, small_inputs)  # a fresh child answers the next request
+        assert out.shape == (1, 8) and oracle.deaths == 1
+        rep = check_model(model, inputs, oracle=oracle)
+    finally:
+        oracle.close()
+    assert rep.oracle_died and not rep.findings, rep.render()
+    assert {"interpreter", "llvm", "npu,llvm", "artifact"} <= set(rep.ran), rep.ran

@@ -31,7 +31,8 @@ ROUND = {"tflite": 3000, "onnx": 3500, "container": 1750, "program": 1750}
 
 def _spawn_graph_worker(deadline: float, seed: int, max_ops: int, out: Path, scratch: Path) -> subprocess.Popen:
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+    # PYTHONFAULTHANDLER: a worker killed by a signal (a heap-check abort, a segfault) prints its Python stack.
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONFAULTHANDLER="1",
                PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""), **HEAP_CHECK_ENV)
     cmd = [sys.executable, "-m", "tests.fuzz.graph_fuzz", repr(deadline), str(seed), str(max_ops), str(out),
            str(scratch)]
@@ -40,7 +41,7 @@ def _spawn_graph_worker(deadline: float, seed: int, max_ops: int, out: Path, scr
 
 def _graph_phase(deadline: float, seed: int, max_ops: int, out: Path) -> tuple[dict, list[str]]:
     """Runs graph workers until the deadline, restarting one that dies (after saving its current case)."""
-    total = {"examples": 0, "rejected": 0, "known_hits": {}, "saved": [], "executors_run": {}, "skipped": {}}
+    total = {"examples": 0, "rejected": 0, "oracle_died": 0, "known_hits": {}, "saved": [], "executors_run": {}, "skipped": {}}
     notes = []
     scratch = Path(tempfile.mkdtemp(prefix="byoc-graph-fuzz-"))
     k = 0
@@ -52,6 +53,7 @@ def _graph_phase(deadline: float, seed: int, max_ops: int, out: Path) -> tuple[d
             res = json.loads(stdout.decode().strip().splitlines()[-1])
             total["examples"] += res["examples"]
             total["rejected"] += res["rejected"]
+            total["oracle_died"] += res["oracle_died"]
             total["saved"] += res["saved"]
             total["skipped"].update(res["skipped"])
             for key in ("known_hits", "executors_run"):
@@ -65,7 +67,7 @@ def _graph_phase(deadline: float, seed: int, max_ops: int, out: Path) -> tuple[d
                 sig = f"died|graph worker|exit {p.returncode}"
                 path = save_graph_case(z["model"].tobytes(), inputs, sig,
                                        f"the graph fuzzer's child died (exit {p.returncode}) on this case: "
-                                       f"{stderr.decode(errors='replace')[-600:]}", str(z["log"]), directory=out)
+                                       f"{stderr.decode(errors='replace')[-3000:]}", str(z["log"]), directory=out)
             total["saved"].append({"signature": sig, "path": str(path), "finding": stderr.decode()[-600:]})
         notes.append(f"graph worker exited with {p.returncode}; restarted")
     return total, notes
@@ -131,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n=== fuzz report ({elapsed:.1f} min, seed {seed}) ===")
     if graph:
         print(f"random graphs: {graph['examples']} checked against LiteRT BUILTIN_REF "
-              f"({graph['rejected']} rejected by LiteRT); executor runs: {graph['executors_run']}")
+              f"({graph['rejected']} rejected by LiteRT, {graph['oracle_died']} on which LiteRT aborted); "
+              f"executor runs: {graph['executors_run']}")
         for k, v in graph["skipped"].items():
             print(f"  skipped {k}: {v}")
         for sig, n in sorted(graph["known_hits"].items()):

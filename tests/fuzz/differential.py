@@ -12,8 +12,10 @@ Executors (each skipped, with a note, when the feature it needs is missing from 
                           ``npu_sim`` directly;
 * ``artifact``            ``module.export(path)`` → ``byoc.load(path)`` → run, when both exist.
 
-The oracle is ``ai_edge_litert`` with ``OpResolverType.BUILTIN_REF`` (never the default resolver). Nothing here
-computes expected values.
+The oracle is ``ai_edge_litert`` with ``OpResolverType.BUILTIN_REF`` (never the default resolver), run in a child
+process (``tests.fuzz.oracle``) because LiteRT aborts the process on some valid models. When it does, the case
+says nothing about exactness: byoc must then refuse the model too (an ``ExecutionError``, like TFLite's CHECK), or
+else every executor must agree with ``byoc.evaluate``. Nothing here computes expected values.
 """
 from __future__ import annotations
 
@@ -67,6 +69,7 @@ class Finding:
 class CaseReport:
     findings: list[Finding] = field(default_factory=list)
     rejected: str | None = None           # LiteRT would not run the model: the case says nothing
+    oracle_died: str | None = None        # LiteRT aborted on the model; executors were checked against evaluate
     ran: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -219,12 +222,12 @@ def _as_list(outs) -> list[np.ndarray]:
     return [np.asarray(o) for o in outs]
 
 
-def _compare(ref: list[np.ndarray], got: list[np.ndarray]) -> str | None:
+def _compare(ref: list[np.ndarray], got: list[np.ndarray], ref_name: str = "LiteRT") -> str | None:
     if len(ref) != len(got):
-        return f"{len(got)} outputs, LiteRT has {len(ref)}"
+        return f"{len(got)} outputs, {ref_name} has {len(ref)}"
     for i, (r, g) in enumerate(zip(ref, got)):
         if r.dtype != g.dtype or r.shape != g.shape:
-            return f"output {i}: {g.dtype}{list(g.shape)}, LiteRT has {r.dtype}{list(r.shape)}"
+            return f"output {i}: {g.dtype}{list(g.shape)}, {ref_name} has {r.dtype}{list(r.shape)}"
         if r.tobytes() != g.tobytes():
             if r.dtype.kind == "f":
                 differ = r.view(f"u{r.itemsize}") != g.view(f"u{g.itemsize}")
@@ -236,11 +239,11 @@ def _compare(ref: list[np.ndarray], got: list[np.ndarray]) -> str | None:
     return None
 
 
-def _localize(model: bytes, inputs, mod, feed) -> str:
+def _localize(oracle, model: bytes, inputs, mod, feed) -> str:
     """The first TFLite op (in execution order) whose output the interpreter computes differently."""
     import byoc
     try:
-        _, tensors = litert_run(model, inputs, preserve=True)
+        _, tensors = oracle.run(model, inputs, preserve=True)
         taps: dict[str, np.ndarray] = {}
 
         def tap(call, value):
@@ -266,18 +269,28 @@ def _exception_finding(executor: str, stage: str, e: BaseException) -> Finding:
     return Finding(executor, stage, "crash", f"{type(e).__name__}: {e}\n{tb}"[:4000])
 
 
-def check_model(model: bytes, inputs, executors: tuple[str, ...] = ALL_EXECUTORS) -> CaseReport:
-    """Run ``model`` on ``inputs`` through ``executors``; every result must equal LiteRT BUILTIN_REF's."""
+def check_model(model: bytes, inputs, executors: tuple[str, ...] = ALL_EXECUTORS, oracle=None) -> CaseReport:
+    """Run ``model`` on ``inputs`` through ``executors``; every result must equal LiteRT BUILTIN_REF's.
+
+    ``oracle``: an object with ``run(model, inputs, preserve)`` (default: the shared ``LiteRTOracle`` child)."""
     import byoc
+    from byoc.errors import ExecutionError
     from byoc.partition import verify_partitioned
+
+    from .oracle import OracleDied, OracleRefused, default_oracle
 
     rep = CaseReport()
     inputs = [np.asarray(a) for a in inputs]
+    oracle = oracle or default_oracle()
+    ref: list[np.ndarray] | None
     try:
-        ref, _ = litert_run(model, inputs)
-    except Exception as e:  # noqa: BLE001 - LiteRT refuses the model: nothing to compare against
-        rep.rejected = f"{type(e).__name__}: {e}"[:500]
+        ref, _ = oracle.run(model, inputs)
+    except OracleRefused as e:  # LiteRT refuses the model: nothing to compare against
+        rep.rejected = str(e)[:500]
         return rep
+    except OracleDied as e:
+        rep.oracle_died = str(e)[:500]
+        ref = None
 
     def timed(name: str, fn):
         t0 = time.perf_counter()
@@ -299,6 +312,18 @@ def check_model(model: bytes, inputs, executors: tuple[str, ...] = ALL_EXECUTORS
         return rep
     feed = dict(zip(names, inputs))
 
+    refused = None  # set when LiteRT aborted and byoc.evaluate refuses too: every executor must refuse
+    if ref is None:  # LiteRT aborted: byoc must refuse too, or the executors are checked against evaluate
+        try:
+            ref = _as_list(timed("interpreter", lambda: byoc.evaluate(mod, feed)))
+        except ExecutionError as e:
+            refused = f"{type(e).__name__}: {e}"
+        except Exception as e:  # noqa: BLE001
+            rep.findings.append(_exception_finding("interpreter", "evaluate", e))
+            return rep
+        rep.ran.append("interpreter")
+        executors = tuple(e for e in executors if e != "interpreter")
+
     def run(executor: str, stage_fns: list[tuple[str, Callable]]):
         """Run stages in order; the last returns the outputs to compare."""
         value = None
@@ -306,12 +331,19 @@ def check_model(model: bytes, inputs, executors: tuple[str, ...] = ALL_EXECUTORS
             try:
                 value = timed(executor, fn)
             except Exception as e:  # noqa: BLE001 - every exception is classified
-                rep.findings.append(_exception_finding(executor, stage, e))
+                if refused is not None and stage != "build" and isinstance(e, ExecutionError):
+                    rep.ran.append(executor)  # refuses at run time like evaluate and TFLite
+                else:
+                    rep.findings.append(_exception_finding(executor, stage, e))
                 return None
         rep.ran.append(executor)
-        msg = _compare(ref, _as_list(value))
+        if refused is not None:
+            rep.findings.append(Finding(executor, "run", "mismatch", "returned outputs where LiteRT aborts and "
+                                        f"byoc.evaluate refuses ({refused.splitlines()[0]})"))
+            return value
+        msg = _compare(ref, _as_list(value), "byoc.evaluate" if rep.oracle_died else "LiteRT")
         if msg:
-            where = _localize(model, inputs, mod, feed) if executor == "interpreter" else ""
+            where = _localize(oracle, model, inputs, mod, feed) if executor == "interpreter" else ""
             rep.findings.append(Finding(executor, "compare", "mismatch", msg, where))
         return value
 

@@ -32,6 +32,7 @@ SIZES = ({"max_side": 8, "max_channels": 8}, {"max_side": 20, "max_channels": 24
 class GraphFuzzResult:
     examples: int = 0
     rejected: int = 0
+    oracle_died: int = 0          # LiteRT aborted on the model (it runs in a child; see tests.fuzz.oracle)
     known_hits: dict[str, int] = field(default_factory=dict)
     saved: list[dict] = field(default_factory=list)
     executors_run: dict[str, int] = field(default_factory=dict)
@@ -73,6 +74,8 @@ def fuzz_graphs(deadline: float, seed: int, max_ops: int = 10, out_dir: Path = D
             np.savez(scratch / "current.npz", model=np.frombuffer(case.model, np.uint8),
                      log=np.array("\n".join(case.log)), **{f"in_{i}": a for i, a in enumerate(case.inputs)})
         rep = check_model(case.model, case.inputs, state["executors"])
+        if rep.oracle_died:
+            res.oracle_died += 1
         if rep.rejected:
             res.rejected += 1
             return

@@ -20,9 +20,23 @@ __all__ = ["DATA_DIR", "HEAP_CHECK_ENV", "SavedCase", "save_graph_case", "save_f
            "known_signatures"]
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "regressions" / "data"
-# glibc checks the heap on every free and poisons freed memory: generated code that writes out of bounds then
-# crashes at the case that did it instead of at some later allocation (set for every child that runs graphs).
-HEAP_CHECK_ENV = {"MALLOC_CHECK_": "3", "MALLOC_PERTURB_": "165"}
+
+
+def _heap_check_env() -> dict[str, str]:
+    """glibc checks the heap on every free and poisons freed memory: generated code that writes out of bounds
+    then crashes at the case that did it instead of at some later allocation (set for every child that runs
+    graphs). Since glibc 2.34 MALLOC_CHECK_ works only with libc_malloc_debug.so preloaded; it is preloaded
+    when this machine has it."""
+    env = {"MALLOC_CHECK_": "3", "MALLOC_PERTURB_": "165"}
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/lib64", "/usr/lib"):
+        lib = Path(d) / "libc_malloc_debug.so.0"
+        if lib.is_file() and sys.platform.startswith("linux"):
+            env["LD_PRELOAD"] = " ".join(filter(None, [os.environ.get("LD_PRELOAD", ""), str(lib)]))
+            break
+    return env
+
+
+HEAP_CHECK_ENV = _heap_check_env()
 
 
 @dataclass(frozen=True)
