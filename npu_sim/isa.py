@@ -96,6 +96,25 @@ PPU_PARAM_INDEX: dict[int, dict[str, int]] = {int(op): {n: i for i, n in enumera
                                               for op, names in PPU_PARAM_NAMES.items()}
 
 
+_PAYLOAD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _payload(cmd) -> tuple:
+    """The command's fields after the header (wait, signal, layer) in declaration order, as the struct FORMAT
+    lays them out; a tuple field (PPU parameters) is flattened."""
+    names = _PAYLOAD_NAMES.get(type(cmd))
+    if names is None:
+        names = _PAYLOAD_NAMES[type(cmd)] = tuple(f.name for f in fields(cmd))[3:]
+    out: list[int] = []
+    for name in names:
+        v = getattr(cmd, name)
+        if isinstance(v, tuple):
+            out.extend(v)
+        else:
+            out.append(v)
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Load:
     """DMA-in: copy an (h, w, c) window at (y0, x0, c0) of an HWC tensor into local SRAM.
@@ -127,9 +146,7 @@ class Load:
     buf: int
     off: int
 
-    def payload(self) -> tuple:
-        return (self.kind, self.area, self.dtype, self.base, self.img_h, self.img_w, self.img_c, self.y0, self.x0,
-                self.c0, self.h, self.w, self.c, self.pad, self.pad_value, self.buf, self.off)
+    payload = _payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +173,7 @@ class Store:
     buf: int
     off: int
 
-    def payload(self) -> tuple:
-        return (self.area, self.dtype, self.base, self.img_h, self.img_w, self.img_c, self.y0, self.x0, self.c0,
-                self.h, self.w, self.c, self.buf, self.off)
+    payload = _payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,10 +214,7 @@ class Mac:
     zp_w: int
     dm: int
 
-    def payload(self) -> tuple:
-        return (self.op, self.in_dtype, self.w_dtype, self.ifm_buf, self.ifm_off, self.ih, self.iw, self.ic,
-                self.w_buf, self.w_off, self.acc_buf, self.acc_off, self.oh, self.ow, self.oc, self.kh, self.kw,
-                self.sh, self.sw, self.dh, self.dw, self.zp_in, self.zp_w, self.dm)
+    payload = _payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,10 +246,7 @@ class Ppu:
     oc: int
     params: tuple[int, ...]
 
-    def payload(self) -> tuple:
-        return (self.op, self.rounding, self.in_dtype, self.out_dtype, self.src0_buf, self.src0_off, self.src1_buf,
-                self.src1_off, self.table_buf, self.table_off, self.dst_buf, self.dst_off, self.ih, self.iw,
-                self.ic, self.oh, self.ow, self.oc) + tuple(self.params)
+    payload = _payload
 
     def param(self, name: str) -> int:
         return self.params[PPU_PARAM_INDEX[self.op][name]]

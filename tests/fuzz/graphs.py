@@ -115,6 +115,13 @@ class _Builder:
             if _elements(r.shape) <= self.max_elements and all(d > 0 for d in r.shape):
                 self.live.append(r)
 
+    def emit(self, text: str, y: TensorRef | list[TensorRef], *reads: TensorRef) -> bool:
+        """Record an added op: ``reads`` are consumed, the log gets ``text``, the result(s) become live."""
+        self.use(*reads)
+        self.note(text, y)
+        self.add_live(*(y if isinstance(y, list) else [y]))
+        return True
+
     def note(self, text: str, y: TensorRef | list[TensorRef]) -> None:
         ys = y if isinstance(y, list) else [y]
         q = "; ".join(f"{t.name}{list(t.shape)} s={t.scale[0]:.6g} zp={t.zero_point[0]}" if t.quantized else
@@ -176,11 +183,8 @@ def op_conv2d(b: _Builder) -> bool:
     s, zp = b.out_params(x, _conv_out_gain(ws, kh * kw * cin))
     y = b.w.conv2d(x, wq, b.bias(cout), weight_scale=ws, weight_zp=wz, strides=(sh, sw), dilation=dil,
                    padding=padding, activation=act, out_scale=s, out_zp=zp)
-    b.use(x)
-    b.note(f"CONV_2D({x.name}, k={kh}x{kw}, s={sh}x{sw}, d={dil[0]}, {padding}, {act}, "
-           f"{'per-channel' if np.ndim(ws) else 'per-tensor'})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"CONV_2D({x.name}, k={kh}x{kw}, s={sh}x{sw}, d={dil[0]}, {padding}, {act}, "
+                  f"{'per-channel' if np.ndim(ws) else 'per-tensor'})", y, x)
 
 
 def op_depthwise(b: _Builder) -> bool:
@@ -201,10 +205,7 @@ def op_depthwise(b: _Builder) -> bool:
     y = b.w.depthwise_conv2d(x, wq, b.bias(cin * m), weight_scale=ws, weight_zp=wz, strides=(sh, sw),
                              dilation=dil, padding=padding, depth_multiplier=m, activation=act, out_scale=s,
                              out_zp=zp)
-    b.use(x)
-    b.note(f"DEPTHWISE_CONV_2D({x.name}, m={m}, k={kh}x{kw}, s={sh}x{sw}, d={dil[0]}, {padding}, {act})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"DEPTHWISE_CONV_2D({x.name}, m={m}, k={kh}x{kw}, s={sh}x{sw}, d={dil[0]}, {padding}, {act})", y, x)
 
 
 def op_fully_connected(b: _Builder) -> bool:
@@ -221,10 +222,7 @@ def op_fully_connected(b: _Builder) -> bool:
     s, zp = b.out_params(x, _conv_out_gain(ws, k))
     y = b.w.fully_connected(x, wq, b.bias(units, optional=True), weight_scale=ws, weight_zp=wz,
                             keep_num_dims=(mode == "keep"), activation=act, out_scale=s, out_zp=zp)
-    b.use(x)
-    b.note(f"FULLY_CONNECTED({x.name}, units={units}, K={k}, {mode}, {act})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"FULLY_CONNECTED({x.name}, units={units}, K={k}, {mode}, {act})", y, x)
 
 
 def op_transpose_conv(b: _Builder) -> bool:
@@ -245,10 +243,7 @@ def op_transpose_conv(b: _Builder) -> bool:
     bias = b.bias(cout, optional=True)
     y = b.w.transpose_conv(x, wq, (n, oh, ow, cout), bias, weight_scale=ws, weight_zp=wz, strides=(sh, sw),
                            padding=padding, out_scale=s, out_zp=zp)
-    b.use(x)
-    b.note(f"TRANSPOSE_CONV({x.name}, k={kh}x{kw}, s={sh}x{sw}, {padding}, bias={bias is not None})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"TRANSPOSE_CONV({x.name}, k={kh}x{kw}, s={sh}x{sw}, {padding}, bias={bias is not None})", y, x)
 
 
 def op_binary(b: _Builder) -> bool:
@@ -273,13 +268,9 @@ def op_binary(b: _Builder) -> bool:
     s, zp = b.out_params(a, gain)
     fn = {"ADD": b.w.add, "SUB": b.w.sub, "MUL": b.w.mul}[kind]
     y = fn(a, rhs, activation=act, out_scale=s, out_zp=zp)
-    b.use(a)
     if isinstance(rhs, TensorRef):
-        b.use(rhs)
-    what = rhs.name if isinstance(rhs, TensorRef) else f"const{list(np.shape(rhs))}"
-    b.note(f"{kind}({a.name}, {what}, {act})", y)
-    b.add_live(y)
-    return True
+        return b.emit(f"{kind}({a.name}, {rhs.name}, {act})", y, a, rhs)
+    return b.emit(f"{kind}({a.name}, const{list(np.shape(rhs))}, {act})", y, a)
 
 
 def op_pool(b: _Builder) -> bool:
@@ -296,10 +287,7 @@ def op_pool(b: _Builder) -> bool:
     act = b.choice(ACTIVATIONS)
     fn = b.w.average_pool2d if kind == "AVERAGE_POOL_2D" else b.w.max_pool2d
     y = fn(x, (fh, fw), (sh, sw), padding, activation=act)
-    b.use(x)
-    b.note(f"{kind}({x.name}, f={fh}x{fw}, s={sh}x{sw}, {padding}, {act})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"{kind}({x.name}, f={fh}x{fw}, s={sh}x{sw}, {padding}, {act})", y, x)
 
 
 def op_mean(b: _Builder) -> bool:
@@ -315,10 +303,7 @@ def op_mean(b: _Builder) -> bool:
     same = b.flag(0.3)
     s, zp = (x.scale[0], x.zero_point[0]) if same else b.out_params(x)
     y = b.w.mean(x, axes, keep_dims=keep, out_scale=s, out_zp=zp)
-    b.use(x)
-    b.note(f"MEAN({x.name}, axes={axes}, keep_dims={keep})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"MEAN({x.name}, axes={axes}, keep_dims={keep})", y, x)
 
 
 def op_activation(b: _Builder) -> bool:
@@ -345,10 +330,7 @@ def op_activation(b: _Builder) -> bool:
                   "HARD_SWISH": b.w.hard_swish}[kind]
             y = fn(x, out_scale=s, out_zp=zp)
             detail = ""
-    b.use(x)
-    b.note(f"{kind}({x.name}{detail})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"{kind}({x.name}{detail})", y, x)
 
 
 def op_requantize(b: _Builder) -> bool:
@@ -372,10 +354,7 @@ def op_requantize(b: _Builder) -> bool:
     s, _ = b.out_params(x)
     zp = b.zero_point(dtype)
     y = b.w.quantize(x, out_scale=s, out_zp=zp, out_dtype=dtype)
-    b.use(x)
-    b.note(f"QUANTIZE({x.name}) requantize to {dtype}", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"QUANTIZE({x.name}) requantize to {dtype}", y, x)
 
 
 def op_pad(b: _Builder) -> bool:
@@ -391,10 +370,7 @@ def op_pad(b: _Builder) -> bool:
     else:
         y = b.w.pad(x, pads)
         text = f"PAD({x.name}, {pads})"
-    b.use(x)
-    b.note(text, y)
-    b.add_live(y)
-    return True
+    return b.emit(text, y, x)
 
 
 def op_reshape(b: _Builder) -> bool:
@@ -408,10 +384,7 @@ def op_reshape(b: _Builder) -> bool:
         options += [(nb, w, h, c), (nb, h * w, 1, c), (nb, 1, h * w, c), (nb, h, w * c, 1)]
     shape = b.choice(options)
     y = b.w.reshape(x, shape, shape_as_input=b.flag(0.8))
-    b.use(x)
-    b.note(f"RESHAPE({x.name}, {list(shape)})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"RESHAPE({x.name}, {list(shape)})", y, x)
 
 
 def op_squeeze(b: _Builder) -> bool:
@@ -423,10 +396,7 @@ def op_squeeze(b: _Builder) -> bool:
     if not axes and len(ones) == len(x.shape):
         axes = ones[:1]
     y = b.w.squeeze(x, axes)
-    b.use(x)
-    b.note(f"SQUEEZE({x.name}, {axes})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"SQUEEZE({x.name}, {axes})", y, x)
 
 
 def op_transpose(b: _Builder) -> bool:
@@ -435,10 +405,7 @@ def op_transpose(b: _Builder) -> bool:
         return False
     perm = list(b.draw(st.permutations(list(range(len(x.shape))))))
     y = b.w.transpose(x, perm)
-    b.use(x)
-    b.note(f"TRANSPOSE({x.name}, {perm})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"TRANSPOSE({x.name}, {perm})", y, x)
 
 
 def _same_params_branch(b: _Builder, a: TensorRef, axis: int) -> TensorRef:
@@ -481,10 +448,7 @@ def op_concatenation(b: _Builder) -> bool:
             other = _same_params_branch(b, a, ax)
         parts.append(other if other is not None else a)
     y = b.w.concatenation(parts, axis)  # LiteRT refuses fused activations on quantized CONCATENATION
-    b.use(*parts)
-    b.note(f"CONCATENATION({', '.join(p.name for p in parts)}, axis={axis})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"CONCATENATION({', '.join(p.name for p in parts)}, axis={axis})", y, *parts)
 
 
 def op_split(b: _Builder) -> bool:
@@ -499,10 +463,7 @@ def op_split(b: _Builder) -> bool:
     if b.flag(0.3):
         axis -= len(x.shape)
     ys = b.w.split(x, k, axis)
-    b.use(x)
-    b.note(f"SPLIT({x.name}, num_splits={k}, axis={axis})", ys)
-    b.add_live(*ys)
-    return True
+    return b.emit(f"SPLIT({x.name}, num_splits={k}, axis={axis})", ys, x)
 
 
 def _slice_shape(shape, begin, end, strides, begin_mask, end_mask, shrink) -> tuple[int, ...]:
@@ -545,11 +506,8 @@ def op_strided_slice(b: _Builder) -> bool:
         return False
     y = b.w.strided_slice(x, begin, end, strides, begin_mask=begin_mask, end_mask=end_mask,
                           shrink_axis_mask=shrink)
-    b.use(x)
-    b.note(f"STRIDED_SLICE({x.name}, begin={begin}, end={end}, strides={strides}, masks="
-           f"{begin_mask}/{end_mask}/{shrink})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"STRIDED_SLICE({x.name}, begin={begin}, end={end}, strides={strides}, masks="
+                  f"{begin_mask}/{end_mask}/{shrink})", y, x)
 
 
 def op_resize(b: _Builder) -> bool:
@@ -560,10 +518,7 @@ def op_resize(b: _Builder) -> bool:
     mode = b.choice(["plain", "align_corners", "half_pixel"])
     y = b.w.resize_nearest_neighbor(x, size, align_corners=mode == "align_corners",
                                     half_pixel_centers=mode == "half_pixel")
-    b.use(x)
-    b.note(f"RESIZE_NEAREST_NEIGHBOR({x.name}, {list(size)}, {mode})", y)
-    b.add_live(y)
-    return True
+    return b.emit(f"RESIZE_NEAREST_NEIGHBOR({x.name}, {list(size)}, {mode})", y, x)
 
 
 OPS: dict[str, Callable[[_Builder], bool]] = {
