@@ -83,6 +83,18 @@ def _typed_tuple(fields: list[Expr]) -> Tuple:
     return t
 
 
+def _partition_function(name: str, target: str, params: tuple[Var, ...], outs: list[Expr]
+                        ) -> tuple[GlobalVar, Function, Expr]:
+    """The typed partition function (TVM's attributes) and its GlobalVar; one output or a tuple of them."""
+    fbody = outs[0] if len(outs) == 1 else _typed_tuple(outs)
+    f = type_function(Function(params, fbody,
+                               attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1}))
+    gv = GlobalVar(name)
+    if f._checked_type is not None:  # type: ignore[attr-defined]
+        gv._set_checked_type(f._checked_type)  # type: ignore[attr-defined]
+    return gv, f, fbody
+
+
 def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: bool,
                     taken: set[str]) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
     body = _prepare(func.body)
@@ -137,16 +149,10 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
                 new[id(n)] = n
                 continue
             new[id(n)] = typed_like(rebuild(n, tuple(new[id(ch)] for ch in children(n))), n)
-        outs = [new[k] for k in outputs]
-        fbody = outs[0] if len(outs) == 1 else _typed_tuple(outs)
-        f = type_function(Function(tuple(params.values()), fbody,
-                                   attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1}))
-        gv = GlobalVar(name)
-        if f._checked_type is not None:  # type: ignore[attr-defined]
-            gv._set_checked_type(f._checked_type)  # type: ignore[attr-defined]
+        gv, f, fbody = _partition_function(name, target, tuple(params.values()), [new[k] for k in outputs])
         made.append((gv, f))
         info[c] = {"gv": gv, "edges": list(edge_of.values()), "out_index": out_index,
-                   "single": len(outs) == 1, "call": None, "type": fbody._checked_type}
+                   "single": len(outputs) == 1, "call": None, "type": fbody._checked_type}
 
     # Rewrite the caller: every compiler_end becomes the call (or an item of it).
     def main_kids(n: Expr) -> tuple[Expr, ...]:
@@ -449,16 +455,10 @@ def partition_direct(func: Function, walk: tuple[list[Expr], dict[Expr, list[int
                         stack.append((0, a, 0))
                 else:
                     stack.append((2, n, j))
-        outs = [new[o] for o in outputs]
-        fbody = outs[0] if len(outs) == 1 else _typed_tuple(outs)
-        f = type_function(Function(tuple(params.values()), fbody,
-                                   attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1}))
-        gv = GlobalVar(name)
-        if f._checked_type is not None:  # type: ignore[attr-defined]
-            gv._set_checked_type(f._checked_type)  # type: ignore[attr-defined]
+        gv, f, fbody = _partition_function(name, target, tuple(params.values()), [new[o] for o in outputs])
         made.append((gv, f))
         info[c] = {"gv": gv, "producers": tuple(params), "out_index": {o: j for j, o in enumerate(outputs)},
-                   "single": len(outs) == 1, "call": None, "type": fbody._checked_type, "items": {}}
+                   "single": len(outputs) == 1, "call": None, "type": fbody._checked_type, "items": {}}
 
     # The caller: outputs become the partition call (or an item of it), other calls are rebuilt.
     def main_kids(n: Expr) -> tuple[Expr, ...]:
