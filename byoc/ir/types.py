@@ -44,8 +44,11 @@ class TensorType(Type):
             return  # already canonical (the common case: types built from other types and arrays)
         try:
             shape = tuple(int(d) for d in self.shape)
-        except (TypeError, ValueError) as e:
+            exact = all(d == i for d, i in zip(self.shape, shape))  # 1.5 is not a dimension; 2.0 or np.int64(2) is
+        except (TypeError, ValueError, OverflowError) as e:
             raise IRError(f"a tensor shape must be a sequence of integers, got {self.shape!r}") from e
+        if not exact:
+            raise IRError(f"a tensor shape must be a sequence of integers, got {self.shape!r}")
         if any(d < 0 for d in shape):
             raise IRError(f"negative dimension in shape {shape}")
         object.__setattr__(self, "shape", shape)

@@ -70,10 +70,13 @@ def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv
         raise fail(name, "channels", f"{co} (the kernel's output channels)", attrs.channels)
     if attrs.kernel_size is not None and tuple(attrs.kernel_size) != (kh, kw):
         raise fail(name, "kernel_size", f"{(kh, kw)} (the kernel's spatial size)", attrs.kernel_size)
+    if min(attrs.strides) <= 0 or min(attrs.dilation) <= 0:
+        raise fail(name, "strides", "positive strides and dilation",
+                   f"strides {attrs.strides}, dilation {attrs.dilation}")
     t, l, b, r = attrs.padding
     oh = conv_out_size(h, kh, attrs.strides[0], attrs.dilation[0], t, b)
     ow = conv_out_size(w, kw, attrs.strides[1], attrs.dilation[1], l, r)
-    if oh <= 0 or ow <= 0 or min(attrs.strides) <= 0 or min(attrs.dilation) <= 0:
+    if oh <= 0 or ow <= 0:
         raise fail(name, "data", f"spatial size large enough for kernel {(kh, kw)} with dilation "
                    f"{attrs.dilation}, strides {attrs.strides}", (h, w))
     out = np.broadcast_to(np.False_, (n, oh, ow, co))

@@ -53,18 +53,32 @@ def _vec32(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float32).reshape(-1)
 
 
+def _checked(v: np.ndarray, what: str, op: str, allow_zero: bool = False) -> np.ndarray:
+    """Scales are finite and positive (per-channel weight scales may be 0: a channel of zeros); anything else
+    would silently give garbage multipliers, so it is an error naming the op."""
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(v) | (v < 0 if allow_zero else v <= 0)
+    if np.any(bad):
+        found = v[bad][:4].tolist()
+        raise IRError(f"{op}: {what} must be {'non-negative' if allow_zero else 'positive'} and finite, found "
+                      f"{found[0] if len(found) == 1 else found}",
+                      hint="quantization scales come from the model; this one is broken or was passed wrongly")
+    return v
+
+
 def _scalar(x, what: str, op: str) -> float:
-    v = np.asarray(x).reshape(-1)
+    v = np.asarray(x, dtype=np.float64).reshape(-1)
     if v.size != 1:
         raise IRError(f"{op}: {what} must be a single scale, got {v.size} values",
                       hint=f"{op} has per-tensor quantization in TFLite")
-    return float(v[0])
+    return float(_checked(v, what, op)[0])
 
 
-def requant_params(input_scale, output_scale) -> tuple[np.ndarray, np.ndarray]:
+def requant_params(input_scale, output_scale, op: str = "qnn.requantize") -> tuple[np.ndarray, np.ndarray]:
     """(multiplier, shift) per channel = QuantizeMultiplier(double(s_in) / double(s_out)) (TFLite Prepare)."""
-    real = _vec64(input_scale) / np.float64(_vec64(output_scale)[0])
-    return quantize_multipliers(real)
+    s_in = _checked(_vec64(input_scale), "the input scale", op, allow_zero=True)
+    s_out = _checked(_vec64(output_scale)[:1], "the output scale", op)
+    return quantize_multipliers(s_in / s_out[0])
 
 
 @dataclass(frozen=True)
@@ -81,7 +95,8 @@ class AddParams:
 
 def add_params(lhs_scale, rhs_scale, output_scale, left_shift: int = 20, op: str = "qnn.add") -> AddParams:
     """TFLite ADD/SUB Prepare: T = 2·max(s1, s2) (float32), r_i = s_i / T, r_out = T / (2^L·s_out) (double)."""
-    s1, s2, so = np.broadcast_arrays(_vec32(lhs_scale), _vec32(rhs_scale), _vec32(output_scale))
+    s1, s2, so = np.broadcast_arrays(*(_checked(_vec32(v), f"the {w} scale", op) for v, w in (
+        (lhs_scale, "lhs"), (rhs_scale, "rhs"), (output_scale, "output"))))
     out = {k: np.empty(s1.shape, np.int64) for k in ("m1", "e1", "m2", "e2", "mo", "eo")}
     for i in range(s1.size):
         twice_max = float(np.float32(2) * max(s1[i], s2[i]))
@@ -99,7 +114,8 @@ def add_params(lhs_scale, rhs_scale, output_scale, left_shift: int = 20, op: str
 
 def mul_params(lhs_scale, rhs_scale, output_scale) -> tuple[np.ndarray, np.ndarray]:
     """TFLite MUL Prepare: QuantizeMultiplier(float32(float32(s1·s2) / s_out)); all float32 arithmetic."""
-    s1, s2, so = np.broadcast_arrays(_vec32(lhs_scale), _vec32(rhs_scale), _vec32(output_scale))
+    s1, s2, so = np.broadcast_arrays(*(_checked(_vec32(v), f"the {w} scale", "qnn.mul") for v, w in (
+        (lhs_scale, "lhs"), (rhs_scale, "rhs"), (output_scale, "output"))))
     with np.errstate(all="ignore"):
         real = (s1 * s2) / so
     return quantize_multipliers(real.astype(np.float64))

@@ -39,6 +39,15 @@ CASES = [
     ("bad attribute value", lambda: relay.nn.conv2d(_x(), _w(), padding=(1, 2, 3)), IRError, ["padding"]),
     ("attribute of the wrong type", lambda: relay.nn.conv2d(_x(), _w(), groups="two"), IRError,
      ["nn.conv2d", "'groups' must be int", "str 'two'"]),
+    ("zero stride", lambda: _typecheck(relay.nn.conv2d(_x(), _w(), strides=(0, 1))), TypeInferenceError,
+     ["nn.conv2d", "positive strides", "(0, 1)"]),
+    ("fractional dimension", lambda: relay.var("x", shape=(1.5, 2)), IRError, ["shape", "(1.5, 2)"]),
+    ("NaN quantization scale", lambda: byoc.evaluate(byoc.IRModule.from_expr(relay.qnn.op.requantize(
+        relay.var("q", shape=(4,), dtype="int8"), relay.const(float("nan")), relay.const(0), relay.const(0.5),
+        relay.const(0))), {"q": np.zeros(4, "int8")}), IRError, ["qnn.requantize", "input scale", "nan"]),
+    ("zero output scale", lambda: byoc.evaluate(byoc.IRModule.from_expr(relay.qnn.op.requantize(
+        relay.var("q", shape=(4,), dtype="int8"), relay.const(0.5), relay.const(0), relay.const(0.0),
+        relay.const(0))), {"q": np.zeros(4, "int8")}), IRError, ["qnn.requantize", "output scale", "positive"]),
     ("string where a float goes", lambda: relay.op.make_call("nn.leaky_relu", (_x(),), {"alpha": "a"}), IRError,
      ["nn.leaky_relu", "'alpha'", "float"]),
     ("wrong dtype", lambda: _typecheck(relay.add(_x(), relay.var("y", shape=(1, 3, 8, 8), dtype="int8"))),
