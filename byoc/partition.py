@@ -150,7 +150,7 @@ def _unfold(expr: Expr) -> Expr:
         if isinstance(new, TupleGetItem) and isinstance(new.tuple_value, Tuple):
             return new.tuple_value.fields[new.index]
         return None
-    return rewrite_post_order(expr, fn)
+    return rewrite_post_order(expr, fn, preserves_types=True)  # a composite call has its body's type
 
 
 def inline_partitions(mod: IRModule, names: set[str]) -> IRModule:
@@ -171,7 +171,7 @@ def inline_partitions(mod: IRModule, names: set[str]) -> IRModule:
     for gv, func in mod.items():
         if gv.name_hint in names:
             continue
-        new = rewrite_post_order(func.body, fn)
+        new = rewrite_post_order(func.body, fn, preserves_types=True)  # a partition call has its body's type
         if new is not func.body:
             out[gv] = func.replace(body=new)
     for n in names:
@@ -270,6 +270,9 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
                                   f"@patterns.register_pattern_table('{target}')")
     if not isinstance(min_partition_size, int) or min_partition_size < 1:
         raise PartitionError(f"min_partition_size must be a positive integer, got {min_partition_size!r}")
+    if params is not None and not isinstance(params, dict):
+        raise PartitionError(f"params must be a dict of parameter name -> array, got {type(params).__name__}",
+                             hint="pass the params returned by the frontend, e.g. from_tflite(...)[1]")
     if params:
         mod = mod.copy()
         mod["main"] = bind_params_by_name(mod["main"], params)

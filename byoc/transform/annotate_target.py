@@ -248,6 +248,9 @@ def annotate_target(func: Function, targets, include_non_call_ops: bool = True,
 def _normalize_targets(targets) -> tuple[str, ...]:
     if isinstance(targets, str):
         targets = [targets]
+    if not isinstance(targets, (list, tuple)):
+        raise PassError(f"AnnotateTarget: targets must be a string or a list of strings, got "
+                        f"{type(targets).__name__} {targets!r}", hint='e.g. AnnotateTarget(["npu"])')
     out = []
     for t in targets:
         if not isinstance(t, str) or not t:

@@ -205,7 +205,14 @@ class Sequential(Pass):
     name: ClassVar[str] = "sequential"
 
     def __init__(self, passes=None, opt_level: int = 0, name: str = "sequential", required=None):
+        if passes is not None and not isinstance(passes, (list, tuple)):
+            raise PassError(f"Sequential({name!r}) takes a list of passes, got {type(passes).__name__}")
         self.passes = list(passes or [])
+        bad = [f"{i}: {type(p).__name__} {p!r}"[:80] for i, p in enumerate(self.passes)
+               if not callable(getattr(p, "run", None)) or not hasattr(p, "info")]
+        if bad:
+            raise PassError(f"Sequential({name!r}): these entries are not passes: {'; '.join(bad)}",
+                            hint="entries are pass objects, e.g. relay.transform.InferType()")
         self.opt_level_ = opt_level
         self.name_ = name
 

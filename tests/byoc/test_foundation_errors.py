@@ -6,7 +6,8 @@ import pytest
 
 import byoc
 from byoc import relay
-from byoc.errors import ByocError, ExecutionError, IRError, ParseError, PassError, TypeInferenceError
+from byoc.errors import (ByocError, ExecutionError, IRError, ParseError, PartitionError, PassError,
+                         PatternError, TypeInferenceError)
 from byoc.ir.verify import verify
 from byoc.transform import InferType
 
@@ -48,6 +49,14 @@ CASES = [
     ("zero output scale", lambda: byoc.evaluate(byoc.IRModule.from_expr(relay.qnn.op.requantize(
         relay.var("q", shape=(4,), dtype="int8"), relay.const(0.5), relay.const(0), relay.const(0.0),
         relay.const(0))), {"q": np.zeros(4, "int8")}), IRError, ["qnn.requantize", "output scale", "positive"]),
+    ("AnnotateTarget without a target list", lambda: relay.transform.AnnotateTarget(None), PassError,
+     ["AnnotateTarget", "list of strings", "NoneType"]),
+    ("Sequential of non-passes", lambda: relay.transform.Sequential([relay.transform.InferType(), 2]), PassError,
+     ["Sequential", "1: int 2"]),
+    ("partition_for params not a dict", lambda: byoc.partition_for("npu", _relu_mod(), params=5), PartitionError,
+     ["params must be a dict", "int"]),
+    ("rewrite without callbacks", lambda: relay.dataflow_pattern.rewrite(5, _x()), PatternError,
+     ["DFPatternCallback", "int"]),
     ("string where a float goes", lambda: relay.op.make_call("nn.leaky_relu", (_x(),), {"alpha": "a"}), IRError,
      ["nn.leaky_relu", "'alpha'", "float"]),
     ("wrong dtype", lambda: _typecheck(relay.add(_x(), relay.var("y", shape=(1, 3, 8, 8), dtype="int8"))),

@@ -39,6 +39,7 @@ class DFPattern:
     def __call__(self, *args: "DFPattern | None") -> "CallPattern":
         if len(args) == 1 and args[0] is None:
             return CallPattern(self, None)
+        _check_arity(self, len(args))
         return CallPattern(self, tuple(_as_pattern(a) for a in args))
 
     def __or__(self, other: "DFPattern") -> "AltPattern":
@@ -213,6 +214,22 @@ class DominatorPattern(DFPattern):
 
 
 # -- constructors (TVM spelling) --------------------------------------------------------------------------
+
+def _check_arity(callee: DFPattern, n: int) -> None:
+    """A call pattern for a registered op with the wrong number of arguments can never match: say so now."""
+    if not isinstance(callee, ExprPattern) or not isinstance(callee.expr, Op):
+        return
+    from ...ops.registry import get_op_def
+    try:
+        arg_names = get_op_def(callee.expr.name).arg_names
+    except ByocError:
+        return
+    if n != len(arg_names):
+        raise PatternError(f"is_op({callee.expr.name!r}) called with {n} argument pattern(s), but "
+                           f"{callee.expr.name} takes {len(arg_names)} ({', '.join(arg_names)}); it could never match",
+                           hint="give one pattern per argument (wildcard() for any), or call with None for any "
+                                "arguments")
+
 
 def is_op(op_name: str) -> ExprPattern:
     """A pattern matching the operator ``op_name``; unknown names fail here, with close matches suggested."""

@@ -73,6 +73,8 @@ def rewrite(callbacks, expr: Expr, mod=None, *, max_rounds: int = DEFAULT_MAX_RO
     """Rewrite ``expr`` with ``callbacks`` (one or a list) to a fixed point."""
     if isinstance(callbacks, DFPatternCallback):
         callbacks = [callbacks]
+    if not isinstance(callbacks, (list, tuple)):
+        raise PatternError(f"rewrite expects a DFPatternCallback or a list of them, got {type(callbacks).__name__}")
     callbacks = list(callbacks)
     for cb in callbacks:
         if not isinstance(cb, DFPatternCallback):

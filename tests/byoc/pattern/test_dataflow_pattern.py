@@ -83,10 +83,13 @@ def test_commutative_add_and_multiply_but_not_subtract():
     assert not is_op("subtract")(is_constant(), wildcard()).match(relay.subtract(x, c))
 
 
-def test_none_args_match_any_arity_and_zero_args_only_zero():
+def test_none_args_match_any_arity_and_a_wrong_arity_is_refused():
     x = relay.var("x", shape=(2,))
     assert is_op("add")(None).match(relay.add(x, x))
-    assert not is_op("add")().match(relay.add(x, x))
+    # a call pattern whose argument count differs from the op's can never match: refused when written
+    for n in (0, 1, 3):
+        with pytest.raises(PatternError, match=r"is_op\('add'\) called with %d argument" % n):
+            is_op("add")(*[wildcard()] * n)
 
 
 def test_var_constant_expr_and_alternation():
