@@ -5,6 +5,8 @@ qnn.sigmoid / qnn.tanh: ``rounding="TFLITE"`` is LiteRT's 256-entry float32 tabl
 ``rounding="TFLM"`` is TFLite-Micro's fixed-point reference_integer_ops::Logistic / Tanh (int8), which assumes
 the standard output parameters (1/256, −128 for sigmoid; 1/128, 0 for tanh) and never reads them.
 qnn.hardswish: the 16-bit fixed-point HARD_SWISH path. qnn.leaky_relu: LEAKY_RELU with two multipliers.
+``rounding="ONNX"`` (qnn.sigmoid, qnn.leaky_relu; int8/uint8) is onnxruntime's QLinearSigmoid / QLinearLeakyRelu:
+a 256-entry table of QuantizeLinear(f(DequantizeLinear(q))) in float32 (``byoc.quant.onnxrt.qlinear_lookup_table``).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import numpy as np
 from ..errors import ExecutionError, IRError
 from ..ir.attrs import Attrs
 from ..ir.types import TensorType
-from ..quant import gemmlowp
+from ..quant import gemmlowp, onnxrt
 from ..quant.fixedpoint import (mbqm, mbqm_greater_than_one, rdbpot, saturating_left_shift, srdhm, srdhm16, tdiv,
                                 wrap16, wrap32)
 from ..quant.params import (fixed_point_activation_params, hardswish_params, leaky_relu_params, lut_for,
@@ -101,7 +103,7 @@ register_op("qnn.softmax", _ACT_ARGS, attrs=QnnSoftmaxAttrs, rel=_softmax_rel, f
 
 
 # ------------------------------------------------------------------------------------------- sigmoid / tanh
-_LUT_ROUNDING = ("TFLITE", "TFLM")
+_LUT_ROUNDING = ("TFLITE", "TFLM", "ONNX")
 
 
 @dataclass(frozen=True)
@@ -112,12 +114,15 @@ class QnnLutAttrs(Attrs):
         Attrs.__post_init__(self)
         if self.rounding not in _LUT_ROUNDING:
             raise IRError(f"unknown rounding {self.rounding!r} for qnn.sigmoid/qnn.tanh",
-                          hint="TFLITE (LiteRT's float LUT) or TFLM (TFLite-Micro's fixed point)")
+                          hint="TFLITE (LiteRT's float LUT), TFLM (TFLite-Micro's fixed point) or ONNX "
+                               "(onnxruntime's QLinearSigmoid table)")
 
 
 def _lut_rel(name):
     def rel(types, attrs):
         data = _unary_operands(name, types, _ACT_ARGS)
+        if attrs.rounding == "ONNX" and name != "qnn.sigmoid":
+            raise fail(name, "rounding", "TFLITE or TFLM (onnxruntime has no quantized tanh kernel)", "ONNX")
         allowed = ("int8",) if attrs.rounding == "TFLM" else ("int8", "uint8")
         expect_dtype(name, "data", data, allowed)
         return data
@@ -142,6 +147,9 @@ def _lut_compute(kind: str):
         x, s_in, zp_in, s_out, zp_out = args
         if attrs.rounding == "TFLM":
             return _fixed_point_activation(kind, x, s_in, zp_in)
+        if attrs.rounding == "ONNX":
+            table = onnxrt.qlinear_lookup_table(kind, s_in, zp_in, s_out, zp_out, x.dtype.name)
+            return table[x.astype(np.int64) - np.iinfo(x.dtype).min]
         table = lut_for(kind, s_in, zp_in, s_out, zp_out, x.dtype.name)
         return table[x.astype(np.int64) - np.iinfo(x.dtype).min]
     return compute
@@ -189,16 +197,27 @@ register_op("qnn.hardswish", _ACT_ARGS, rel=_hardswish_rel, fusion=FusionKind.EL
 @dataclass(frozen=True)
 class QnnLeakyReluAttrs(Attrs):
     alpha: float = 0.01
+    rounding: str = "TFLITE"  # "ONNX": onnxruntime's QLinearLeakyRelu table (int8/uint8)
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        if self.rounding not in ("TFLITE", "ONNX"):
+            raise IRError(f"unknown rounding {self.rounding!r} for qnn.leaky_relu",
+                          hint="TFLITE (two fixed-point multipliers) or ONNX (onnxruntime's QLinearLeakyRelu)")
 
 
 def _leaky_relu_rel(types, attrs):
     data = _unary_operands("qnn.leaky_relu", types, _UNARY_ARGS)
-    expect_dtype("qnn.leaky_relu", "data", data, ("int8", "uint8", "int16"))
+    expect_dtype("qnn.leaky_relu", "data", data, ("int8", "uint8") if attrs.rounding == "ONNX" else
+                 ("int8", "uint8", "int16"))
     return data
 
 
 def _leaky_relu_compute(args, attrs):
     x, s_in, zp_in, s_out, zp_out = args
+    if attrs.rounding == "ONNX":
+        table = onnxrt.qlinear_lookup_table("leaky_relu", s_in, zp_in, s_out, zp_out, x.dtype.name, attrs.alpha)
+        return table[x.astype(np.int64) - np.iinfo(x.dtype).min]
     p = leaky_relu_params(s_in, attrs.alpha, s_out)
     v = x.astype(np.int64) - _scalar_int(zp_in)
     pos = mbqm(v, p.identity_multiplier, p.identity_shift)

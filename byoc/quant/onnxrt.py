@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["f32", "rne", "saturate", "fma_f32", "quantize_linear", "qlinear_add", "qlinear_mul"]
+__all__ = ["f32", "rne", "saturate", "fma_f32", "quantize_linear", "qlinear_add", "qlinear_mul",
+           "mlas_logistic", "qlinear_lookup_table", "qlinear_pool_quantize", "qlinear_softmax"]
 
 
 def f32(x) -> np.ndarray:
@@ -116,3 +117,85 @@ def qlinear_mul(a, sa, za, b, sb, zb, sc, zc, dtype: str) -> np.ndarray:
     prod = (np.asarray(a, np.int64) - za) * (np.asarray(b, np.int64) - zb)
     v = f32(f32(prod.astype(np.float32) * ratio) + np.float32(zc))
     return saturate(rne(v), dtype)
+
+
+# ------------------------------------------------------------------------- table-based QLinear* activations
+# MlasLogisticConstants (core/mlas/lib/logistic.cpp): Eigen's rational approximation on [-18, 18].
+_LOGISTIC = {k: np.float32(v) for k, v in dict(
+    lo=-18.0, hi=18.0, a9=4.37031012579801e-11, a7=1.15627324459942e-07, a5=6.08574864600143e-05,
+    a3=8.51377133304701e-03, a1=2.48287947061529e-01, b10=6.10247389755681e-13, b8=5.76102136993427e-09,
+    b6=6.29106785017040e-06, b4=1.70198817374094e-03, b2=1.16817656904453e-01, b0=9.93151921023180e-01).items()}
+
+
+def mlas_logistic(x, fused: bool = True) -> np.ndarray:
+    """MlasComputeLogistic: ``MlasLogisticKernelFma3`` (x86_64/LogisticKernelFma3.S, ``fused``) or the generic
+    SSE2 kernel (separate multiply and add, result clamped to [0, 1]); every step in float32."""
+    c = _LOGISTIC
+    v = np.minimum(np.maximum(f32(x), c["lo"]), c["hi"])
+    v2 = f32(v * v)
+    mad = fma_f32 if fused else (lambda a, b, d: f32(f32(a * b) + d))
+    p = mad(v2, c["a9"], c["a7"])
+    for k in ("a5", "a3", "a1"):
+        p = mad(p, v2, c[k])
+    p = f32(v * p)
+    q = mad(v2, c["b10"], c["b8"])
+    for k in ("b6", "b4", "b2", "b0"):
+        q = mad(q, v2, c[k])
+    r = f32(f32(p / q) + np.float32(0.5))
+    # The FMA3 kernel clamps only below; the generic one clamps to [0, 1].
+    return np.maximum(r, np.float32(0.0)) if fused else np.clip(r, np.float32(0.0), np.float32(1.0))
+
+
+def qlinear_lookup_table(kind: str, x_scale, x_zero_point, y_scale, y_zero_point, dtype: str,
+                         alpha: float = 0.01) -> np.ndarray:
+    """QlinearBuildLookupTable (contrib_ops/cpu/quantization/qlinear_lookup_table.cc) for QLinearSigmoid
+    (``kind="sigmoid"``: MlasComputeLogistic) and QLinearLeakyRelu (``"leaky_relu"``: ``v >= 0 ? v : alpha·v``
+    in float32): the 256 values ``MlasQuantizeLinear(f(float(x_scale) · (q − x_zp)))`` for q = qmin..qmax,
+    indexed by ``q − qmin``."""
+    info = np.iinfo(dtype)
+    q = np.arange(info.min, info.max + 1, dtype=np.int64)
+    zx = int(np.asarray(x_zero_point).reshape(-1)[0])
+    v = f32(np.float32(np.asarray(x_scale, np.float32).reshape(-1)[0]) * (q - zx).astype(np.float32))
+    if kind == "sigmoid":
+        y = mlas_logistic(v)
+    elif kind == "leaky_relu":
+        y = np.where(v >= np.float32(0.0), v, f32(np.float32(alpha) * v))
+    else:
+        raise ValueError(f"no onnxruntime lookup table for {kind!r}")
+    return quantize_linear(y, np.asarray(y_scale, np.float32).reshape(-1)[0], y_zero_point, dtype)
+
+
+def qlinear_pool_quantize(y, y_scale, y_zero_point, dtype: str) -> np.ndarray:
+    """``quantize_value`` of QLinearAveragePool (qlinear_pool.cc): ``clamp(int(nearbyintf(y/s + zp)))``; the zero
+    point is added in float32 before rounding (MlasQuantizeLinear adds it after)."""
+    v = f32(f32(f32(y) / np.float32(y_scale)) + np.float32(int(np.asarray(y_zero_point).reshape(-1)[0])))
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(v), info.min, info.max).astype(dtype)
+
+
+def qlinear_softmax(x: np.ndarray, x_scale, y_scale, y_zero_point, axis: int = -1) -> np.ndarray:
+    """QLinearSoftmax (contrib_ops/cpu/quantization/qlinear_softmax.cc, opset-13 semantics: one axis), a reference
+    model only: the IR has no op for it (see byoc/frontend/onnx/qlinear_ops.py).
+
+    Table ``T[d] = float(exp((d + b/s) · s))`` in double for d = x − max(x) ∈ [−255, 0], with
+    ``b = max(0, logf(FLT_MAX / D) − 5)``; per row a sequential float32 sum ``Σ`` of the table values, then
+    ``y = saturate(nearbyintf(T·floor(1/s_y) / Σ) + zp)`` (an overflow to +inf saturates as well).
+    """
+    dtype = x.dtype.name
+    xs = np.float64(np.float32(np.asarray(x_scale).reshape(-1)[0]))
+    moved = np.moveaxis(np.asarray(x), axis, -1)
+    d_len = moved.shape[-1]
+    # std::log of a float is logf: float32 result (correctly rounded here; glibc's logf agrees for all but 3 of
+    # the first 200,000 row lengths).
+    quotient = np.float32(np.finfo(np.float32).max) / np.float32(d_len)
+    bit_shift = max(0.0, float(np.float32(np.log(np.float64(quotient)))) - 5.0) / xs
+    table = np.exp((np.arange(-255, 1, dtype=np.float64) + bit_shift) * xs).astype(np.float32)
+    diff = moved.astype(np.int64) - moved.max(axis=-1, keepdims=True).astype(np.int64)
+    t = table[diff + 255]
+    total = np.add.accumulate(t, axis=-1, dtype=np.float32)[..., -1:]  # sequential, in element order
+    scale = np.floor(np.float32(1.0) / np.float32(np.asarray(y_scale).reshape(-1)[0]))
+    with np.errstate(all="ignore"):
+        r = np.rint(f32(f32(t * scale) / total)).astype(np.float64)  # may be +inf: saturates below
+    info = np.iinfo(dtype)
+    out = np.clip(r + int(np.asarray(y_zero_point).reshape(-1)[0]), info.min, info.max).astype(dtype)
+    return np.ascontiguousarray(np.moveaxis(out, -1, axis))

@@ -6,7 +6,7 @@ import numpy as np
 from ...errors import ModelError
 from ...ir.expr import Constant, Span, Tuple, TupleGetItem
 from ...relay.op import make_call
-from .model import node_label
+from .model import check_size_values, node_label
 
 __all__ = ["FLOAT_CONVERTERS", "conv_padding", "pool_padding"]
 
@@ -302,9 +302,15 @@ def _pad(imp, node, attrs):
         value = attrs.get("value", 0.0)
     if len(pads) != 2 * rank or min(pads, default=0) < 0:
         raise ModelError(f"{node_label(node)}: pads {pads} must be {2 * rank} non-negative values")
+    check_size_values(node, "pads", pads)
     width = tuple((pads[i], pads[i + rank]) for i in range(rank))
     dtype = imp.dtype_of(x)
     return _call("nn.pad", (x, Constant(np.array(value, dtype))), {"pad_width": width}, node)
+
+
+def _leaky_relu(imp, node, attrs):
+    _inputs(imp, node, 1)
+    return _call("nn.leaky_relu", (imp.expr(node.input[0]),), {"alpha": float(attrs.get("alpha", 0.01))}, node)
 
 
 def _identity(imp, node, attrs):
@@ -324,5 +330,5 @@ FLOAT_CONVERTERS = {
     "AveragePool": _pool("nn.avg_pool2d"), "GlobalAveragePool": _global_avg_pool, "Gemm": _gemm,
     "MatMul": _matmul, "Reshape": _reshape_like, "Flatten": _reshape_like, "Squeeze": _reshape_like,
     "Unsqueeze": _reshape_like, "Concat": _concat, "Transpose": _transpose, "Softmax": _softmax, "Pad": _pad,
-    "Identity": _identity, "Constant": _constant,
+    "Identity": _identity, "Constant": _constant, "LeakyRelu": _leaky_relu,
 }

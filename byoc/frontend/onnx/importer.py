@@ -29,7 +29,8 @@ from ...ir.expr import Constant, Expr, Function, Span, Tuple, Var
 from ...ir.module import IRModule
 from ...ir.types import TensorType
 from ...relay.op import make_call
-from .model import input_types, load_model, node_attrs, node_label, tensor_to_numpy
+from .model import (check_output_size, input_types, load_model, node_attrs, node_label, size_attr_problems,
+                    tensor_to_numpy)
 
 __all__ = ["from_onnx", "QTensor", "Dequantized", "Importer"]
 
@@ -82,13 +83,15 @@ class Importer:
         self.consumers: dict[str, list[int]] = {}
         self.absorbed: set[int] = set()  # node indices folded into an earlier node (membership only)
         self.graph_outputs = {o.name for o in self.graph.output}
-        self._dequant_memo: dict[int, Expr] = {}
+        self._dequant_memo: dict[int, tuple[QTensor, Expr]] = {}
 
     # ---------------------------------------------------------------------------------------------- driver
     def run(self) -> IRModule:
         from .float_ops import FLOAT_CONVERTERS
-        from .qdq import QUANT_CONVERTERS, QOPERATOR_CONVERTERS
-        self._check_supported(FLOAT_CONVERTERS, QOPERATOR_CONVERTERS)
+        from .qdq import QOPERATOR_CONVERTERS, QUANT_CONVERTERS
+        from .qlinear_ops import QLINEAR_CONVERTERS, UNSUPPORTED_REASONS
+        qop_conv = {**QOPERATOR_CONVERTERS, **QLINEAR_CONVERTERS}
+        self._check_supported(FLOAT_CONVERTERS, qop_conv, UNSUPPORTED_REASONS)
         for t in self.graph.initializer:
             self.values[t.name] = tensor_to_numpy(t, f"initializer {t.name!r}")
         params = []
@@ -110,7 +113,7 @@ class Importer:
                                      "initializer defines", hint="the graph is not topologically sorted or is "
                                      "missing a producer")
             try:
-                self._convert(i, node, nodes, FLOAT_CONVERTERS, QUANT_CONVERTERS, QOPERATOR_CONVERTERS)
+                self._convert(i, node, nodes, FLOAT_CONVERTERS, QUANT_CONVERTERS, qop_conv)
             except ModelError as e:
                 if node_label(node) not in e.message:
                     e.with_note(f"while converting {node_label(node)}")
@@ -136,9 +139,11 @@ class Importer:
                              notes=e.notes) from e
         return mod
 
-    def _check_supported(self, float_conv, qop_conv) -> None:
+    def _check_supported(self, float_conv, qop_conv, reasons: dict[str, str]) -> None:
+        """Every unsupported op type and every out-of-limit size attribute of the graph, in one error."""
         missing: Counter = Counter()
         names: dict[str, list[str]] = {}
+        size_problems = [msg for n in self.graph.node for msg in size_attr_problems(n)]
         for n in self.graph.node:
             key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
             if n.domain in ("", "ai.onnx") and n.op_type in float_conv:
@@ -150,10 +155,17 @@ class Importer:
             names.setdefault(key, []).append(str(n.name or (n.output[0] if n.output else "?")))
         if missing:
             lines = [f"{op} ×{cnt}: {', '.join(names[op][:5])}{', ...' if cnt > 5 else ''}"
+                     + (f" ({reasons[op.split('.')[-1]]})" if op.split('.')[-1] in reasons else "")
                      for op, cnt in sorted(missing.items())]
+            notes = ("also, size attributes over the import limit:\n  " + "\n  ".join(size_problems),) \
+                if size_problems else ()
             raise UnsupportedOpsError(
                 f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines),
-                hint="supported: " + ", ".join(sorted(set(float_conv) | set(qop_conv))))
+                hint="supported: " + ", ".join(sorted(set(float_conv) | set(qop_conv))), notes=notes)
+        if size_problems:
+            raise ModelError(f"{len(size_problems)} size attribute(s) over the import limit:\n  "
+                             + "\n  ".join(size_problems),
+                             hint="the model is corrupt or its sizes are not meant for this compiler")
 
     def _convert(self, i, node, nodes, float_conv, quant_conv, qop_conv) -> None:
         attrs = node_attrs(node)
@@ -169,7 +181,7 @@ class Importer:
                                                  for j in q_indices[1:]):
                         res = quant_conv[node.op_type](self, node, attrs, out_q)
                         if res is not None:
-                            self._type_check(res)
+                            self._type_check(res, node)
                             for j in q_indices:
                                 self.absorbed.add(j)
                                 self.values[nodes[j].output[0]] = res
@@ -180,13 +192,15 @@ class Importer:
         for name, v in zip(node.output, outs):
             if name:
                 self.values[name] = v
-                self._type_check(v)
+                self._type_check(v, node)
 
-    def _type_check(self, v) -> None:
+    def _type_check(self, v, node) -> None:
         # Type each new value now, so a shape/attribute error is reported against the node that made it.
         e = v.expr if isinstance(v, QTensor) else v.q.expr if isinstance(v, Dequantized) else v
         if isinstance(e, Expr):
-            _infer_new(e)
+            t = _infer_new(e)
+            if isinstance(t, TensorType):
+                check_output_size(node, t.shape)
 
     def _quantize_consumers(self, node, nodes) -> list[int]:
         """The QuantizeLinear nodes reading this node's single output, when they are its only consumers."""
@@ -253,11 +267,12 @@ class Importer:
         key = id(q)
         if key not in self._dequant_memo:
             axis = q.axis if q.per_channel else -1
-            self._dequant_memo[key] = make_call(
-                "qnn.dequantize", (q.expr, Constant(q.scale.astype(np.float32)),
-                                   Constant(q.zero_point.astype(np.int32))), {"axis": axis},
-                span=Span(name) if name else None)
-        return self._dequant_memo[key]
+            e = make_call("qnn.dequantize", (q.expr, Constant(q.scale.astype(np.float32)),
+                                             Constant(q.zero_point.astype(np.int32))), {"axis": axis},
+                          span=Span(name) if name else None)
+            # The memo keeps q alive: a freed QTensor's id could otherwise be reused by a later one.
+            self._dequant_memo[key] = (q, e)
+        return self._dequant_memo[key][1]
 
     def const(self, name: str, node, what: str) -> np.ndarray:
         v = self.values.get(name)

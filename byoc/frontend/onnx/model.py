@@ -12,11 +12,20 @@ import numpy as np
 
 from ...errors import ModelError
 
-__all__ = ["load_model", "tensor_to_numpy", "node_attrs", "node_label", "ONNX_DTYPES", "input_types"]
+__all__ = ["load_model", "tensor_to_numpy", "node_attrs", "node_label", "ONNX_DTYPES", "input_types",
+           "MAX_ATTR_SIZE", "MAX_ELEMENTS", "SIZE_ATTRS", "size_attr_problems", "check_size_values",
+           "check_output_size"]
 
 # TensorProto.DataType → numpy dtype name (the ones the IR can hold).
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
                10: "float16", 11: "float64", 12: "uint32"}
+
+
+# Import-time sanity limits. Attribute values near 2^31 (a corrupt or hostile file) would otherwise only fail when
+# the model runs, after shape arithmetic has already overflowed 32-bit index math in the backends.
+MAX_ATTR_SIZE = 1 << 20           # any single pad, stride, dilation or kernel extent
+MAX_ELEMENTS = (1 << 31) - 1      # elements in any tensor a node produces (32-bit indexing)
+SIZE_ATTRS = ("pads", "strides", "dilations", "kernel_shape", "output_shape", "output_padding")
 
 
 def _onnx():
@@ -182,3 +191,38 @@ def input_types(graph, initializer_names, shape_override: dict | None) -> list[t
         raise ModelError("cannot type the model inputs: " + "; ".join(problems),
                          hint="pass shape={'input_name': (1, 3, 224, 224), ...} to from_onnx")
     return out
+
+
+def size_attr_problems(node) -> list[str]:
+    """One message per size attribute of ``node`` (see SIZE_ATTRS) whose value exceeds MAX_ATTR_SIZE."""
+    out = []
+    for a in node.attribute:
+        if a.name not in SIZE_ATTRS:
+            continue
+        values = list(a.ints) if a.type == 7 else [a.i] if a.type == 2 else []  # INTS / INT
+        bad = [int(v) for v in values if abs(int(v)) > MAX_ATTR_SIZE]
+        if bad:
+            out.append(f"{node_label(node)}: attribute {a.name!r} has value {bad[0]}, over the import limit of "
+                       f"{MAX_ATTR_SIZE} (2^20)")
+    return out
+
+
+def check_size_values(node, what: str, values) -> None:
+    """``values`` (e.g. a Pad node's pads input) must stay within MAX_ATTR_SIZE."""
+    bad = [int(v) for v in values if abs(int(v)) > MAX_ATTR_SIZE]
+    if bad:
+        raise ModelError(f"{node_label(node)}: {what} has value {bad[0]}, over the import limit of {MAX_ATTR_SIZE} "
+                         "(2^20)", hint="the model is corrupt or its sizes are not meant for this compiler")
+
+
+def check_output_size(node, shape: tuple[int, ...]) -> None:
+    """A node's output may hold at most MAX_ELEMENTS elements (sizes derived from its attributes and inputs)."""
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if n > MAX_ELEMENTS:
+        from_attrs = [f"{a.name}={list(a.ints) if a.type == 7 else a.i}" for a in node.attribute
+                      if a.name in SIZE_ATTRS]
+        raise ModelError(f"{node_label(node)}: output shape {tuple(shape)} has {n} elements, over the import limit of "
+                         f"{MAX_ELEMENTS} (2^31 − 1)" + (f" (from {', '.join(from_attrs)})" if from_attrs else ""),
+                         hint="check the node's pads, strides and kernel sizes")

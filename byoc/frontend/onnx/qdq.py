@@ -15,8 +15,12 @@ onnxruntime's QDQ transformer fuses it, so the integer results agree bit for bit
 * ``DQ → Relu/Clip → Q`` with equal parameters ⇒ ``clip`` to the quantized bounds (exact: quantization is
   monotonic and Q(DQ(q)) = q)
 * ``DQ → Concat → Q`` ⇒ ``concatenate`` (inputs with other parameters re-quantized as QLinearConcat does)
+* ``DQ → AveragePool → Q`` (8-bit, per tensor) ⇒ QLinearAveragePool's chain (``avg_pool_chain``)
+* ``DQ → Sigmoid/LeakyRelu → Q`` (8-bit, per tensor) ⇒ ``qnn.sigmoid`` / ``qnn.leaky_relu`` with
+  ``rounding="ONNX"``: the QLinearSigmoid / QLinearLeakyRelu table, which is also exactly what onnxruntime's
+  unfused float path (MlasComputeLogistic, then QuantizeLinear) computes
 
-Anything else (AveragePool, Softmax, Sigmoid, ...) stays float between ``qnn.dequantize`` and ``qnn.quantize``,
+Anything else (Softmax, ...) stays float between ``qnn.dequantize`` and ``qnn.quantize``,
 which is also what onnxruntime executes for it unless it has a dedicated QLinear kernel (see the tests for the
 bounds where it does).
 """
@@ -111,8 +115,9 @@ def conv_chain(imp, node, attrs, x: QTensor, w: QTensor, bias: np.ndarray | None
     return _qout(_requantize(imp, node, acc, x, w, out, axis=1), out)
 
 
-def dense_chain(imp, node, a: QTensor, w_nk: np.ndarray, w: QTensor, bias: np.ndarray | None, out) -> QTensor:
-    """a[..., K] times the constant weight w_nk[N, K] (per-channel parameters along N)."""
+def dense_acc(imp, node, a: QTensor, w_nk: np.ndarray, w: QTensor) -> tuple[Expr, tuple[int, ...]]:
+    """The int32 ``qnn.dense`` accumulator [M, N] of a[..., K] (reshaped to 2-D) times the constant weight
+    w_nk[N, K] (per-channel parameters along N), and a's shape."""
     ash = imp.shape_of(a.expr)
     n, k = w_nk.shape
     if len(ash) < 2 or ash[-1] != k:
@@ -125,6 +130,13 @@ def dense_chain(imp, node, a: QTensor, w_nk: np.ndarray, w: QTensor, bias: np.nd
                               _i32(w.zero_point.reshape(-1) if w.per_channel else w.zero_point.reshape(-1)[0]),
                               _f32(a.scale.reshape(-1)[0]), _f32(w.scale.reshape(-1))),
                 {"units": n, "out_dtype": "int32"}, node)
+    return acc, ash
+
+
+def dense_chain(imp, node, a: QTensor, w_nk: np.ndarray, w: QTensor, bias: np.ndarray | None, out) -> QTensor:
+    """a[..., K] times the constant weight w_nk[N, K] (per-channel parameters along N)."""
+    acc, ash = dense_acc(imp, node, a, w_nk, w)
+    n = w_nk.shape[0]
     if bias is not None:
         if bias.shape != (n,):
             raise ModelError(f"{node_label(node)}: bias shape {bias.shape}, expected ({n},)")
@@ -161,6 +173,37 @@ def global_avg_pool_chain(imp, node, x: QTensor, out) -> QTensor:
     # float32(input_scale / output_scale), so output_scale = float32(s_out·N) reproduces that scale exactly.
     y = _call("qnn.requantize", (s, _f32(sx), _i32(zx * n), _f32(np.float32(sy) * np.float32(n)), _i32(zy)),
               {"axis": 1, "rounding": "ONNX", "out_dtype": out[3]}, node)
+    return _qout(y, out)
+
+
+def avg_pool_chain(imp, node, attrs, x: QTensor, out) -> QTensor:
+    """QLinearAveragePool (qlinear_pool.cc): dequantize, float32 window sum in row-major order, ÷ count (the
+    padding counted only with count_include_pad), then ``nearbyintf(y/s_y + zp_y)``: the zero point is added in
+    float32 *before* rounding. A window covering the whole unpadded image uses the global-pool kernel instead."""
+    sx, _ = _scalar_params(x, node, "the input")
+    sy, zy = np.float32(out[0].reshape(-1)[0]), int(out[1].reshape(-1)[0])
+    xs = imp.shape_of(x.expr)
+    kernel = tuple(int(k) for k in attrs.get("kernel_shape", ()))
+    if len(xs) != 4 or len(kernel) != 2:
+        raise ModelError(f"{node_label(node)}: only 2-D pooling of NCHW tensors is supported, input {xs}, "
+                         f"kernel {kernel}")
+    if any(int(d) != 1 for d in attrs.get("dilations", (1, 1))):
+        raise ModelError(f"{node_label(node)}: dilations {attrs['dilations']} are not supported",
+                         hint="onnxruntime's QLinearAveragePool has no dilation")
+    strides = tuple(int(s) for s in attrs.get("strides", (1, 1)))
+    pad = pool_padding(node, attrs, xs[2:], kernel, strides, (1, 1))
+    if kernel == tuple(xs[2:]) and pad == (0, 0, 0, 0):
+        return global_avg_pool_chain(imp, node, x, out)  # onnxruntime switches to its global-pool kernel here
+    # The kernel converts nearbyintf(y/s_y + zp_y) to int32; beyond 2^31 that conversion is undefined behaviour.
+    bound = 255.0 * float(sx) / float(sy) + abs(zy)
+    if not bound < 2.0 ** 31:
+        raise ModelError(f"{node_label(node)}: scale ratio s_x/s_y = {float(sx) / float(sy):.3g} lets y/s_y + zp "
+                         f"reach {bound:.3g}, beyond int32", hint="onnxruntime's result is undefined there")
+    pooled = _call("nn.avg_pool2d", (imp.dequantize(x),),
+                   dict(pool_size=kernel, strides=strides, dilation=(1, 1), padding=pad, layout="NCHW",
+                        count_include_pad=bool(attrs.get("count_include_pad", 0))), node)
+    v = _call("add", (_call("divide", (pooled, _f32(sy)), None, node), _f32(float(zy))), None, node)
+    y = _call("qnn.quantize", (v, _f32(1.0), _i32(0)), {"axis": -1, "out_dtype": out[3], "rounding": "ONNX"}, node)
     return _qout(y, out)
 
 
@@ -230,6 +273,14 @@ def _qdq_gap(imp, node, attrs, out):
     return global_avg_pool_chain(imp, node, x, out)
 
 
+def _qdq_avg_pool(imp, node, attrs, out):
+    x = _dq_input(imp, node.input[0])
+    if (x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8")
+            or len(imp.shape_of(x.expr)) != 4 or attrs.get("ceil_mode", 0)):
+        return None
+    return avg_pool_chain(imp, node, attrs, x, out)
+
+
 def _qdq_same_params(build):
     """Data movement and max pooling run on the integers when input and output parameters agree."""
     def conv(imp, node, attrs, out):
@@ -294,13 +345,28 @@ def _qdq_concat(imp, node, attrs, out):
     return _qout(_call("concatenate", (Tuple(tuple(parts)),), {"axis": int(attrs["axis"])}, node), out)
 
 
+def _qdq_table_activation(op):
+    def conv(imp, node, attrs, out):
+        x = _dq_input(imp, node.input[0])
+        if x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8"):
+            return None
+        sx, zx = _scalar_params(x, node, "the input")
+        a = {"rounding": "ONNX"}
+        if op == "qnn.leaky_relu":
+            a["alpha"] = float(np.float32(attrs.get("alpha", 0.01)))
+        sy, zy = out[0].reshape(-1)[0], out[1].reshape(-1)[0]
+        return _qout(_call(op, (x.expr, _f32(sx), _i32(zx), _f32(sy), _i32(zy)), a, node), out)
+    return conv
+
+
 QUANT_CONVERTERS = {
     "Conv": _qdq_conv, "MatMul": _qdq_matmul, "Gemm": _qdq_gemm, "Add": _qdq_binary("qnn.add"),
     "Mul": _qdq_binary("qnn.mul"), "GlobalAveragePool": _qdq_gap, "MaxPool": _qdq_same_params(_int_max_pool),
     "Reshape": _qdq_same_params(_int_reshape), "Flatten": _qdq_same_params(_int_reshape),
     "Squeeze": _qdq_same_params(_int_reshape), "Unsqueeze": _qdq_same_params(_int_reshape),
     "Transpose": _qdq_same_params(_int_transpose), "Relu": _qdq_same_params(_int_clip),
-    "Clip": _qdq_same_params(_int_clip), "Concat": _qdq_concat,
+    "Clip": _qdq_same_params(_int_clip), "Concat": _qdq_concat, "Sigmoid": _qdq_table_activation("qnn.sigmoid"),
+    "LeakyRelu": _qdq_table_activation("qnn.leaky_relu"), "AveragePool": _qdq_avg_pool,
 }
 
 

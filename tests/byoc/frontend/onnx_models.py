@@ -1,4 +1,4 @@
-"""ONNX test models built with onnx.helper, and their onnxruntime-quantized versions (QDQ)."""
+"""ONNX test models built with onnx.helper, and their onnxruntime-quantized versions (QDQ, QOperator)."""
 from __future__ import annotations
 
 import numpy as np
@@ -85,6 +85,54 @@ def quantize_qdq(model: onnx.ModelProto, tmp_path, per_channel: bool, seed: int 
     quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, op_types_to_quantize=ops,
                     extra_options={"DedicatedQDQPair": True})
+    return onnx.load(dst)
+
+
+def concat_pool_cnn(seed: int = 0) -> onnx.ModelProto:
+    """Two conv branches (relu; sigmoid) joined by Concat, AveragePool (padded, strided), conv, LeakyRelu, global
+    pool, Gemm: what onnxruntime's QOperator quantizer turns into QLinearConcat, QLinearAveragePool,
+    QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool and QGemm."""
+    rng = np.random.default_rng(seed)
+    inits = [_init("w1", rng.normal(0, .3, (8, 3, 3, 3))), _init("b1", rng.normal(0, .1, 8)),
+             _init("w2", rng.normal(0, .3, (4, 3, 1, 1))), _init("b2", rng.normal(0, .1, 4)),
+             _init("w3", rng.normal(0, .2, (6, 12, 3, 3))), _init("b3", rng.normal(0, .1, 6)),
+             _init("fc_w", rng.normal(0, .2, (10, 6))), _init("fc_b", rng.normal(0, .1, 10))]
+    nodes = [h.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["c1"], ["r1"]),
+             h.make_node("Conv", ["x", "w2", "b2"], ["c2"]),
+             h.make_node("Sigmoid", ["c2"], ["s2"]),
+             h.make_node("Concat", ["r1", "s2"], ["cat"], axis=1),
+             h.make_node("AveragePool", ["cat"], ["ap"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("Conv", ["ap", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1]),
+             h.make_node("LeakyRelu", ["c3"], ["l3"], alpha=0.1),
+             h.make_node("GlobalAveragePool", ["l3"], ["gap"]),
+             h.make_node("Flatten", ["gap"], ["flat"]),
+             h.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1)]
+    m = make_model(nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, 16, 16])],
+                   [h.make_tensor_value_info("logits", TP.FLOAT, [1, 10])], inits)
+    onnx.checker.check_model(m)
+    return m
+
+
+def quantize_qoperator(model: onnx.ModelProto, tmp_path, activation: str, seed: int = 1) -> onnx.ModelProto:
+    """onnxruntime's static quantization in QOperator format (QLinear* ops), int8 weights."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    rng = np.random.default_rng(seed)
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    name = model.graph.input[0].name
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{name: rng.normal(0, 1, shape).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    src, dst = tmp_path / "float.onnx", tmp_path / f"qop_{activation}.onnx"
+    onnx.save(model, src)
+    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QOperator,
+                    activation_type=QuantType.QInt8 if activation == "int8" else QuantType.QUInt8,
+                    weight_type=QuantType.QInt8)
     return onnx.load(dst)
 
 
