@@ -8,7 +8,7 @@ import pytest
 import byoc
 from byoc import relay
 from byoc.errors import NPUError
-from byoc.ir.expr import Call, Function, Op
+from byoc.ir.expr import Call, Op
 from byoc.ir.traversal import post_order
 from byoc.relay.op import make_call
 from runtime_helpers import imported, random_inputs

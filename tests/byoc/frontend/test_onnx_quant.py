@@ -10,7 +10,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper as h
