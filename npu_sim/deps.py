@@ -9,6 +9,7 @@ one of them (``check_tokens``), using vector clocks over the token graph. Both a
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 
 from byoc.errors import NPUError
 
@@ -178,8 +179,11 @@ def assign_tokens(engines: list[int], deps: list[list[int]]) -> tuple[list[int],
     return wait, signal
 
 
-def check_tokens(cmds: list[Command], engines: list[int], deps: list[list[int]] | None) -> None:
-    """Tokens balance, the program cannot deadlock, and (with ``deps``) every dependency is token-ordered."""
+def check_tokens(cmds: list[Command], engines: list[int], deps: Iterable[list[int]] | None) -> None:
+    """Tokens balance, the program cannot deadlock, and (with ``deps``) every dependency is token-ordered.
+
+    ``deps`` holds each command's dependencies in stream order; it may be a generator (read once, after the
+    token checks), so a validator need not hold every command's list at once."""
     n = len(cmds)
     pushes = [[0] * 4 for _ in range(4)]
     pops = [[0] * 4 for _ in range(4)]
@@ -257,9 +261,9 @@ def check_tokens(cmds: list[Command], engines: list[int], deps: list[list[int]] 
                            notes=tuple("  - " + s for s in stuck))
     if deps is None:
         return
-    for i in range(n):
+    for i, deps_i in enumerate(deps):
         clock = vc[i]
-        for d in deps[i]:
+        for d in deps_i:
             f = engines[d]
             if f != engines[i] and clock[f] < pos[d]:  # type: ignore[index]
                 raise NPUError(f"hazard: command #{i} ({disassemble_command(cmds[i])}) may run before command #{d} "

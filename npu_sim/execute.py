@@ -4,6 +4,11 @@ Commands run in stream order (the program's sequential meaning; the validator ha
 order every hazard, so any token-respecting schedule computes the same bytes). Main memory is one byte array per
 memory area; local SRAM holds typed tiles keyed by (buffer, offset). MAC accumulation goes through float64 BLAS,
 which is exact for int8/uint8 operands (|Σ| < 2^53), then wraps to int32 like TFLite's accumulator.
+
+Memory use: an area that holds only constants (the weights) is not copied per run; loads read the program's
+constant images in place, and the area is materialised only if a command ever stores into it. Convolution
+im2col matrices are built a block of output rows at a time, bounded by ``IM2COL_BLOCK_BYTES`` (float64 sums
+of integer products are exact, so the blocking cannot change a bit).
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 from byoc.errors import ExecutionError, NPUError
 from byoc.quant.fixedpoint import mbqm, rdbpot, srdhm, wrap32
 
+from .deps import RegionIndex
 from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command
 from .program import Program
 
@@ -24,6 +30,8 @@ _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("sp
 _NP = [np.dtype(d) for d in DTYPES]
 _RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 _INT32_MIN = -(1 << 31)
+# Upper bound on one conv im2col block (float64): larger tiles are multiplied a band of output rows at a time.
+IM2COL_BLOCK_BYTES = 4 << 20
 
 
 class Machine:
@@ -33,16 +41,44 @@ class Machine:
         tops = [0] * len(cfg.memory_areas)
         for r in prog.regions:
             tops[r.area] = max(tops[r.area], r.base + r.size)
-        self.mem = [np.zeros(t, np.uint8) for t in tops]
+        images = {rid: data for rid, data in prog.constants}
+        # Areas whose every region has a constant image are read in place (mem[area] is None until a store).
+        shared = [bool(tops[a]) for a in range(len(tops))]
+        end = [0] * len(tops)
+        for r in sorted(prog.regions, key=lambda r: (r.area, r.base)):
+            if r.id not in images or len(images[r.id]) != r.size or r.base < end[r.area]:  # overlaps: copy
+                shared[r.area] = False
+            end[r.area] = max(end[r.area], r.base + r.size)
+        self.mem: list[np.ndarray | None] = [None if shared[a] else np.zeros(t, np.uint8)
+                                             for a, t in enumerate(tops)]
+        self.const_index = RegionIndex([r for r in prog.regions if shared[r.area]])
+        self.const_images = {r.id: np.frombuffer(images[r.id], np.uint8) for r in prog.regions if shared[r.area]}
         for rid, data in prog.constants:
             r = prog.regions[rid]
-            self.mem[r.area][r.base:r.base + r.size] = np.frombuffer(data, np.uint8)
+            if not shared[r.area]:
+                self.mem[r.area][r.base:r.base + r.size] = np.frombuffer(data, np.uint8)
         self.local: dict[tuple[int, int], np.ndarray] = {}
         self.tables: dict[tuple[int, int], tuple] = {}   # decoded requant tables, keyed by the tile they came from
 
     def view(self, area: int, base: int, h: int, w: int, c: int, dtype: int) -> np.ndarray:
         dt = _NP[dtype]
-        return self.mem[area][base:base + h * w * c * dt.itemsize].view(dt).reshape(h, w, c)
+        n = h * w * c * dt.itemsize
+        mem = self.mem[area]
+        if mem is None:  # a constant area: the window lies in one region (the validator checked it)
+            r = self.const_index.find(area, base, base + n)
+            if r is None:
+                raise ValueError(f"memory {base:#x}..{base + n:#x} of area {area} is not one region")
+            return self.const_images[r.id][base - r.base:base - r.base + n].view(dt).reshape(h, w, c)
+        return mem[base:base + n].view(dt).reshape(h, w, c)
+
+    def writable_area(self, area: int) -> None:
+        """Materialise a constant area before something stores into it (never in compiled programs)."""
+        if self.mem[area] is None:
+            img = np.zeros(max(r.base + r.size for r in self.prog.regions if r.area == area), np.uint8)
+            for r in self.prog.regions:
+                if r.area == area:
+                    img[r.base:r.base + r.size] = self.const_images[r.id]
+            self.mem[area] = img
 
     def write_inputs(self, inputs: dict) -> None:
         problems = []
@@ -109,6 +145,8 @@ class Machine:
                 local[(c.dst_buf, c.dst_off)] = self.ppu(c, i)
             elif isinstance(c, Store):
                 t = self.tile(c.buf, c.off, i)
+                if self.mem[c.area] is None:
+                    self.writable_area(c.area)
                 dst = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
                 dst[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c] = t.reshape(c.h, c.w, c.c)
 
@@ -125,7 +163,16 @@ class Machine:
             s0, s1, s2 = x.strides
             cols = as_strided(x, shape=(c.oh, c.ow, c.kh, c.kw, c.ic),
                               strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2), writeable=False)
-            acc = cols.reshape(c.oh * c.ow, nk * c.ic) @ w.T
+            row_bytes = c.ow * nk * c.ic * 8
+            if c.oh * row_bytes <= IM2COL_BLOCK_BYTES:
+                acc = cols.reshape(c.oh * c.ow, nk * c.ic) @ w.T
+            else:  # a band of output rows at a time keeps the im2col copy bounded
+                acc = np.empty((c.oh, c.ow, c.oc), np.float64)
+                band = max(1, IM2COL_BLOCK_BYTES // row_bytes)
+                for y in range(0, c.oh, band):
+                    rows = cols[y:y + band]
+                    np.matmul(rows.reshape(len(rows) * c.ow, nk * c.ic), w.T,
+                              out=acc[y:y + band].reshape(len(rows) * c.ow, c.oc))
         else:
             w = self.raw(c.w_buf, c.w_off, i)[:c.oc * nk].view(wt).astype(np.float64) - c.zp_w
             w = w.reshape(c.oc, c.kh, c.kw)

@@ -266,8 +266,10 @@ def encode_command(cmd: Command) -> bytes:
                        hint="the layer is too large for the command format; tile it smaller") from e
 
 
-def decode_command(data: bytes | memoryview, pos: int) -> tuple[Command, int]:
-    """Decode the command at byte ``pos``; returns (command, next position)."""
+def decode_command(data: bytes | memoryview, pos: int, shared: dict | None = None) -> tuple[Command, int]:
+    """Decode the command at byte ``pos``; returns (command, next position). With ``shared`` (a dict kept across
+    calls), equal field values and PPU parameter tuples are one object each: a decoded program is mostly
+    repeated offsets and sizes, and a fresh int per field would cost a third of its memory."""
     if pos + _HEADER.size > len(data):
         raise NPUError(f"program truncated: command header at byte {pos} needs {_HEADER.size} bytes, "
                        f"{len(data) - pos} left")
@@ -282,8 +284,13 @@ def decode_command(data: bytes | memoryview, pos: int) -> tuple[Command, int]:
         raise NPUError(f"program truncated: {cls.__name__} at byte {pos} needs {s.size} payload bytes, "
                        f"{len(data) - body} left")
     vals = s.unpack_from(data, body)
+    if shared is not None:
+        vals = tuple(map(shared.setdefault, vals, vals))
     if cls is Ppu:
-        cmd = Ppu(wait, signal, layer, *vals[:18], params=tuple(vals[18:]))
+        params = vals[18:]
+        if shared is not None:
+            params = shared.setdefault(params, params)
+        cmd = Ppu(wait, signal, layer, *vals[:18], params=params)
     else:
         cmd = cls(wait, signal, layer, *vals)
     return cmd, body + s.size

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,15 +100,24 @@ class Program:
             "layers": [dataclasses.asdict(layer) for layer in self.layers],
         }
         meta_b = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        const_b = b"".join(data for _, data in self.constants)
-        cmd_b = b"".join(encode_command(c) for c in self.commands)
-        head = _HEAD.pack(MAGIC, FORMAT_VERSION, 0, len(meta_b), len(const_b), len(self.commands), len(cmd_b))
-        body = head + meta_b + const_b + cmd_b
-        return body + struct.pack("<I", zlib.crc32(body))
+        consts = [data for _, data in self.constants]
+        cmd_b = b"".join([encode_command(c) for c in self.commands])
+        head = _HEAD.pack(MAGIC, FORMAT_VERSION, 0, len(meta_b), sum(len(d) for d in consts), len(self.commands),
+                          len(cmd_b))
+        parts = [head, meta_b, *consts, cmd_b]
+        crc = 0
+        for part in parts:  # the checksum runs over the pieces, so the program is assembled only once
+            crc = zlib.crc32(part, crc)
+        parts.append(struct.pack("<I", crc))
+        return b"".join(parts)
 
     @staticmethod
     def from_bytes(data: bytes) -> "Program":
-        data = bytes(data)
+        # A read-only view, not a copy: the program keeps only what it decodes (constants are copied out).
+        data = memoryview(data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data))
+        if data.format != "B" or data.ndim != 1:
+            data = data.cast("B")
+        data = data.toreadonly()
         if len(data) < _HEAD.size + 4:
             raise NPUError(f"NPU program is truncated: {len(data)} bytes, the header alone needs {_HEAD.size + 4}")
         magic, version, _, meta_len, const_len, n_cmds, cmd_len = _HEAD.unpack_from(data, 0)
@@ -126,7 +136,7 @@ class Program:
                            f"{zlib.crc32(data[:want - 4]):#010x})", hint="the file is corrupted")
         pos = _HEAD.size
         try:
-            meta = json.loads(data[pos:pos + meta_len].decode("utf-8"))
+            meta = json.loads(str(data[pos:pos + meta_len], "utf-8"))
             config = config_from_dict(meta["config"], source="<program>")
             regions = tuple(_region(r) for r in meta["regions"])
             inputs = tuple(_binding(t) for t in meta["inputs"])
@@ -141,15 +151,16 @@ class Program:
         pos += meta_len
         constants = []
         for rid, size in const_spec:
-            constants.append((rid, data[pos:pos + size]))
+            constants.append((rid, data[pos:pos + size].tobytes()))
             pos += size
         if sum(s for _, s in const_spec) != const_len:
             raise NPUError("NPU program constant table does not match the constant section length")
         cmds = []
         end = pos + cmd_len
-        view = memoryview(data)[:end]
+        view = data[:end]
+        shared: dict = {}
         for _ in range(n_cmds):
-            c, pos = decode_command(view, pos)
+            c, pos = decode_command(view, pos, shared)
             cmds.append(c)
         if pos != end:
             raise NPUError(f"NPU program command section has {end - pos} unexplained trailing bytes")
@@ -166,19 +177,22 @@ class Program:
                            notes=tuple("  - " + p for p in problems[:20]) +
                            ((f"  ... and {len(problems) - 20} more",) if len(problems) > 20 else ()))
         engines = [int(c.ENGINE) for c in self.commands]
-        deps = program_dependencies(self) if check_hazards else None
+        deps = iter_dependencies(self) if check_hazards else None  # one command's list at a time
         check_tokens(list(self.commands), engines, deps)
         return self
 
 
 def program_dependencies(prog: Program) -> list[list[int]]:
+    return list(iter_dependencies(prog))
+
+
+def iter_dependencies(prog: Program) -> Iterator[list[int]]:
+    """Each command's dependencies (earlier command indices), in stream order."""
     index = RegionIndex(prog.regions)
     tracker = HazardTracker()
-    out = []
     for i, c in enumerate(prog.commands):
         reads, writes = command_accesses(c, index)
-        out.append(tracker.access(i, int(c.ENGINE), reads, writes))
-    return out
+        yield tracker.access(i, int(c.ENGINE), reads, writes)
 
 
 def _region(r) -> Region:
