@@ -271,7 +271,7 @@ def inject_fault(pmod: IRModule, target: str, spec: str) -> tuple[IRModule, str]
                         return new.replace(args=new.args[:4] + (bumped,) + new.args[5:])
                     return None
                 out = pmod.copy()
-                out[gv] = rewrite_post_order(func, fn)
+                out[gv] = rewrite_post_order(func, fn, preserves_types=True)  # same dtype and shape
                 return out, (n.span.source if n.span else "?")
     raise ExecutionError(f"{FAULT_ENV}={spec!r}: no offloaded requantization" +
                          (f" computes {wanted!r}" if wanted else ""))

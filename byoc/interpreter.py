@@ -3,6 +3,10 @@
 An explicit-stack machine (no recursion over graph depth) that evaluates Let, If, tuples, closures and calls
 to composite, partitioned and global functions. Primitive ops run their registry reference implementation, the
 bit-exact definition every backend is compared against.
+
+A closure captures only the values of its function's free variables, and a call's frame holds only the
+callee's parameters and let bindings (looked up before the captured values): a call costs O(parameters), never
+O(size of the caller's environment), so A-normal-form programs with many closure calls stay linear.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ByocError, ExecutionError
+from .ir.analysis import free_vars
 from .ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .ir.module import IRModule
 from .ir.types import TensorType
@@ -21,15 +26,22 @@ __all__ = ["evaluate", "Interpreter", "Closure", "check_inputs"]
 
 @dataclass(eq=False)
 class Closure:
+    """A function value: ``env`` maps (by variable id) the function's free variables to their values."""
     func: Function
     env: dict[int, Any]
 
 
-class _Frame:
-    __slots__ = ("env", "memo")
+_NO_ENV: dict[int, Any] = {}  # the captured environment of a closed function (never written)
 
-    def __init__(self, env: dict[int, Any]):
+
+class _Frame:
+    """One function activation: ``env`` holds its parameters and let bindings, ``captured`` the values its
+    closure captured (read only)."""
+    __slots__ = ("env", "captured", "memo")
+
+    def __init__(self, env: dict[int, Any], captured: dict[int, Any]):
         self.env = env
+        self.captured = captured
         self.memo: dict[int, Any] = {}
 
 
@@ -39,12 +51,30 @@ class Interpreter:
     def __init__(self, mod: IRModule, tap=None):
         self.mod = mod
         self.tap = tap
+        # Per function literal (by id; the literal is kept alive with it): the ids of its free variables, in
+        # first-use order (a tuple, so capturing never iterates a set) and as a set.
+        self._free: dict[int, tuple[Function, tuple[int, ...], frozenset[int]]] = {}
 
     def call_function(self, func: Function, args: list, env: dict[int, Any] | None = None):
-        frame_env = dict(env or {})
-        for p, a in zip(func.params, args):
-            frame_env[id(p)] = a
-        return self.eval(func.body, _Frame(frame_env))
+        return self.eval(func.body, _Frame({id(p): a for p, a in zip(func.params, args)}, env or _NO_ENV))
+
+    def _free_vars(self, func: Function) -> tuple[Function, tuple[int, ...], frozenset[int]]:
+        entry = self._free.get(id(func))
+        if entry is None:
+            ids = tuple(id(v) for v in free_vars(func))
+            entry = self._free[id(func)] = (func, ids, frozenset(ids))
+        return entry
+
+    def _make_closure(self, func: Function, fr: _Frame) -> Closure:
+        env: dict[int, Any] = {}
+        local, captured = fr.env, fr.captured
+        for key in self._free_vars(func)[1]:
+            if key in local:
+                env[key] = local[key]
+            elif key in captured:
+                env[key] = captured[key]
+            # else: a recursive let binding (filled in by let_body) or an unbound variable (reported on use)
+        return Closure(func, env)
 
     def eval(self, root: Expr, frame: _Frame):
         # Work items: (kind, node, frame, extra). Results flow through each frame's memo.
@@ -57,16 +87,19 @@ class Interpreter:
                 if key in memo:
                     continue
                 if isinstance(node, Var):
-                    if key not in fr.env:
+                    if key in fr.env:
+                        memo[key] = fr.env[key]
+                    elif key in fr.captured:
+                        memo[key] = fr.captured[key]
+                    else:
                         raise ExecutionError(f"variable %{node.name_hint} is not bound",
                                              hint="pass it in inputs or params")
-                    memo[key] = fr.env[key]
                 elif isinstance(node, Constant):
                     memo[key] = node.data
                 elif isinstance(node, (Op, GlobalVar)):
                     memo[key] = node
                 elif isinstance(node, Function):
-                    memo[key] = Closure(node, fr.env)
+                    memo[key] = self._make_closure(node, fr)
                 elif isinstance(node, Let):
                     stack.append(("let_body", node, fr, None))
                     stack.append(("eval", node.value, fr, None))
@@ -82,8 +115,12 @@ class Interpreter:
                         if id(k) not in memo:
                             stack.append(("eval", k, fr, None))
             elif kind == "let_body":
-                fr.env[id(node.var)] = memo[id(node.value)]
-                memo[id(node.var)] = memo[id(node.value)]
+                value = memo[id(node.value)]
+                fr.env[id(node.var)] = value
+                memo[id(node.var)] = value
+                if isinstance(value, Closure) and value.func is node.value \
+                        and id(node.var) in self._free_vars(value.func)[2]:
+                    value.env[id(node.var)] = value  # a recursive binding: the closure calls itself
                 stack.append(("alias", node, fr, node.body))
                 stack.append(("eval", node.body, fr, None))
             elif kind == "if_branch":
@@ -108,17 +145,14 @@ class Interpreter:
                     callee = memo[id(node.op)]
                     args = [memo[id(a)] for a in node.args]
                     if isinstance(callee, GlobalVar):
-                        func, env = self.mod[callee.name_hint], {}
+                        func, captured = self.mod[callee.name_hint], _NO_ENV
                     elif isinstance(callee, Closure):
-                        func, env = callee.func, callee.env
+                        func, captured = callee.func, callee.env
                     else:
                         raise ExecutionError(f"cannot call a value of type {type(callee).__name__}")
                     if len(args) != len(func.params):
                         raise ExecutionError(f"function expects {len(func.params)} arguments, got {len(args)}")
-                    new_env = dict(env)
-                    for p, a in zip(func.params, args):
-                        new_env[id(p)] = a
-                    callee_frame = _Frame(new_env)
+                    callee_frame = _Frame({id(p): a for p, a in zip(func.params, args)}, captured)
                     stack.append(("return", node, fr, (fr, callee_frame, func.body)))
                     stack.append(("eval", func.body, callee_frame, None))
         return frame.memo[id(root)]

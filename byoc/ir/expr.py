@@ -324,6 +324,8 @@ class If(Expr):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Function(Expr):
+    """``ret_type``: the declared return type, or ``None``; ``InferType`` fills a missing one from the body (as
+    Relay does). Code that gives a function a body of another type must not carry the old one over."""
     params: tuple[Var, ...]
     body: Expr
     ret_type: Type | None = None

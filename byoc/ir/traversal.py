@@ -95,8 +95,13 @@ def post_order(roots: Expr | Iterable[Expr], *, enter_functions: bool = True,
     return order
 
 
-def rebuild(node: Expr, new_children: tuple[Expr, ...]) -> Expr:
-    """``node`` with its operands replaced (``node`` itself when nothing changed)."""
+def rebuild(node: Expr, new_children: tuple[Expr, ...], keep_ret_type: bool = False) -> Expr:
+    """``node`` with its operands replaced (``node`` itself when nothing changed).
+
+    A rebuilt function keeps its ``ret_type`` only when that is known to be still right: ``keep_ret_type``
+    (the caller's rewrite preserves every node's type) or a new body typed the same; otherwise it gets
+    ``None`` and ``InferType`` fills it again. A stale return type would outlive the body it described.
+    """
     if type(new_children) is not tuple:
         new_children = tuple(new_children)
     t = type(node)
@@ -134,19 +139,27 @@ def rebuild(node: Expr, new_children: tuple[Expr, ...]) -> Expr:
         return node.replace(cond=new_children[0], true_branch=new_children[1], false_branch=new_children[2])
     if isinstance(node, Function):
         n = len(node.params)
-        return node.replace(params=tuple(new_children[:n]), body=new_children[n])
+        body = new_children[n]
+        ret_type = node.ret_type
+        if ret_type is not None and not keep_ret_type and body is not node.body \
+                and body._checked_type != ret_type:  # type: ignore[attr-defined]
+            ret_type = None
+        return node.replace(params=tuple(new_children[:n]), body=body, ret_type=ret_type)
     return node
 
 
 def rewrite_post_order(root: Expr, fn: Callable[[Expr, Expr], Expr | None], *,
                        enter_functions: bool = True,
                        memo: dict[int, Expr] | None = None,
-                       child_fn: Callable[[Expr], tuple[Expr, ...]] | None = None) -> Expr:
+                       child_fn: Callable[[Expr], tuple[Expr, ...]] | None = None,
+                       preserves_types: bool = False) -> Expr:
     """Memoized bottom-up rewrite. ``fn(original, rebuilt)`` returns a replacement or ``None`` to keep
     ``rebuilt`` (the original with already-rewritten operands). Shared sub-expressions are rewritten once.
 
     ``child_fn`` may reorder (never add or drop) a node's operands to change the visiting order, e.g.
-    ``let_value_first`` so a Let's value is rewritten before its variable is met."""
+    ``let_value_first`` so a Let's value is rewritten before its variable is met.
+    ``preserves_types`` declares that every replacement has its original's type, so rebuilt functions keep
+    their ``ret_type`` (see ``rebuild``)."""
     memo = {} if memo is None else memo
     for node in post_order(root, enter_functions=enter_functions, child_fn=child_fn):
         if id(node) in memo:
@@ -154,7 +167,7 @@ def rewrite_post_order(root: Expr, fn: Callable[[Expr, Expr], Expr | None], *,
         if not enter_functions and isinstance(node, Function):
             new = node
         else:
-            new = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)))
+            new = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)), preserves_types)
         out = fn(node, new)
         memo[id(node)] = new if out is None else out
     return memo[id(root)]
@@ -167,6 +180,7 @@ class ExprRewriter:
     """
 
     enter_functions = True
+    preserves_types = False  # set True when every rewrite keeps its node's type (rebuilt functions keep ret_type)
 
     def __init__(self):
         self.memo: dict[int, Expr] = {}
@@ -175,7 +189,8 @@ class ExprRewriter:
         return None
 
     def visit(self, expr: Expr) -> Expr:
-        return rewrite_post_order(expr, self.rewrite, enter_functions=self.enter_functions, memo=self.memo)
+        return rewrite_post_order(expr, self.rewrite, enter_functions=self.enter_functions, memo=self.memo,
+                                  preserves_types=self.preserves_types)
 
 
 @plain_on_calls

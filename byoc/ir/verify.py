@@ -8,7 +8,8 @@ Checks (all iterative, near-linear):
   free variables (they become ``main``'s parameters);
 * calls: op calls have the op's arity and attribute type; function literals and global functions are called
   with as many arguments as they have parameters; called globals exist;
-* types: the module type-checks (``InferType``), when the structure is sound;
+* types: the module type-checks (``InferType``), when the structure is sound; then every function's
+  ``ret_type``, when set, is its body's type (a pass that changed a body must not keep the old return type);
 * composites: a ``Composite`` function literal is only ever a call target, is closed (uses only its own
   parameters) and contains no nested composite;
 * partitions: a ``Compiler`` function is a global function with ``global_symbol`` equal to its name and
@@ -249,21 +250,43 @@ def verify_problems(mod_or_expr, check_types: bool = True) -> list[str]:
     """The list of problems ``verify`` would report (empty when the IR is well formed)."""
     problems: list[str] = []
     binder_of: dict[int, str] = {}
+    orders: dict[str | None, list[Expr]] = {}
     if isinstance(mod_or_expr, IRModule):
         mod: IRModule | None = mod_or_expr
-        orders: dict[str, list[Expr]] = {}
         for gv, func in mod_or_expr.sorted_items():
             checker = _FunctionChecker(func, gv.name_hint, mod, problems, binder_of)
             checker.run(allow_free_vars=False)
             orders[gv.name_hint] = checker.order
-        _check_module_level(mod_or_expr, orders, problems)
+        _check_module_level(mod_or_expr, orders, problems)  # type: ignore[arg-type]
     elif isinstance(mod_or_expr, Expr):
         mod = None
-        _FunctionChecker(mod_or_expr, None, None, problems, binder_of).run(allow_free_vars=True)
+        checker = _FunctionChecker(mod_or_expr, None, None, problems, binder_of)
+        checker.run(allow_free_vars=True)
+        orders[None] = checker.order
     else:
         return [f"verify expects an IRModule or an Expr, got {type(mod_or_expr).__name__}"]
     if check_types and not problems:
         problems.extend(_type_problems(mod_or_expr))
+        if not problems:
+            problems.extend(_ret_type_problems(orders))
+    return problems
+
+
+def _ret_type_problems(orders: dict[str | None, list[Expr]]) -> list[str]:
+    """Functions whose ``ret_type`` is not their (inferred) body's type. InferType checks a declared return
+    type only when it types a function, so a stale one on a function whose type memo a pass carried over
+    would otherwise go unnoticed."""
+    problems = []
+    for name, order in orders.items():
+        for node in order:
+            if not isinstance(node, Function) or node.ret_type is None:
+                continue
+            body_type = node.body._checked_type  # type: ignore[attr-defined]
+            if body_type is not None and body_type != node.ret_type:
+                where = f"in @{name}" if name is not None else "in the expression"
+                label = _fn_label(node, name if node is order[-1] else None)
+                problems.append(f"{where}: {label} has ret_type {node.ret_type}, but its body has type {body_type} "
+                                "(a stale return type: the body changed and the old type was kept)")
     return problems
 
 

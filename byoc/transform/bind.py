@@ -19,11 +19,24 @@ def bind(expr: Expr, binds: dict) -> Expr:
             return by_id[id(orig)]
         return None
 
+    # Functions keep their ret_type when every substitute has its variable's type (the usual case); a binding
+    # that changes a type drops it (InferType fills it again) rather than leave a stale one.
+    same_types = all(_known_type(k) is not None and _known_type(k) == _known_type(v) for k, v in binds.items())
     if isinstance(expr, Function):
-        body = rewrite_post_order(expr.body, fn)
+        body = rewrite_post_order(expr.body, fn, preserves_types=same_types)
         params = tuple(p for p in expr.params if id(p) not in by_id)
-        return expr.replace(params=params, body=body)
-    return rewrite_post_order(expr, fn)
+        ret_type = expr.ret_type if same_types or body is expr.body else None
+        return expr.replace(params=params, body=body, ret_type=ret_type)
+    return rewrite_post_order(expr, fn, preserves_types=same_types)
+
+
+def _known_type(e: Expr):
+    if isinstance(e, Constant):
+        return e.type
+    t = e._checked_type  # type: ignore[attr-defined]
+    if t is None and isinstance(e, Var):
+        t = e.type_annotation
+    return t
 
 
 def bind_params_by_name(func: Function, params: dict) -> Function:

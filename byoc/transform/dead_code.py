@@ -72,7 +72,8 @@ def eliminate_dead_code(expr: Expr, inline_once: bool = False) -> Expr:
             # Used once (inline_once): let_value_first rewrote the value before this variable.
             memo[id(node)] = memo[id(let_of_var[id(node)].value)]
             continue
-        memo[id(node)] = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)))
+        # Type-preserving: a let variable has its value's type.
+        memo[id(node)] = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)), keep_ret_type=True)
     return memo[id(expr)]
 
 

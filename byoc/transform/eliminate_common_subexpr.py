@@ -58,7 +58,8 @@ def eliminate_common_subexpr(expr: Expr, fskip: Callable[[Expr], bool] | None = 
             return None
         return hit
 
-    return rewrite_post_order(expr, merge, child_fn=_outside_opaque)
+    # Merged calls have equal ops, attributes and operands, hence equal types.
+    return rewrite_post_order(expr, merge, child_fn=_outside_opaque, preserves_types=True)
 
 
 @dataclass(frozen=True)

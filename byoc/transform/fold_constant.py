@@ -131,7 +131,8 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
             if let is not None and id(let) in foldable and isinstance(memo[id(let.value)], Constant):
                 memo[id(node)] = memo[id(let.value)]
                 continue
-        new = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)))
+        # Folding is type-preserving (each folded value is checked against its type relation).
+        new = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)), keep_ret_type=True)
         if id(node) in foldable:
             new = _fold_node(folder, new)
         memo[id(node)] = new

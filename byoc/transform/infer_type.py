@@ -1,4 +1,8 @@
-"""InferType: sets ``checked_type`` on every node, iteratively; errors show the offending line."""
+"""InferType: sets ``checked_type`` on every node, iteratively; errors show the offending line.
+
+As in Relay, every function also gets its ``ret_type`` (the body's type) where none is declared; a declared one
+is checked. Like the type memo it is filled in place: it is a pure function of the body, which never changes.
+"""
 from __future__ import annotations
 
 from ..errors import ByocError, TypeInferenceError
@@ -38,6 +42,8 @@ def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type]
     let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
     for node in order:
         if node._checked_type is not None:  # type: ignore[attr-defined]
+            if type(node) is Function and node.ret_type is None:  # typed by a pass that carries types over
+                _fill_ret_type(node, node.body.checked_type)
             continue
         try:
             t = _infer_node(node, global_types, let_value)
@@ -46,6 +52,10 @@ def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type]
             raise
         node._set_checked_type(t)
     return expr.checked_type
+
+
+def _fill_ret_type(func: Function, body_type: Type) -> None:
+    object.__setattr__(func, "ret_type", body_type)
 
 
 def _attach_excerpt(err: ByocError, root: Expr, node: Expr) -> None:
@@ -114,7 +124,9 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
         return tt
     if isinstance(node, Function):
         body_t = node.body.checked_type
-        if node.ret_type is not None and node.ret_type != body_t:
+        if node.ret_type is None:
+            _fill_ret_type(node, body_t)
+        elif node.ret_type != body_t:
             raise TypeInferenceError(f"function declares return type {node.ret_type}, body has {body_t}")
         return FuncType(tuple(p.checked_type for p in node.params), body_t)
     if isinstance(node, Op):

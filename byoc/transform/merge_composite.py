@@ -36,7 +36,8 @@ def merge_composite(func: Function, table: tuple[CompositePattern, ...], global_
             if present is None:
                 present = graph.op_names()
         body, memo, refusals = partition_with_memo(entry.pattern, func.body, {"Composite": entry.name},
-                                                   entry.check, label=f"{entry.name} check", graph=graph)
+                                                   entry.check, label=f"{entry.name} check", graph=graph,
+                                                   fill_ret_type=True)
         if log is not None:
             for refusal in refusals:
                 s = refusal.support
@@ -45,7 +46,8 @@ def merge_composite(func: Function, table: tuple[CompositePattern, ...], global_
                         log.add_refusal(n, f"{entry.name}: {s.reason}", strong=s.applies)
             log.remap(memo)
         if body is not func.body:
-            # Types carry over (every rewrite here is type-preserving); only the function node is new.
+            # Types carry over (every rewrite here is type-preserving, so ret_type stays right too); only the
+            # function node is new.
             t = func._checked_type
             func = func.replace(body=body)
             if t is not None:

@@ -55,7 +55,8 @@ def to_graph_normal_form(expr: Expr) -> Expr:
         elif isinstance(node, Let) and id(node) not in recursive:
             memo[id(node)] = memo[id(node.body)]
             continue
-        memo[id(node)] = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)))
+        # Type-preserving: a let variable has its value's type.
+        memo[id(node)] = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)), keep_ret_type=True)
     return memo[id(expr)]
 
 

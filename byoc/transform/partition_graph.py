@@ -85,9 +85,10 @@ def _typed_tuple(fields: list[Expr]) -> Tuple:
 
 def _partition_function(name: str, target: str, params: tuple[Var, ...], outs: list[Expr]
                         ) -> tuple[GlobalVar, Function, Expr]:
-    """The typed partition function (TVM's attributes) and its GlobalVar; one output or a tuple of them."""
+    """The typed partition function (TVM's attributes) and its GlobalVar; one output or a tuple of them.
+    Its ``ret_type`` is its body's type, as after the InferType that ends Relay's PartitionGraph."""
     fbody = outs[0] if len(outs) == 1 else _typed_tuple(outs)
-    f = type_function(Function(params, fbody,
+    f = type_function(Function(params, fbody, fbody._checked_type,  # type: ignore[attr-defined]
                                attrs={"global_symbol": name, "Primitive": 1, "Compiler": target, "Inline": 1}))
     gv = GlobalVar(name)
     if f._checked_type is not None:  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ def rewrite_in_order(order: list[Expr], fn) -> dict[int, Expr]:
     memo: dict[int, Expr] = {}
     for n in order:
         kids = skip_composites(n)
-        new = rebuild(n, tuple(memo[id(c)] for c in kids)) if kids else n
+        new = rebuild(n, tuple(memo[id(c)] for c in kids), keep_ret_type=True) if kids else n  # see type_carry
         out = fn(n, new)
         memo[id(n)] = new if out is None else out
     return memo

@@ -85,7 +85,8 @@ def simplify_inference(expr: Expr) -> Expr:
             return call.args[0]
         return None
 
-    return rewrite_post_order(expr, rewrite, child_fn=outside_opaque)
+    # batch_norm's item 0 and dropout's become arithmetic on / the data itself: the same type.
+    return rewrite_post_order(expr, rewrite, child_fn=outside_opaque, preserves_types=True)
 
 
 @dataclass(frozen=True)

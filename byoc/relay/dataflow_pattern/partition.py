@@ -202,12 +202,14 @@ def _interior(root: Expr, inputs: dict[Expr, Expr]) -> tuple[str, list[Expr]]:
 
 
 def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = None, check=None, *,
-                        label: str = "check", graph: IndexedGraph | None = None
+                        label: str = "check", graph: IndexedGraph | None = None, fill_ret_type: bool = False
                         ) -> tuple[Expr, dict[Expr, Expr], list[Refusal]]:
     """``partition`` that also returns the rewrite memo (old node → new node for the nodes that changed; nodes
     hash by identity, read it with ``memo.get(node, node)``) and the refused groups.
 
-    ``graph`` (an IndexedGraph of ``expr``) may be passed to reuse it across patterns.
+    ``graph`` (an IndexedGraph of ``expr``) may be passed to reuse it across patterns. ``fill_ret_type`` gives
+    each new function its body's type as ``ret_type`` (MergeComposite: Relay re-infers after each pattern;
+    ``pattern.partition`` leaves it unset, as in Relay).
     """
     if isinstance(pattern, FunctionPattern):
         return expr, {}, []
@@ -238,7 +240,8 @@ def partition_with_memo(pattern: DFPattern, expr: Expr, attrs: dict | None = Non
             support = evaluate_check(check, node, g.match.captures, label=label)
             if support.ok:
                 params, body = g.params_and_body()
-                func = Function(params, body, attrs={"PartitionedFromPattern": g.name, **extra})
+                ret_type = body._checked_type if fill_ret_type else None  # type: ignore[attr-defined]
+                func = Function(params, body, ret_type, attrs={"PartitionedFromPattern": g.name, **extra})
                 _type_function(func)
                 new = _typed_like(Call(func, tuple([memo.get(a, a) for a in g.inputs]),
                                        span=getattr(node, "span", None)), node)

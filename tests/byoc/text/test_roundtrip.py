@@ -79,7 +79,7 @@ def test_tvm_layout_of_a_quantized_chain():
     text = relay.transform.InferType()(modules.qnn_conv_chain()).astext()
     lines = text.splitlines()
     assert lines[0] == '#[version = "0.0.5"]'
-    assert lines[1] == "def @main(%x: Tensor[(1, 9, 9, 3), int8]) {"
+    assert lines[1] == "def @main(%x: Tensor[(1, 9, 9, 3), int8]) -> Tensor[(1, 4, 4, 8), int8] {"
     assert lines[2].startswith("  %0 = nn.pad(%x, -14i8 /* ty=int8 */, pad_width=[[0, 0], [0, 1], [0, 1], [0, 0]])")
     assert lines[2].endswith(" /* ty=Tensor[(1, 10, 10, 3), int8] */;")
     assert "%1 = qnn.conv2d(%0, meta[relay.Constant][0] /* ty=Tensor[(3, 3, 3, 8), int8] */, -14 /* ty=int32 */" in text
