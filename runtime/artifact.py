@@ -35,7 +35,7 @@ from typing import Any
 from byoc.errors import ArtifactError, ByocError
 
 from .arrays import decode_array, describe_array
-from .container import decode_container, encode_container
+from .container import ContainerFile, decode_container, encode_container, write_container
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "export", "export_bytes", "load", "load_bytes"]
 
@@ -50,17 +50,18 @@ MAX_NAME = 1024
 
 def export(module, path) -> None:
     """Write ``module`` (a ``GraphModule`` from ``byoc.build``) to ``path``."""
-    data = export_bytes(module)
-    tmp = f"{os.fspath(path)}.tmp"
+    meta, sections = _export_parts(module)
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        write_container(path, meta, sections)   # section by section: the file is never assembled in memory
     except OSError as e:
         raise ArtifactError(f"cannot write artifact {os.fspath(path)!r}: {e.strerror or e}") from None
 
 
 def export_bytes(module) -> bytes:
+    return encode_container(*_export_parts(module))
+
+
+def _export_parts(module) -> tuple[dict, dict[str, bytes]]:
     from byoc.backend.llvm import get_codegen
     from byoc.ir.types import TensorType, TupleType
     sections: dict[str, bytes] = {}
@@ -96,7 +97,7 @@ def export_bytes(module) -> bytes:
         "params": params, "partitions": partitions,
         "cpu": {"fingerprint": get_codegen().fingerprint, "kernels": kernels},
     }
-    return encode_container(meta, sections)
+    return meta, sections
 
 
 def _producer() -> str:
@@ -158,17 +159,18 @@ def load(path, *, trust_native_code: bool = False, num_threads: int = 1):
         src = os.fspath(path)
     except TypeError:
         raise ArtifactError(f"byoc.load takes a file path, got {type(path).__name__}") from None
-    try:
-        size = os.path.getsize(src)
-        with open(src, "rb") as f:
-            data = f.read(size + 1)
-    except OSError as e:
-        raise ArtifactError(f"cannot read artifact {src!r}: {e.strerror or e}", hint="check the path") from None
-    return load_bytes(data, src, trust_native_code=trust_native_code, num_threads=num_threads)
+    # Sections are read one at a time as loading needs them (every checksum is verified on opening), so the
+    # file's bytes are never all in memory at once.
+    with ContainerFile(src) as sections:
+        return _load_checked(sections.meta, sections, src, trust_native_code, num_threads)
 
 
 def load_bytes(data: bytes, source: str = "<bytes>", *, trust_native_code: bool = False, num_threads: int = 1):
-    meta, sections = decode_container(data, source)
+    meta, sections = decode_container(data, source, copy=False)   # views of ``data``, not a second copy
+    return _load_checked(meta, sections, source, trust_native_code, num_threads)
+
+
+def _load_checked(meta: dict, sections, source: str, trust_native_code: bool, num_threads: int):
     try:
         return _load(meta, sections, source, trust_native_code, num_threads)
     except ByocError:
@@ -271,7 +273,8 @@ def _check_meta(meta: dict, sections: dict[str, bytes], source: str) -> None:
     c.raise_if_any("inconsistent header")
 
 
-def _load(meta: dict, sections: dict[str, bytes], source: str, trust_native_code: bool, num_threads: int):
+def _load(meta: dict, sections, source: str, trust_native_code: bool, num_threads: int):
+    """``sections`` maps names to bytes (or read-only views); it may read each one only when asked."""
     from byoc.backend.llvm import get_codegen
     from byoc.build import HOST_TARGETS, get_codegen_entry, registered_codegens
     from byoc.text.parser import parse
@@ -285,7 +288,7 @@ def _load(meta: dict, sections: dict[str, bytes], source: str, trust_native_code
         params[p["name"]] = decode_array({"dtype": p["dtype"], "shape": p["shape"]}, sections[p["section"]],
                                          f"{source}: param {p['name']!r}")
     try:
-        text = sections[meta["graph"]["section"]].decode("utf-8")
+        text = str(sections[meta["graph"]["section"]], "utf-8")
     except UnicodeDecodeError as e:
         raise ArtifactError(f"{source}: graph section is not UTF-8 (byte {e.start})") from None
     try:
@@ -293,6 +296,7 @@ def _load(meta: dict, sections: dict[str, bytes], source: str, trust_native_code
     except ByocError as e:
         raise ArtifactError(f"{source}: graph section does not parse: {e.message}",
                             hint="the artifact is corrupt; recompile the model") from None
+    del text  # the constants now live in the module; the text (base64 of every weight) is no longer needed
     mod = _apply_spans(mod, sections[meta["graph"]["spans"]], source)
     main = mod["main"] if "main" in mod else None
     if main is None:
@@ -345,28 +349,29 @@ def _load(meta: dict, sections: dict[str, bytes], source: str, trust_native_code
         if name in HOST_TARGETS:
             continue
         entry = get_codegen_entry(name)
-        stored = {p["symbol"]: sections[p["section"]] for p in meta["partitions"]
+        stored = {p["symbol"]: p["section"] for p in meta["partitions"]
                   if p["compiler"] == name and p["section"] is not None}
         if stored and entry.loader is None:
             raise ArtifactError(f"{source}: partitions for {name!r} were stored, but that codegen has no loader")
-        externs[name] = _extern_from_artifact(entry, stored, options)
+        externs[name] = _extern_from_artifact(entry, stored, sections, options)
 
     objects = None
     fingerprint = get_codegen().fingerprint
     if trust_native_code and meta["cpu"]["fingerprint"] == fingerprint:
-        objects = {k["symbol"]: sections[k["section"]] for k in meta["cpu"]["kernels"]}
+        objects = {k["symbol"]: bytes(sections[k["section"]]) for k in meta["cpu"]["kernels"]}
     module = build_module(mod, target, params, externs, options, num_threads=num_threads, objects=objects)
     _check_signature(module, meta, source)
     module.artifact_meta = meta
     return module
 
 
-def _extern_from_artifact(entry, stored: dict[str, bytes], options: dict):
+def _extern_from_artifact(entry, stored: dict[str, str], sections, options: dict):
+    """``stored``: partition symbol → its section, read only when that partition is built (one at a time)."""
     compile_fn = entry.compile_with(options)
 
     def codegen(func, symbol):  # func: the typed partition from the executor's module
         if symbol in stored:
-            return entry.loader(func, symbol, stored[symbol], options)
+            return entry.loader(func, symbol, bytes(sections[stored[symbol]]), options)  # (a file section is bytes already)
         return compile_fn(func, symbol)
     return codegen
 
@@ -390,7 +395,7 @@ def _apply_spans(mod, blob: bytes, source: str):
     from byoc.ir.expr import Span, Var
     from byoc.ir.traversal import post_order, rewrite_post_order
     try:
-        doc = json.loads(blob.decode("utf-8"))
+        doc = json.loads(str(blob, "utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise ArtifactError(f"{source}: spans section is not JSON: {e}") from None
     funcs = doc.get("functions") if isinstance(doc, dict) else None
@@ -434,5 +439,5 @@ def _apply_spans(mod, blob: bytes, source: str):
             if id(orig) in names and names[id(orig)] != new.name_hint:
                 changes["name_hint"] = names[id(orig)]
             return new.replace(**changes) if changes else None
-        out[gv.name_hint] = rewrite_post_order(func, restore)
+        out[gv.name_hint] = rewrite_post_order(func, restore, preserves_types=True)  # names and spans only
     return out
