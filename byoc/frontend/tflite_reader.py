@@ -58,6 +58,17 @@ OPTIONS_SPECS: dict[str, tuple[tuple[str, str, object], ...]] = {
     "ResizeNearestNeighborOptions": (("align_corners", "B", 0), ("half_pixel_centers", "B", 0)),
     "TransposeConvOptions": (("padding", "b", 0), ("stride_w", "i", 0), ("stride_h", "i", 0),
                              ("fused_activation_function", "b", 0)),
+    "SplitVOptions": (("num_splits", "i", 0),),
+    "PackOptions": (("values_count", "i", 0), ("axis", "i", 0)),
+    "UnpackOptions": (("num", "i", 0), ("axis", "i", 0)),
+    "ArgMaxOptions": (("output_type", "b", 0),),
+    "ArgMinOptions": (("output_type", "b", 0),),
+    "ResizeBilinearOptions": (("new_height", "i", 0), ("new_width", "i", 0), ("align_corners", "B", 0),
+                              ("half_pixel_centers", "B", 0)),
+    "DepthToSpaceOptions": (("block_size", "i", 0),),
+    "SpaceToDepthOptions": (("block_size", "i", 0),),
+    "GatherOptions": (("axis", "i", 0), ("batch_dims", "i", 0)),
+    "BatchMatMulOptions": (("adj_x", "B", 0), ("adj_y", "B", 0), ("asymmetric_quantize_inputs", "B", 0)),
 }
 _OPTION_NAMES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
 _SCALAR = {"b": ("<b", 1), "B": ("<B", 1), "i": ("<i", 4), "f": ("<f", 4), "I": ("<I", 4), "q": ("<q", 8),

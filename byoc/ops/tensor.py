@@ -96,6 +96,8 @@ def _cast_compute(args, attrs):
         return np.clip(np.trunc(x), info.min, info.max).astype(target)
     if target.kind in "iu" and x.dtype.kind in "iu":
         bits = target.itemsize * 8
+        if bits >= 64:
+            return x.astype(target)  # int64 holds every narrower integer (the mask below would overflow)
         v = x.astype(np.int64) & ((1 << bits) - 1)
         if target.kind == "i":
             v = np.where(v >= (1 << (bits - 1)), v - (1 << bits), v)

@@ -6,7 +6,7 @@ from .op import TupleWrapper, make_call
 
 __all__ = ["conv2d", "pad", "bias_add", "relu", "batch_norm", "dense", "max_pool2d", "avg_pool2d",
            "global_avg_pool2d", "global_max_pool2d", "softmax", "log_softmax", "leaky_relu", "batch_flatten",
-           "conv2d_transpose"]
+           "conv2d_transpose", "depth_to_space", "space_to_depth"]
 
 
 def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
@@ -84,3 +84,11 @@ def conv2d_transpose(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 
         strides=strides, padding=padding, dilation=dilation, groups=groups, channels=channels,
         kernel_size=kernel_size, data_layout=data_layout, kernel_layout=kernel_layout, out_layout=out_layout,
         output_padding=output_padding, out_dtype=out_dtype or ""))
+
+
+def depth_to_space(data, block_size, layout="NCHW", mode="DCR"):
+    return make_call("nn.depth_to_space", (data,), dict(block_size=int(block_size), layout=layout, mode=mode))
+
+
+def space_to_depth(data, block_size, layout="NCHW"):
+    return make_call("nn.space_to_depth", (data,), dict(block_size=int(block_size), layout=layout))

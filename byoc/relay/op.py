@@ -7,7 +7,7 @@ from ..ops.registry import register_op_attr  # TVM spelling: relay.op.register_o
 __all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
            "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",
            "reshape", "squeeze", "expand_dims", "transpose", "concatenate", "split", "strided_slice", "mean", "sum",
-           "max", "min", "register_op_attr"]
+           "max", "min", "register_op_attr", "stack", "take", "argmax", "argmin"]
 
 
 def make_call(op_name: str, args, attrs: dict | None = None, span=None) -> Call:
@@ -139,3 +139,27 @@ mean = _reduce("mean")
 sum = _reduce("sum")  # noqa: A001 - Relay spelling
 max = _reduce("max")  # noqa: A001
 min = _reduce("min")  # noqa: A001
+
+
+def stack(data, axis=0):
+    """``relay.stack([a, b], axis)``: join equally shaped tensors along a new axis."""
+    return make_call("stack", (_as_tuple(data),), {"axis": int(axis)})
+
+
+def take(data, indices, axis=None, batch_dims=0, mode="clip"):
+    return make_call("take", (data, _as_expr(indices)), {"axis": None if axis is None else int(axis),
+                                                         "batch_dims": int(batch_dims), "mode": mode})
+
+
+def _arg_reduce(name):
+    def f(data, axis=None, keepdims=False, exclude=False, select_last_index=False):
+        if isinstance(axis, int):
+            axis = (axis,)
+        return make_call(name, (data,), {"axis": None if axis is None else tuple(axis), "keepdims": bool(keepdims),
+                                         "exclude": bool(exclude), "select_last_index": bool(select_last_index)})
+    f.__name__ = name
+    return f
+
+
+argmax = _arg_reduce("argmax")
+argmin = _arg_reduce("argmin")

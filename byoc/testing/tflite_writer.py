@@ -482,6 +482,136 @@ class TFLiteWriter:
             version=3 if half_pixel_centers else (2 if x.quantized else 1))
         return y
 
+    # ------------------------------------------------------------------ more data movement and reductions
+    def slice(self, x: TensorRef, begin: Sequence[int], size: Sequence[int], *, name=None) -> TensorRef:
+        """SLICE: ``size`` −1 takes the rest of the axis."""
+        shape = tuple(d - int(b) if int(s) == -1 else int(s) for d, b, s in zip(x.shape, begin, size))
+        refs = [self._const_int32(v, stem) for v, stem in ((begin, "slice_begin"), (size, "slice_size"))]
+        y = self._out(x, shape, name, "slice")
+        self.op("SLICE", [x] + refs, [y])
+        return y
+
+    def expand_dims(self, x: TensorRef, axis: int, *, name=None) -> TensorRef:
+        a = axis % (len(x.shape) + 1)
+        y = self._out(x, tuple(x.shape[:a]) + (1,) + tuple(x.shape[a:]), name, "expand_dims")
+        self.op("EXPAND_DIMS", [x, self._const_int32([axis], "expand_axis")], [y])
+        return y
+
+    def split_v(self, x: TensorRef, size_splits: Sequence[int], axis: int) -> list[TensorRef]:
+        """SPLIT_V; inputs are (x, size_splits, axis); one size may be −1."""
+        ax = axis % len(x.shape)
+        sizes = [int(s) for s in size_splits]
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = x.shape[ax] - sum(s for s in sizes if s != -1)
+        outs = [self._out(x, tuple(x.shape[:ax]) + (s,) + tuple(x.shape[ax + 1:]), None, "split_v") for s in sizes]
+        aref = self.const(self._name(None, "split_v_axis"), np.asarray(axis, np.int32), "int32")
+        self.op("SPLIT_V", [x, self._const_int32(size_splits, "size_splits"), aref], outs, "SplitVOptions",
+                dict(num_splits=len(sizes)))
+        return outs
+
+    def pack(self, xs: Sequence[TensorRef], axis: int = 0, *, name=None) -> TensorRef:
+        a = axis % (len(xs[0].shape) + 1)
+        y = self._out(xs[0], tuple(xs[0].shape[:a]) + (len(xs),) + tuple(xs[0].shape[a:]), name, "pack")
+        self.op("PACK", list(xs), [y], "PackOptions", dict(values_count=len(xs), axis=int(axis)))
+        return y
+
+    def unpack(self, x: TensorRef, axis: int = 0) -> list[TensorRef]:
+        a = axis % len(x.shape)
+        outs = [self._out(x, tuple(d for i, d in enumerate(x.shape) if i != a), None, "unpack")
+                for _ in range(x.shape[a])]
+        self.op("UNPACK", [x], outs, "UnpackOptions", dict(num=x.shape[a], axis=int(axis)))
+        return outs
+
+    def maximum(self, a: TensorRef, b, *, name=None) -> TensorRef:
+        return self._minmax("MAXIMUM", a, b, name)
+
+    def minimum(self, a: TensorRef, b, *, name=None) -> TensorRef:
+        return self._minmax("MINIMUM", a, b, name)
+
+    def _minmax(self, builtin, a, b, name):
+        if not isinstance(b, TensorRef):
+            b = self.const(self._name(None, builtin.lower() + "_rhs"), np.asarray(b), a.dtype, a.scale,
+                           a.zero_point or 0)
+        y = self._out(a, tuple(np.broadcast_shapes(a.shape, b.shape)), name, builtin.lower())
+        self.op(builtin, [a, b], [y])
+        return y
+
+    def arg_max(self, x: TensorRef, axis: int, *, output_type: str = "int32", name=None) -> TensorRef:
+        return self._arg("ARG_MAX", x, axis, output_type, name)
+
+    def arg_min(self, x: TensorRef, axis: int, *, output_type: str = "int32", name=None) -> TensorRef:
+        return self._arg("ARG_MIN", x, axis, output_type, name)
+
+    def _arg(self, builtin, x, axis, output_type, name):
+        a = axis % len(x.shape)
+        y = self.tensor(self._name(name, builtin.lower()), tuple(d for i, d in enumerate(x.shape) if i != a),
+                        output_type)
+        opts = "ArgMaxOptions" if builtin == "ARG_MAX" else "ArgMinOptions"
+        aref = self.const(self._name(None, "arg_axis"), np.asarray([axis], np.int32), "int32")
+        self.op(builtin, [x, aref], [y], opts, dict(output_type=TENSOR_TYPES[output_type]))
+        return y
+
+    def reduce(self, builtin: str, x: TensorRef, axes: Sequence[int], keep_dims: bool = False, *, out_scale=None,
+               out_zp=None, name=None) -> TensorRef:
+        """SUM / REDUCE_MAX / REDUCE_MIN / REDUCE_PROD (and MEAN) over ``axes``."""
+        axes_n = sorted({a % len(x.shape) for a in axes})
+        shape = tuple((1 if i in axes_n else d) for i, d in enumerate(x.shape) if keep_dims or i not in axes_n)
+        y = self._out(x, shape, name, builtin.lower(), out_scale, out_zp)
+        self.op(builtin, [x, self._const_int32(list(axes), "reduce_axes")], [y], "ReducerOptions",
+                dict(keep_dims=bool(keep_dims)))
+        return y
+
+    def resize_bilinear(self, x: TensorRef, size: Sequence[int], *, align_corners: bool = False,
+                        half_pixel_centers: bool = False, name=None) -> TensorRef:
+        n, _, _, c = x.shape
+        y = self._out(x, (n, int(size[0]), int(size[1]), c), name, "resize_bilinear")
+        self.op("RESIZE_BILINEAR", [x, self._const_int32(size, "resize_size")], [y], "ResizeBilinearOptions",
+                dict(align_corners=bool(align_corners), half_pixel_centers=bool(half_pixel_centers)))
+        return y
+
+    def depth_to_space(self, x: TensorRef, block_size: int, *, name=None) -> TensorRef:
+        n, h, w, c = x.shape
+        bs = int(block_size)
+        y = self._out(x, (n, h * bs, w * bs, c // (bs * bs)), name, "depth_to_space")
+        self.op("DEPTH_TO_SPACE", [x], [y], "DepthToSpaceOptions", dict(block_size=bs))
+        return y
+
+    def space_to_depth(self, x: TensorRef, block_size: int, *, name=None) -> TensorRef:
+        n, h, w, c = x.shape
+        bs = int(block_size)
+        y = self._out(x, (n, h // bs, w // bs, c * bs * bs), name, "space_to_depth")
+        self.op("SPACE_TO_DEPTH", [x], [y], "SpaceToDepthOptions", dict(block_size=bs))
+        return y
+
+    def gather(self, x: TensorRef, indices, axis: int = 0, batch_dims: int = 0, *, name=None) -> TensorRef:
+        """GATHER; ``indices`` is an int32 array (a constant) or a TensorRef."""
+        iref = indices if isinstance(indices, TensorRef) else self.const(
+            self._name(None, "gather_indices"), np.asarray(indices, np.int32), "int32")
+        a = axis % len(x.shape)
+        shape = tuple(x.shape[:a]) + tuple(iref.shape[batch_dims:]) + tuple(x.shape[a + 1:])
+        y = self._out(x, shape, name, "gather")
+        self.op("GATHER", [x, iref], [y], "GatherOptions", dict(axis=int(axis), batch_dims=int(batch_dims)))
+        return y
+
+    def prelu(self, x: TensorRef, alpha, *, alpha_scale=None, alpha_zp=0, out_scale=None, out_zp=None,
+              name=None) -> TensorRef:
+        """PRELU; ``alpha`` (broadcast against x) is an array written as a constant, or a TensorRef."""
+        aref = self._weight(alpha, "prelu_alpha", x.dtype if x.quantized else "float32", alpha_scale, alpha_zp, 0)
+        y = self._out(x, tuple(np.broadcast_shapes(x.shape, aref.shape)), name, "prelu", out_scale, out_zp)
+        self.op("PRELU", [x, aref], [y])
+        return y
+
+    def batch_matmul(self, a: TensorRef, b, *, adj_x: bool = False, adj_y: bool = False, b_scale=None, b_zp=0,
+                     out_scale=None, out_zp=None, name=None) -> TensorRef:
+        """BATCH_MATMUL with broadcast batch dimensions; ``b`` is a TensorRef or an array (a constant)."""
+        bref = self._weight(b, "bmm_rhs", a.dtype if a.quantized else "float32", b_scale, b_zp, 0)
+        m = a.shape[-1] if adj_x else a.shape[-2]
+        n = bref.shape[-2] if adj_y else bref.shape[-1]
+        batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(bref.shape[:-2])))
+        y = self._out(a, batch + (m, n), name, "batch_matmul", out_scale, out_zp)
+        self.op("BATCH_MATMUL", [a, bref], [y], "BatchMatMulOptions", dict(adj_x=bool(adj_x), adj_y=bool(adj_y)))
+        return y
+
     # ------------------------------------------------------------------ serialisation
     def finish(self) -> bytes:
         """Serialise the model (schema version 3, one subgraph) to ``.tflite`` bytes."""

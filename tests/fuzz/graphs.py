@@ -521,12 +521,158 @@ def op_resize(b: _Builder) -> bool:
     return b.emit(f"RESIZE_NEAREST_NEIGHBOR({x.name}, {list(size)}, {mode})", y, x)
 
 
+def op_slice(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and 1 <= len(t.shape) <= 4)
+    if x is None:
+        return False
+    begin = [b.integer(0, d - 1) for d in x.shape]
+    size = [-1 if b.flag(0.3) else b.integer(1, d - lo) for lo, d in zip(begin, x.shape)]
+    y = b.w.slice(x, begin, size)
+    return b.emit(f"SLICE({x.name}, begin={begin}, size={size})", y, x)
+
+
+def op_expand_dims(b: _Builder) -> bool:
+    # results stay at rank ≤ 4: the npu pattern table offloads rank-5 reshapes its compiler then refuses
+    x = b.pick(lambda t: _quant(t) and len(t.shape) <= 3)
+    if x is None:
+        return False
+    axis = b.integer(-len(x.shape) - 1, len(x.shape))
+    y = b.w.expand_dims(x, axis)
+    return b.emit(f"EXPAND_DIMS({x.name}, axis={axis})", y, x)
+
+
+def op_split_v(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and any(d > 1 for d in t.shape))
+    if x is None:
+        return False
+    axis = b.choice([i for i, d in enumerate(x.shape) if d > 1])
+    dim = x.shape[axis]
+    first = b.integer(1, dim - 1)
+    sizes = [first, dim - first] if dim - first < 2 or b.flag(0.5) else [first, 1, dim - first - 1]
+    if b.flag(0.3):
+        sizes[b.integer(0, len(sizes) - 1)] = -1
+    ys = b.w.split_v(x, sizes, axis - len(x.shape) if b.flag(0.3) else axis)
+    return b.emit(f"SPLIT_V({x.name}, sizes={sizes}, axis={axis})", ys, x)
+
+
+def op_pack_unpack(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and len(t.shape) <= 4)
+    if x is None:
+        return False
+    if len(x.shape) == 4:  # PACK would make a rank-5 tensor (see op_expand_dims): unpack only
+        unpack_axes = [i for i, d in enumerate(x.shape) if 1 < d <= 4]
+        if not unpack_axes:
+            return False
+        axis = b.choice(unpack_axes)
+        ys = b.w.unpack(x, axis)
+        return b.emit(f"UNPACK({x.name}, axis={axis})", ys, x)
+    if x is None:
+        return False
+    unpack_axes = [i for i, d in enumerate(x.shape) if 1 < d <= 4]
+    if unpack_axes and len(x.shape) >= 2 and b.flag(0.5):
+        axis = b.choice(unpack_axes)
+        ys = b.w.unpack(x, axis)
+        return b.emit(f"UNPACK({x.name}, axis={axis})", ys, x)
+    others = [b.pick(lambda t: t.shape == x.shape and t.dtype == x.dtype and t.scale == x.scale
+                     and t.zero_point == x.zero_point) or x for _ in range(b.integer(1, 2))]
+    parts = [x] + others
+    axis = b.integer(-len(x.shape) - 1, len(x.shape))
+    y = b.w.pack(parts, axis)
+    return b.emit(f"PACK({', '.join(p.name for p in parts)}, axis={axis})", y, *parts)
+
+
+def op_min_max(b: _Builder) -> bool:
+    a = b.pick(_quant)
+    if a is None:
+        return False
+    kind = b.choice(["MAXIMUM", "MINIMUM"])
+    other = b.pick(lambda t: t.shape == a.shape and t.dtype == a.dtype) if b.flag(0.5) else None
+    rhs = other if other is not None else \
+        b.rng.integers(np.iinfo(a.dtype).min, np.iinfo(a.dtype).max + 1, a.shape[-1:]).astype(a.dtype)
+    y = (b.w.maximum if kind == "MAXIMUM" else b.w.minimum)(a, rhs)
+    if isinstance(rhs, TensorRef):
+        return b.emit(f"{kind}({a.name}, {rhs.name})", y, a, rhs)
+    return b.emit(f"{kind}({a.name}, const{list(rhs.shape)})", y, a)
+
+
+def op_arg_min_max(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and len(t.shape) >= 1)
+    if x is None:
+        return False
+    kind = b.choice(["ARG_MAX", "ARG_MIN"])
+    axis = b.integer(-len(x.shape), len(x.shape) - 1)
+    out = b.choice(["int32", "int64"])
+    y = (b.w.arg_max if kind == "ARG_MAX" else b.w.arg_min)(x, axis, output_type=out)
+    b.use(x)
+    b.note(f"{kind}({x.name}, axis={axis}, {out})", y)
+    b.floats.append(y)  # an index tensor: a graph output, never an operand of the quantized ops
+    return True
+
+
+def op_reduce(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and len(t.shape) >= 1)
+    if x is None:
+        return False
+    r = len(x.shape)
+    kind = b.choice(["REDUCE_MAX", "REDUCE_MIN", "SUM"])
+    axes = sorted({b.integer(-r, r - 1) for _ in range(b.integer(1, min(r, 3)))})
+    keep = b.flag(0.5)
+    s, zp = b.out_params(x, 4.0) if kind == "SUM" else (None, None)
+    y = b.w.reduce(kind, x, axes, keep, out_scale=s, out_zp=zp)
+    return b.emit(f"{kind}({x.name}, axes={axes}, keep_dims={keep})", y, x)
+
+
+def op_depth_space(b: _Builder) -> bool:
+    x = b.pick(_is4d)
+    if x is None:
+        return False
+    _, h, w, c = x.shape
+    can_d2s = [k for k in (2, 3) if c % (k * k) == 0]
+    can_s2d = [k for k in (2, 3) if h % k == 0 and w % k == 0]
+    if not can_d2s and not can_s2d:
+        return False
+    if can_s2d and (not can_d2s or b.flag(0.5)):
+        k = b.choice(can_s2d)
+        y = b.w.space_to_depth(x, k)
+        return b.emit(f"SPACE_TO_DEPTH({x.name}, {k})", y, x)
+    k = b.choice(can_d2s)
+    y = b.w.depth_to_space(x, k)
+    return b.emit(f"DEPTH_TO_SPACE({x.name}, {k})", y, x)
+
+
+def op_gather(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and 1 <= len(t.shape) <= 4)
+    if x is None:
+        return False
+    axis = b.integer(0, len(x.shape) - 1)
+    ishape = tuple(b.integer(1, 3) for _ in range(b.integer(1, 2)))
+    indices = b.rng.integers(0, x.shape[axis], ishape).astype(np.int32)
+    y = b.w.gather(x, indices, axis)
+    return b.emit(f"GATHER({x.name}, indices{list(ishape)}, axis={axis})", y, x)
+
+
+def op_prelu(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and len(t.shape) >= 1)
+    if x is None:
+        return False
+    ashape = b.choice([x.shape[-1:], (1,) * (len(x.shape) - 1) + x.shape[-1:], x.shape])
+    info = np.iinfo(x.dtype)
+    alpha = b.rng.integers(info.min, info.max + 1, ashape).astype(x.dtype)
+    s, zp = b.out_params(x)
+    y = b.w.prelu(x, alpha, alpha_scale=b.scale(-9, -2), alpha_zp=b.zero_point(x.dtype), out_scale=s, out_zp=zp)
+    return b.emit(f"PRELU({x.name}, alpha{list(ashape)})", y, x)
+
+
 OPS: dict[str, Callable[[_Builder], bool]] = {
     "conv2d": op_conv2d, "binary": op_binary, "pool": op_pool, "activation": op_activation,
     "depthwise": op_depthwise, "fully_connected": op_fully_connected, "concatenation": op_concatenation,
     "pad": op_pad, "reshape": op_reshape, "mean": op_mean, "requantize": op_requantize, "split": op_split,
     "strided_slice": op_strided_slice, "transpose": op_transpose, "squeeze": op_squeeze, "resize": op_resize,
     "transpose_conv": op_transpose_conv,
+    # appended (wider TFLite coverage); new entries go last so earlier draws keep their meaning
+    "slice": op_slice, "expand_dims": op_expand_dims, "split_v": op_split_v, "pack_unpack": op_pack_unpack,
+    "min_max": op_min_max, "arg_min_max": op_arg_min_max, "reduce": op_reduce, "depth_space": op_depth_space,
+    "gather": op_gather, "prelu": op_prelu,
 }
 OP_KINDS = tuple(OPS)
 

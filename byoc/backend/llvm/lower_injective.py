@@ -2,11 +2,12 @@
 so pads, reshapes, transposes and slices fuse into their consumers' loop nests."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from .cgutils import I64
 from .lower_elemwise import emit_cast
-from .lowering import lower_element
+from .lowering import lower_element, lower_kernel
 
 __all__ = ["linear_index", "unravel_index"]
 
@@ -131,3 +132,70 @@ def _resize_index(ctx, builder, node, out_index):
 @lower_element("image.resize2d", index_map=_resize_index)
 def _resize(ctx, builder, node, args):
     return emit_cast(builder, args[0], ctx.arg_types[0].dtype, ctx.out_type.dtype)
+
+
+# --- depth_to_space / space_to_depth (NHWC): pure index arithmetic -------------------------------------------
+
+def _depth_to_space_index(ctx, builder, node, out_index):
+    bs = int(node.attrs.block_size)
+    co = ctx.out_type.shape[3]
+    n, y, x, c = out_index
+    c_bs = ir.Constant(I64, bs)
+    by, bx = builder.urem(y, c_bs), builder.urem(x, c_bs)
+    block = builder.add(builder.mul(by, c_bs), bx)
+    ic = builder.add(builder.mul(block, ir.Constant(I64, co)), c)
+    return [[n, builder.udiv(y, c_bs), builder.udiv(x, c_bs), ic]]
+
+
+def _space_to_depth_index(ctx, builder, node, out_index):
+    bs = int(node.attrs.block_size)
+    cin = arg_shape(node, 0)[3]
+    n, oy, ox, oc = out_index
+    c_bs, c_in = ir.Constant(I64, bs), ir.Constant(I64, cin)
+    block = builder.udiv(oc, c_in)
+    by, bx = builder.udiv(block, c_bs), builder.urem(block, c_bs)
+    return [[n, builder.add(builder.mul(oy, c_bs), by), builder.add(builder.mul(ox, c_bs), bx),
+             builder.urem(oc, c_in)]]
+
+
+lower_element("nn.depth_to_space", index_map=_depth_to_space_index)(_identity)
+lower_element("nn.space_to_depth", index_map=_space_to_depth_index)(_identity)
+
+
+# --- take: the position is data, so it is a kernel (an index_map cannot read an operand) ---------------------
+
+def _take_emit(ctx, builder, node, args):
+    from .kernel import ERROR_MESSAGES
+    from .lower_reduce import out_loops
+    ERROR_MESSAGES.setdefault(ERROR_TAKE_RANGE, "take: an index is out of range")
+    x, indices = args
+    a = node.attrs
+    axis = a.axis + len(x.shape) if a.axis < 0 else a.axis
+    ind_shape = node.args[1].checked_type.shape
+    bd = a.batch_dims + len(ind_shape) if a.batch_dims < 0 else a.batch_dims
+    k = len(ind_shape) - bd
+    if not hasattr(indices, "load"):  # a constant: pass it as a host table
+        indices = ctx.data(np.ascontiguousarray(np.asarray(indices)))
+    size = x.shape[axis]
+    with out_loops(ctx, builder, node.checked_type.shape) as oidx:
+        iidx = list(oidx[:bd]) + list(oidx[axis:axis + k])
+        pos = indices.load(builder, iidx)
+        pos = builder.sext(pos, I64) if pos.type.width < 64 else pos
+        if a.mode == "clip":
+            pos = builder.select(builder.icmp_signed("<", pos, ir.Constant(I64, 0)), ir.Constant(I64, 0), pos)
+            pos = builder.select(builder.icmp_signed(">", pos, ir.Constant(I64, size - 1)),
+                                 ir.Constant(I64, size - 1), pos)
+        elif a.mode == "wrap":
+            r = builder.srem(pos, ir.Constant(I64, size))
+            pos = builder.select(builder.icmp_signed("<", r, ir.Constant(I64, 0)),
+                                 builder.add(r, ir.Constant(I64, size)), r)
+        else:
+            bad = builder.or_(builder.icmp_signed("<", pos, ir.Constant(I64, 0)),
+                              builder.icmp_signed(">=", pos, ir.Constant(I64, size)))
+            ctx.kernel.fail_if(builder, bad, ERROR_TAKE_RANGE)
+        didx = list(oidx[:axis]) + [pos] + list(oidx[axis + k:])
+        ctx.emit_output(builder, oidx, x.load(builder, didx))
+
+
+ERROR_TAKE_RANGE = 3
+lower_kernel("take")(_take_emit)

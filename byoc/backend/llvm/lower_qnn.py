@@ -354,3 +354,22 @@ def _leaky_relu(ctx, builder, node, args):
     lo, hi = int_min_max(dt)
     r = saturate(builder, builder.add(r, const_int(I64, scalar_int(zp_out))), lo, hi)
     return builder.trunc(r, x.type)
+
+
+@lower_element("qnn.prelu", const_args=(2, 3, 4, 5, 6, 7))
+def _prelu(ctx, builder, node, args):
+    from ...ops.qnn_prelu import prelu_params
+    x, alpha, s_in, zp_in, s_a, zp_a, s_out, zp_out = args
+    dt = ctx.arg_types[0].dtype
+    p = prelu_params(s_in, s_a, s_out)
+    ext = builder.zext if dt.startswith("uint") else builder.sext
+    xv = builder.sub(ext(x, I32), const_int(I32, scalar_int(zp_in)))
+    av = builder.sub(ext(alpha, I32), const_int(I32, scalar_int(zp_a)))
+    pos = mbqm(builder, xv, const_int(I32, p.identity_multiplier), const_int(I32, p.identity_shift),
+               p.identity_multiplier == -(1 << 31))
+    neg = mbqm(builder, builder.mul(xv, av), const_int(I32, p.alpha_multiplier), const_int(I32, p.alpha_shift),
+               p.alpha_multiplier == -(1 << 31))
+    raw = builder.select(builder.icmp_signed(">=", xv, const_int(I32, 0)), pos, neg)
+    lo, hi = int_min_max(dt)
+    y = saturate(builder, builder.add(builder.sext(raw, I64), const_int(I64, scalar_int(zp_out))), lo, hi)
+    return builder.trunc(y, x.type)

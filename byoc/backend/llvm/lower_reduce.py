@@ -397,3 +397,46 @@ def _qnn_softmax(ctx, builder, node, args):
             # Invalid (too small) differences have e == 0 in the table and give exactly lo as well.
             out.store(builder, at(k.index), builder.trunc(r, llvm_type(out_dtype)))
 
+
+
+# --- argmax / argmin: the first index of the extreme value (strict compare, as TFLite's ArgMinMax) -----------
+
+def _arg_kernel(name: str):
+    @lower_kernel(name)
+    def _lower(ctx, builder, node, args):
+        from ...ops.transform_more import arg_reduce_axis
+        (x,) = args
+        a = node.attrs
+        axis = arg_reduce_axis(name, len(x.shape), a)
+        dt = x.dtype
+        ty = llvm_type(dt)
+        best = alloca_once(builder, ty, name="best")
+        best_i = alloca_once(builder, I64, name="best_i")
+        op = ">" if name == "argmax" else "<"
+        if a.select_last_index:
+            op += "="
+        with out_loops(ctx, builder, node.checked_type.shape) as oidx:
+            rest = [ix for i, ix in enumerate(oidx) if not (a.keepdims and i == axis)]
+
+            def at(k):
+                return rest[:axis] + [k] + rest[axis:]
+            zero = ir.Constant(I64, 0)
+            builder.store(x.load(builder, at(zero)), best)
+            builder.store(zero, best_i)
+            with for_range(builder, 1, x.shape[axis], name="k") as k:
+                v = x.load(builder, at(k.index))
+                cur = builder.load(best)
+                if is_float(dt):
+                    better = builder.fcmp_ordered(op, v, cur)
+                elif is_signed(dt):
+                    better = builder.icmp_signed(op, v, cur)
+                else:
+                    better = builder.icmp_unsigned(op, v, cur)
+                builder.store(builder.select(better, v, cur), best)
+                builder.store(builder.select(better, k.index, builder.load(best_i)), best_i)
+            ctx.emit_output(builder, oidx, builder.trunc(builder.load(best_i), I32))
+    return _lower
+
+
+for _name in ("argmax", "argmin"):
+    _arg_kernel(_name)

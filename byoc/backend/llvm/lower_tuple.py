@@ -78,3 +78,14 @@ def _split(ctx, builder, node, args):
                 src = list(idx)
                 src[axis] = builder.add(idx[axis], ir.Constant(I64, lo)) if lo else idx[axis]
                 ctx.output_buffer(k).store(builder, idx, x.load(builder, src))
+
+
+@lower_kernel("stack")
+def _stack(ctx, builder, node, args):
+    ndim = len(node.checked_type.shape)
+    axis = node.attrs.axis if node.attrs.axis >= 0 else node.attrs.axis + ndim
+    with ctx.parallel(builder, 1):
+        for k, src in enumerate(args[0]):
+            with loop_nest(builder, src.shape, name=f"k{k}") as idx:
+                out_idx = list(idx[:axis]) + [ir.Constant(I64, k)] + list(idx[axis:])
+                ctx.emit_output(builder, out_idx, src.load(builder, idx))

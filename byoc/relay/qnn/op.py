@@ -6,7 +6,7 @@ import numpy as np
 from ...ir.expr import Expr, Tuple, const
 from ..op import make_call
 
-__all__ = ["conv2d", "requantize", "quantize", "dequantize", "dense", "conv2d_transpose", "add", "subtract", "mul",
+__all__ = ["prelu", "conv2d", "requantize", "quantize", "dequantize", "dense", "conv2d_transpose", "add", "subtract", "mul",
            "concatenate", "softmax", "sigmoid", "tanh", "hardswish", "leaky_relu", "mean"]
 
 
@@ -136,3 +136,10 @@ def mean(data, input_scale, input_zero_point, output_scale, output_zero_point, a
     return make_call("qnn.mean", (data, _scale(input_scale), _zp(input_zero_point), _scale(output_scale),
                                   _zp(output_zero_point)),
                      dict(axis=None if axis is None else tuple(axis), keepdims=bool(keepdims), exclude=bool(exclude)))
+
+
+def prelu(data, alpha, input_scale, input_zero_point, alpha_scale, alpha_zero_point, output_scale,
+          output_zero_point):
+    """TFLite PRELU on quantized tensors (alpha broadcasts against data)."""
+    return make_call("qnn.prelu", (data, alpha, _scale(input_scale), _zp(input_zero_point), _scale(alpha_scale),
+                                   _zp(alpha_zero_point), _scale(output_scale), _zp(output_zero_point)))

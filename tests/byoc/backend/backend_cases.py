@@ -322,3 +322,7 @@ def assert_matches(ref, out, exact: bool, what: str = ""):
                                      f"cpu {o[tuple(bad[0])]} vs ref {r[tuple(bad[0])]}")
         else:
             np.testing.assert_allclose(o, r, rtol=4e-6, atol=1e-6, err_msg=what)
+
+from backend_cases_more import MORE_CASES  # noqa: E402  (ops added with the wider TFLite coverage)
+
+CASES.update(MORE_CASES)

@@ -1,0 +1,250 @@
+"""The wider TFLite op coverage end to end: SLICE, EXPAND_DIMS, SPLIT_V, PACK, UNPACK, MAXIMUM, MINIMUM, ARG_MAX,
+ARG_MIN, REDUCE_MAX, REDUCE_MIN, SUM, DEPTH_TO_SPACE, SPACE_TO_DEPTH and GATHER.
+
+Each case writes a single-op model with random shapes and parameters (seeded per case), imports it, and requires
+``byoc.evaluate`` to equal LiteRT BUILTIN_REF bit for bit (float models: to float32 rounding), and the LLVM CPU
+build to equal ``byoc.evaluate`` bit for bit. The oracle is LiteRT; nothing here computes expected values, except
+the independent numpy checks of LiteRT's own int8 SUM quirk and of the refusals.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import byoc
+from byoc.errors import ByocError
+from byoc.frontend import from_tflite
+from byoc.testing import TFLiteWriter
+
+from tflite_oracles import litert_run, random_inputs
+
+pytest.importorskip("ai_edge_litert")
+DTYPES = ("int8", "uint8", "float32")
+SAMPLES = 2
+
+
+def _rng(*key) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def _input(w: TFLiteWriter, rng, shape, dtype, name="x"):
+    if dtype == "float32":
+        return w.input(name, shape, "float32")
+    zp = int(rng.integers(-20, 20)) if dtype == "int8" else int(rng.integers(100, 156))
+    return w.input(name, shape, dtype, scale=float(rng.uniform(0.01, 0.1)), zero_point=zp)
+
+
+def _shape(rng, rank, lo=1, hi=5):
+    return tuple(int(d) for d in rng.integers(lo, hi + 1, rank))
+
+
+def check(data: bytes, seed: int, cpu: bool = True) -> None:
+    mod, _ = from_tflite(data)
+    rng = np.random.default_rng(seed)
+    exe = byoc.build(mod, target="llvm") if cpu else None
+    names = [p.name_hint for p in mod["main"].params]
+    for _ in range(SAMPLES):
+        inputs = random_inputs(mod, rng)
+        ref, _ = litert_run(data, inputs)
+        ours = byoc.evaluate(mod, dict(zip(names, inputs)))
+        assert len(ours) == len(ref)
+        for o, r in zip(ours, ref):
+            assert o.shape == r.shape and o.dtype == r.dtype, (o.shape, r.shape, o.dtype, r.dtype)
+            if r.dtype.kind == "f":
+                np.testing.assert_allclose(o, r, rtol=2e-6, atol=2e-6)
+            else:
+                assert (o == r).all(), f"{int((o != r).sum())}/{o.size} mismatches\n{o}\n{r}"
+        if exe is not None:
+            got = exe.run(dict(zip(names, inputs)))
+            for g, o in zip(got, ours):
+                assert g.dtype == o.dtype and g.shape == o.shape
+                if o.dtype.kind == "f":  # float sums: the CPU adds sequentially, numpy pairwise
+                    np.testing.assert_allclose(g, o, rtol=2e-6, atol=2e-6)
+                else:
+                    assert np.array_equal(g, o), f"CPU differs from evaluate\n{g}\n{o}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(3))
+def test_slice(dtype, case):
+    rng = _rng("slice", dtype, case)
+    w = TFLiteWriter()
+    shape = _shape(rng, int(rng.integers(1, 5)))
+    x = _input(w, rng, shape, dtype)
+    begin = [int(rng.integers(0, d)) for d in shape]
+    size = [-1 if rng.random() < 0.3 else int(rng.integers(1, d - b + 1)) for b, d in zip(begin, shape)]
+    w.output(w.slice(x, begin, size))
+    check(w.finish(), case)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_expand_dims(dtype):
+    rng = _rng("expand_dims", dtype)
+    for axis in (0, -1, 2):
+        w = TFLiteWriter()
+        x = _input(w, rng, _shape(rng, 3), dtype)
+        y = w.expand_dims(x, axis)
+        w.output(w.relu(y) if dtype != "float32" else y)  # a consumer, so the reshape is fused on the CPU
+        check(w.finish(), axis + 7)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_split_v(dtype):
+    rng = _rng("split_v", dtype)
+    w = TFLiteWriter()
+    shape = _shape(rng, 3, 2, 6)
+    x = _input(w, rng, shape, dtype)
+    axis = int(rng.integers(-3, 3))
+    dim = shape[axis]
+    cuts = sorted(rng.choice(np.arange(1, dim), size=min(2, dim - 1), replace=False).tolist())
+    sizes = [b - a for a, b in zip([0] + cuts, cuts + [dim])]
+    sizes[int(rng.integers(0, len(sizes)))] = -1
+    w.output(*w.split_v(x, sizes, axis))
+    check(w.finish(), 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pack_unpack(dtype):
+    rng = _rng("pack", dtype)
+    for axis in (0, 1, -1):
+        w = TFLiteWriter()
+        shape = _shape(rng, 3)
+        a = _input(w, rng, shape, dtype, "a")
+        b = w.input("b", shape, dtype, scale=a.scale, zero_point=a.zero_point[0] if a.quantized else 0)
+        packed = w.pack([a, b, a], axis)
+        w.output(packed, *w.unpack(packed, (axis + 1) % 3))
+        check(w.finish(), axis + 7)
+
+
+def test_pack_with_other_quantization_is_refused():
+    w = TFLiteWriter()
+    a = w.input("a", (2, 3), "int8", scale=0.1, zero_point=1)
+    b = w.input("b", (2, 3), "int8", scale=0.2, zero_point=1)
+    w.output(w.pack([a, b], 0))
+    with pytest.raises(ByocError, match="PACK requires equal quantization"):
+        from_tflite(w.finish())
+
+
+@pytest.mark.parametrize("op", ("maximum", "minimum"))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_maximum_minimum(op, dtype):
+    rng = _rng(op, dtype)
+    w = TFLiteWriter()
+    shape = _shape(rng, 3)
+    a = _input(w, rng, shape, dtype, "a")
+    if rng.random() < 0.5:
+        b = _input(w, rng, (1,) + shape[1:], dtype, "b")
+    else:
+        b = rng.integers(0, 100, shape[-1:]).astype(dtype)
+    w.output(getattr(w, op)(a, b))
+    check(w.finish(), 2)
+
+
+@pytest.mark.parametrize("op", ("arg_max", "arg_min"))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_arg_max_min(op, dtype):
+    rng = _rng(op, dtype)
+    w = TFLiteWriter()
+    shape = _shape(rng, 3, 1, 6)
+    x = _input(w, rng, shape, dtype)
+    axis = int(rng.integers(-3, 3))
+    w.output(getattr(w, op)(x, axis, output_type="int64" if dtype == "uint8" else "int32"))
+    check(w.finish(), 3)
+
+
+@pytest.mark.parametrize("op", ("REDUCE_MAX", "REDUCE_MIN", "SUM"))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("keep", (False, True))
+def test_reduce(op, dtype, keep):
+    rng = _rng(op, dtype, keep)
+    w = TFLiteWriter()
+    shape = _shape(rng, 4, 1, 5)
+    x = _input(w, rng, shape, dtype)
+    axes = sorted(set(int(a) for a in rng.integers(-4, 4, int(rng.integers(1, 3)))))
+    kw = {}
+    if op == "SUM" and dtype != "float32":
+        kw = dict(out_scale=float(x.scale[0]) * float(rng.uniform(1, 6)),
+                  out_zp=int(rng.integers(-20, 20)) + (128 if dtype == "uint8" else 0))
+    w.output(w.reduce(op, x, axes, keep, **kw))
+    check(w.finish(), 4)
+
+
+def test_int8_sum_reads_bytes_as_uint8_like_litert():
+    """LiteRT's REF SUM passes int8 data as uint8: an independent numpy check of that reading, so the IR's
+    reproduction of it is known to be LiteRT's behaviour and not a coincidence."""
+    w = TFLiteWriter()
+    x = w.input("x", (1, 4), "int8", scale=0.1, zero_point=-3)
+    w.output(w.reduce("SUM", x, [1], out_scale=0.5, out_zp=2))
+    data = w.finish()
+    xv = np.array([[-1, 5, -100, 7]], np.int8)
+    ref = litert_run(data, [xv])[0][0]
+    as_u8 = int(xv.view(np.uint8).astype(np.int64).sum())
+    assert int(ref.view(np.uint8)[0]) == round((as_u8 + 3 * 4) * 0.2) + 2
+    mod, _ = from_tflite(data)
+    assert np.array_equal(byoc.evaluate(mod, {"x": xv})[0], ref)
+
+
+@pytest.mark.parametrize("op", ("depth_to_space", "space_to_depth"))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_depth_space(op, dtype):
+    rng = _rng(op, dtype)
+    w = TFLiteWriter()
+    bs = int(rng.integers(2, 4))
+    n, h, wd, c = 1, int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    shape = (n, h, wd, c * bs * bs) if op == "depth_to_space" else (n, h * bs, wd * bs, c)
+    x = _input(w, rng, shape, dtype)
+    w.output(getattr(w, op)(x, bs))
+    check(w.finish(), 5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(3))
+def test_gather(dtype, case):
+    rng = _rng("gather", dtype, case)
+    w = TFLiteWriter()
+    shape = _shape(rng, 3, 2, 5)
+    x = _input(w, rng, shape, dtype)
+    axis = int(rng.integers(0, 3))
+    batch_dims = int(rng.integers(0, axis + 1)) if case == 2 else 0
+    ishape = tuple(shape[:batch_dims]) + _shape(rng, int(rng.integers(1, 3)), 1, 3)
+    indices = rng.integers(0, shape[axis], ishape).astype(np.int32)
+    if case == 1:  # runtime indices: a graph input (random_inputs draws them in range below)
+        iref = w.input("i", ishape, "int32")
+        w.output(w.gather(x, iref, axis, batch_dims))
+        data = w.finish()
+        mod, _ = from_tflite(data)
+        exe = byoc.build(mod, target="llvm")
+        xv = random_inputs(mod, rng)[0]
+        ref, _ = litert_run(data, [xv, indices])
+        ours = byoc.evaluate(mod, {"x": xv, "i": indices})
+        assert np.array_equal(ours[0], ref[0]) and np.array_equal(exe.run({"x": xv, "i": indices})[0], ours[0])
+        bad = indices.copy()
+        bad.reshape(-1)[0] = shape[axis]
+        for run in (lambda: byoc.evaluate(mod, {"x": xv, "i": bad}), lambda: exe.run({"x": xv, "i": bad})):
+            with pytest.raises(byoc.ExecutionError, match="out of range"):
+                run()
+        return
+    w.output(w.gather(x, indices, axis, batch_dims))
+    check(w.finish(), 6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", range(3))
+def test_prelu(dtype, case):
+    rng = _rng("prelu", dtype, case)
+    w = TFLiteWriter()
+    shape = _shape(rng, 4, 1, 5)
+    x = _input(w, rng, shape, dtype)
+    ashape = [shape[-1:], shape[1:], (1, 1, shape[-1])][case]
+    if dtype == "float32":
+        w.output(w.prelu(x, rng.uniform(-1, 1, ashape).astype(np.float32)))
+    else:
+        info = np.iinfo(dtype)
+        alpha = rng.integers(info.min, info.max + 1, ashape).astype(dtype)
+        a_zp = int(rng.integers(-10, 10)) + (128 if dtype == "uint8" else 0)
+        out_zp = int(rng.integers(-20, 20)) + (128 if dtype == "uint8" else 0)
+        w.output(w.prelu(x, alpha, alpha_scale=float(rng.uniform(0.002, 0.02)), alpha_zp=a_zp,
+                         out_scale=float(x.scale[0]) * float(rng.uniform(0.5, 2)), out_zp=out_zp))
+    check(w.finish(), 8 + case)
