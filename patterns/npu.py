@@ -6,9 +6,11 @@ Order = priority: multi-op chains first, the single requantize and clip last.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from byoc.ir.expr import Tuple
+from byoc.ir.expr import Call, Tuple
 from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 
@@ -275,7 +277,22 @@ REQUANTIZE_CHECK = Check((dtype_rule("input", [input_of("rq", 0)], ("int8", "uin
 CLIP_CHECK = Check((dtype_rule("input", [input_of("clip", 0)]), clip_range_rule()), summary="clamp (ReLU/ReLU6)")
 
 
-_MOVE_CHECK = Check((dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root]),),
+@rule("every tensor it reads or writes has rank 4 or less (the NPU's tensors are NHWC)")
+def _rank4(ctx):
+    root_call = ctx.root
+    args = root_call.args if isinstance(root_call, Call) else ()
+    for e in (root_call, *args, *ctx.captures.values()):
+        t = ttype(e)
+        if t is not None and t.ndim > 4:
+            return f"found rank {t.ndim} {t.shape}"
+    return None
+
+
+def _rank_limited(check: Check) -> Check:
+    return Check(check.rules + (_rank4,), summary=check.summary)
+
+
+_MOVE_CHECK = Check((dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root]), _rank4),
                     summary="data movement as a memory alias")
 
 
@@ -298,7 +315,7 @@ def pattern_table() -> list[CompositePattern]:
     rq = optional_clip(is_op("qnn.requantize")(wildcard("data"), is_constant(), is_constant(), is_constant(),
                                                is_constant()).named("rq"))
     clip = is_op("clip")(wildcard("data")).named("clip")
-    return [
+    table = [
         CompositePattern("npu.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
         CompositePattern("npu.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
         CompositePattern("npu.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
@@ -313,6 +330,7 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern("npu.qnn_requantize", rq, REQUANTIZE_CHECK),
         CompositePattern("npu.qnn_clip", clip, CLIP_CHECK),
     ]
+    return [dataclasses.replace(p, check=_rank_limited(p.check)) for p in table]
 
 
 for _op in ("reshape", "squeeze", "expand_dims"):

@@ -532,8 +532,7 @@ def op_slice(b: _Builder) -> bool:
 
 
 def op_expand_dims(b: _Builder) -> bool:
-    # results stay at rank ≤ 4: the npu pattern table offloads rank-5 reshapes its compiler then refuses
-    x = b.pick(lambda t: _quant(t) and len(t.shape) <= 3)
+    x = b.pick(lambda t: _quant(t) and len(t.shape) <= 4)  # rank-5 results stay on the CPU (NPU tensors are 4-D)
     if x is None:
         return False
     axis = b.integer(-len(x.shape) - 1, len(x.shape))
@@ -559,7 +558,7 @@ def op_pack_unpack(b: _Builder) -> bool:
     x = b.pick(lambda t: _quant(t) and len(t.shape) <= 4)
     if x is None:
         return False
-    if len(x.shape) == 4:  # PACK would make a rank-5 tensor (see op_expand_dims): unpack only
+    if len(x.shape) == 4:  # PACK would make a rank-5 tensor: unpack only
         unpack_axes = [i for i, d in enumerate(x.shape) if 1 < d <= 4]
         if not unpack_axes:
             return False

@@ -169,6 +169,20 @@ def test_broadcasting_add_is_refused():
     assert_same(mod, part)
 
 
+def test_rank5_tensors_stay_on_the_cpu():
+    # the NPU's tensors are at most 4-D: neither a rank-5 add nor a reshape to rank 5 may be offered to it
+    x = x4("x", (1, 2, 4, 4, 8))
+    a = relay.qnn.op.add(x, x, c(0.05), c(-1), c(0.05), c(-1), c(0.06), c(1))
+    mod, part, report = partition(a, [x])
+    (n,) = report.cpu_ops()
+    assert "rank 4 or less" in n.reason and "rank 5" in n.reason
+    y = x4("y")
+    e = relay.expand_dims(y, 0)
+    mod, part, report = partition(e, [y])
+    assert not composites(part) and [n.op for n in report.cpu_ops()] == ["expand_dims"]
+    assert_same(mod, part)
+
+
 def test_inline_non_mac_policy_gives_compute_free_partitions_back():
     x = x4()
     out = relay.clip(relay.maximum(conv_chain(x, clip=False), x), -5, 5)
