@@ -225,6 +225,12 @@ def evaluate(mod, inputs: dict | None = None, params: dict | None = None, tap=No
     """Run ``main`` on ``inputs`` (by parameter name); returns the outputs as a flat list of arrays."""
     if isinstance(mod, Expr):
         mod = IRModule.from_expr(mod)
+    if not isinstance(mod, IRModule):
+        raise ExecutionError(f"evaluate expects an IRModule or an expression, got {type(mod).__name__}",
+                             hint="import a model with byoc.frontend.from_tflite(...) or build one with relay")
+    if inputs is not None and not isinstance(inputs, dict):
+        raise ExecutionError(f"inputs must be a dict of parameter name -> array, got {type(inputs).__name__}",
+                             hint="inputs: " + ", ".join(p.name_hint for p in mod["main"].params))
     mod = bind_params(mod, params)
     func = mod["main"]
     values = check_inputs(func, dict(inputs or {}))

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import IRError
 from ..ir.expr import Constant, Expr, Function, Var
+from ..ir.types import TensorType
 from ..ir.traversal import rewrite_post_order
 
 __all__ = ["bind", "bind_params_by_name"]
@@ -50,5 +51,9 @@ def bind_params_by_name(func: Function, params: dict) -> Function:
         if k not in names:
             continue
         arr = v.data if isinstance(v, Constant) else np.asarray(v)
+        want = names[k].type_annotation
+        if isinstance(want, TensorType) and (tuple(arr.shape) != want.shape or arr.dtype.name != want.dtype):
+            raise IRError(f"cannot bind parameter %{k}: it is declared {want}, the value is "
+                          f"{arr.dtype.name}{list(arr.shape)}", hint="pass an array of the declared shape and dtype")
         binds[names[k]] = Constant(arr)
     return bind(func, binds) if binds else func
