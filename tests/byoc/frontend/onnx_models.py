@@ -64,10 +64,9 @@ def cnn(seed: int = 0, batch_norm: bool = True, softmax: bool = True, output: st
     return m
 
 
-def quantize_qdq(model: onnx.ModelProto, tmp_path, per_channel: bool, seed: int = 1,
-                 exclude=("Softmax",)) -> onnx.ModelProto:
-    """onnxruntime's static QDQ quantization (int8 activations and weights) with a small calibration set."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+def _quantize_static(model: onnx.ModelProto, tmp_path, out_name: str, seed: int, **options) -> onnx.ModelProto:
+    """onnxruntime's static quantization with a small calibration set of 8 normal batches."""
+    from onnxruntime.quantization import CalibrationDataReader, quantize_static
     rng = np.random.default_rng(seed)
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
     name = model.graph.input[0].name
@@ -79,13 +78,21 @@ def quantize_qdq(model: onnx.ModelProto, tmp_path, per_channel: bool, seed: int 
         def get_next(self):
             return next(self.batches, None)
 
-    src, dst = tmp_path / "float.onnx", tmp_path / f"qdq{int(per_channel)}.onnx"
+    src, dst = tmp_path / "float.onnx", tmp_path / out_name
     onnx.save(model, src)
-    ops = sorted({n.op_type for n in model.graph.node} - set(exclude))
-    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, op_types_to_quantize=ops,
-                    extra_options={"DedicatedQDQPair": True})
+    quantize_static(str(src), str(dst), Reader(), **options)
     return onnx.load(dst)
+
+
+def quantize_qdq(model: onnx.ModelProto, tmp_path, per_channel: bool, seed: int = 1,
+                 exclude=("Softmax",)) -> onnx.ModelProto:
+    """onnxruntime's static QDQ quantization (int8 activations and weights)."""
+    from onnxruntime.quantization import QuantFormat, QuantType
+    ops = sorted({n.op_type for n in model.graph.node} - set(exclude))
+    return _quantize_static(model, tmp_path, f"qdq{int(per_channel)}.onnx", seed, quant_format=QuantFormat.QDQ,
+                            per_channel=per_channel, activation_type=QuantType.QInt8,
+                            weight_type=QuantType.QInt8, op_types_to_quantize=ops,
+                            extra_options={"DedicatedQDQPair": True})
 
 
 def concat_pool_cnn(seed: int = 0) -> onnx.ModelProto:
@@ -116,24 +123,10 @@ def concat_pool_cnn(seed: int = 0) -> onnx.ModelProto:
 
 def quantize_qoperator(model: onnx.ModelProto, tmp_path, activation: str, seed: int = 1) -> onnx.ModelProto:
     """onnxruntime's static quantization in QOperator format (QLinear* ops), int8 weights."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    rng = np.random.default_rng(seed)
-    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-    name = model.graph.input[0].name
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter([{name: rng.normal(0, 1, shape).astype(np.float32)} for _ in range(8)])
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    src, dst = tmp_path / "float.onnx", tmp_path / f"qop_{activation}.onnx"
-    onnx.save(model, src)
-    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QOperator,
-                    activation_type=QuantType.QInt8 if activation == "int8" else QuantType.QUInt8,
-                    weight_type=QuantType.QInt8)
-    return onnx.load(dst)
+    from onnxruntime.quantization import QuantFormat, QuantType
+    return _quantize_static(model, tmp_path, f"qop_{activation}.onnx", seed, quant_format=QuantFormat.QOperator,
+                            activation_type=QuantType.QInt8 if activation == "int8" else QuantType.QUInt8,
+                            weight_type=QuantType.QInt8)
 
 
 def ort_run(model: onnx.ModelProto, feeds: dict, optimize: bool = True) -> list[np.ndarray]:
