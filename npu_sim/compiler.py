@@ -12,7 +12,8 @@ from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import Load, Mac, MacOp, N_PPU_PARAMS, PPU_PARAM_NAMES, Ppu, PpuOp, Rounding, Store, TileKind, dtype_code
+from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_SCALAR_FIELDS, Load, Mac, MacOp,
+                  Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
 from .tiling import ALIGN, Geometry, TilePlan, plan_layer
@@ -79,7 +80,7 @@ class _Emitter:
 
 def _with_tokens(c, wait: int, signal: int):
     if isinstance(c, Ppu):
-        return Ppu(wait, signal, c.layer, *c.payload()[:18], params=c.params)
+        return Ppu(wait, signal, c.layer, *c.payload()[:PPU_SCALAR_FIELDS], params=c.params)
     return type(c)(wait, signal, c.layer, *c.payload())
 
 
@@ -226,9 +227,13 @@ class _Codegen:
         out_hwc = T[layer.ofm].hwc
         if layer.op == "copy" and layer.out_c0 or (layer.op == "copy" and src.hwc[2] != out_hwc[2]):
             out_hwc = (out_hwc[0], out_hwc[1], src.hwc[2])
+        in2 = {}
+        if len(layer.inputs) > 1:
+            in2 = dict(in2_bcast=int(p.get("bcast", 0)),
+                       in2_in_weights=self.region_of(layer.inputs[1]).area != self.fm_area)
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
-                        layer.op == "requant", layer.op == "lut", layer.op == "mean")
+                        layer.op == "requant", layer.op == "lut", layer.op == "mean", **in2)
 
     def plan(self, layer) -> TilePlan:
         return plan_layer(self.cfg, self.geometry(layer), layer.name, self.fm_area, self.w_area)
@@ -321,7 +326,7 @@ class _Codegen:
                         ifm_slot[1], ih, iw, ic, ws[0], ws[1], acc[0], acc[1], th, tw, tc, kh, kw, sh, sw, dh, dw,
                         L.zp_in, L.zp_w, L.dm))
             out = slots.take("ofm")
-            em.emit(Ppu(0, 0, li, int(PpuOp.REQUANT), rounding, 3, out_dt, acc[0], acc[1], 0, 0, ts[0], ts[1],
+            em.emit(Ppu(0, 0, li, int(PpuOp.REQUANT), rounding, 3, out_dt, acc[0], acc[1], 0, 0, 0, ts[0], ts[1],
                         out[0], out[1], th, tw, tc, th, tw, tc, ppu_params))
             em.emit(self.store(li, L.ofm, y, x, c0, th, tw, tc, out))
 
@@ -371,6 +376,7 @@ class _Codegen:
         else:
             pad_value = 0
         rounding = int(Rounding[p.get("rounding", "TFLITE")])
+        bcast = int(p.get("bcast", 0)) if len(L.inputs) > 1 else 0
         lut_slot = None
         if op == PpuOp.LUT:
             lut_slot = slots.take("table")
@@ -394,12 +400,20 @@ class _Codegen:
                     srcs = []
                     for k, tid in enumerate(L.inputs):
                         s = (b, off + k * tile_bytes)
-                        em.emit(self.load(li, TileKind.IFM, tid, y0, x0, c0, ih, iw, tc, pad_value, s))
+                        if k == 1 and bcast:
+                            # IFM2 broadcast: only the one-deep window is read, once per tile.
+                            h2, w2, c2 = src1_tile_shape(ih, iw, tc, bcast)
+                            em.emit(self.load(li, TileKind.IFM, tid, 0 if bcast & BCAST_H else y0,
+                                              0 if bcast & BCAST_W else x0, 0 if bcast & BCAST_C else c0, h2, w2,
+                                              c2, pad_value, s))
+                        else:
+                            em.emit(self.load(li, TileKind.IFM, tid, y0, x0, c0, ih, iw, tc, pad_value, s))
                         srcs.append(s)
                     values = dict(p, y0=y0, x0=x0, img_h=H, img_w=W)
                     out = slots.take("ofm")
                     s1 = srcs[1] if len(srcs) > 1 else (0, 0)
                     ts = table_slot or (0, 0)
                     em.emit(Ppu(0, 0, li, int(op), rounding, in_dt, out_dt, srcs[0][0], srcs[0][1], s1[0], s1[1],
-                                ts[0], ts[1], out[0], out[1], ih, iw, tc, th, tw, tc, _ppu_params(op, values)))
+                                bcast, ts[0], ts[1], out[0], out[1], ih, iw, tc, th, tw, tc,
+                                _ppu_params(op, values)))
                     em.emit(self.store(li, L.ofm, y, x, c0 + L.out_c0, th, tw, tc, out))

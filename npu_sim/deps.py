@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 from byoc.errors import NPUError
 
-from .isa import DTYPE_BYTES, ENGINE_NAMES, Command, Load, Mac, Ppu, PpuOp, Store, disassemble_command
+from .isa import DTYPE_BYTES, ENGINE_NAMES, Command, Load, Mac, Ppu, PpuOp, Store, disassemble_command, \
+    src1_tile_shape
 
 __all__ = ["Access", "command_accesses", "HazardTracker", "assign_tokens", "check_tokens", "RegionIndex"]
 
@@ -50,6 +51,11 @@ def mac_weight_bytes(cmd: Mac) -> int:
     return cmd.oc * per * DTYPE_BYTES[cmd.w_dtype]
 
 
+def ppu_src1_bytes(cmd: Ppu) -> int:
+    """Bytes of an ADD/MUL command's src1 tile (one element deep along each broadcast axis)."""
+    return tile_bytes(*src1_tile_shape(cmd.ih, cmd.iw, cmd.ic, cmd.src1_bcast), cmd.in_dtype)
+
+
 def ppu_table_bytes(cmd: Ppu) -> int:
     if cmd.op == PpuOp.REQUANT:
         return cmd.oc * 10
@@ -75,8 +81,7 @@ def command_accesses(cmd: Command, regions: RegionIndex) -> tuple[list[Access], 
         return reads, [(True, cmd.acc_buf, cmd.acc_off, cmd.acc_off + cmd.oh * cmd.ow * cmd.oc * 4)]
     reads = [(True, cmd.src0_buf, cmd.src0_off, cmd.src0_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype))]
     if cmd.op in (PpuOp.ADD, PpuOp.MUL):
-        reads.append((True, cmd.src1_buf, cmd.src1_off,
-                      cmd.src1_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype)))
+        reads.append((True, cmd.src1_buf, cmd.src1_off, cmd.src1_off + ppu_src1_bytes(cmd)))
     tb = ppu_table_bytes(cmd)
     if tb:
         reads.append((True, cmd.table_buf, cmd.table_off, cmd.table_off + tb))

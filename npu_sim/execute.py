@@ -21,7 +21,7 @@ from byoc.errors import ExecutionError, NPUError
 from byoc.quant.fixedpoint import mbqm, rdbpot, srdhm, wrap32
 
 from .deps import RegionIndex
-from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command
+from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
 from .program import Program
 
 __all__ = ["Machine", "run_functional"]
@@ -228,7 +228,9 @@ class Machine:
                 y = (prod + rnd) >> total
             y = y + c.param("zp_out")
         elif op in (PpuOp.ADD, PpuOp.MUL):
-            b = self.tile(c.src1_buf, c.src1_off, i).reshape(c.ih, c.iw, c.ic).astype(np.int64)
+            # A broadcast src1 keeps its one-deep axes: numpy repeats it over the tile, after its rescale.
+            b = self.tile(c.src1_buf, c.src1_off, i).reshape(
+                src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)).astype(np.int64)
             a_, b_ = x - c.param("zp_a"), b - c.param("zp_b")
             if op == PpuOp.ADD:
                 ls = c.param("left_shift")

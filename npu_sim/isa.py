@@ -20,7 +20,7 @@ from byoc.errors import NPUError
 
 __all__ = ["Engine", "TileKind", "MacOp", "PpuOp", "Rounding", "DTYPES", "dtype_code", "Load", "Store", "Mac",
            "Ppu", "Command", "COMMAND_TYPES", "encode_command", "decode_command", "disassemble_command",
-           "PPU_PARAM_NAMES", "N_PPU_PARAMS"]
+           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
 
 
 class Engine(enum.IntEnum):
@@ -64,6 +64,20 @@ class Rounding(enum.IntEnum):
     TFLITE = 0       # double rounding (SRDHM + RDBPOT)
     UPWARD = 1       # single rounding, ties up (TVM)
     TONEAREST = 2    # single rounding, ties away from zero (TVM)
+
+
+# IFM2 broadcast flags of an elementwise PPU command (Ethos-U's IFM2_BROADCAST register): each set bit makes
+# src1 one element deep along that axis, repeated over the whole tile, so a per-channel vector or a scalar is
+# read once per tile instead of once per output element.
+BCAST_H = 1
+BCAST_W = 2
+BCAST_C = 4
+BCAST_ALL = BCAST_H | BCAST_W | BCAST_C
+
+
+def src1_tile_shape(ih: int, iw: int, ic: int, bcast: int) -> tuple[int, int, int]:
+    """The (h, w, c) of an elementwise command's src1 tile under its broadcast flags."""
+    return (1 if bcast & BCAST_H else ih, 1 if bcast & BCAST_W else iw, 1 if bcast & BCAST_C else ic)
 
 
 DTYPES = ("int8", "uint8", "int16", "int32")
@@ -219,10 +233,13 @@ class Mac:
 
 @dataclass(frozen=True, slots=True)
 class Ppu:
-    """Post-processing of one tile: src0 (and src1) + table → dst, parameters per ``PPU_PARAM_NAMES``."""
+    """Post-processing of one tile: src0 (and src1) + table → dst, parameters per ``PPU_PARAM_NAMES``.
+
+    ADD and MUL read src1 as an ``src1_tile_shape(ih, iw, ic, src1_bcast)`` tile broadcast over src0's
+    ih×iw×ic (``BCAST_*`` flags; 0 = same shape)."""
     OPCODE: ClassVar[int] = 4
     ENGINE: ClassVar[Engine] = Engine.PPU
-    FORMAT: ClassVar[str] = "<BBBBBIBIBIBIHHHHHH" + "i" * N_PPU_PARAMS
+    FORMAT: ClassVar[str] = "<BBBBBIBIBBIBIHHHHHH" + "i" * N_PPU_PARAMS
     wait: int
     signal: int
     layer: int
@@ -234,6 +251,7 @@ class Ppu:
     src0_off: int
     src1_buf: int
     src1_off: int
+    src1_bcast: int
     table_buf: int
     table_off: int
     dst_buf: int
@@ -251,6 +269,9 @@ class Ppu:
     def param(self, name: str) -> int:
         return self.params[PPU_PARAM_INDEX[self.op][name]]
 
+
+# Ppu's scalar fields after the header (the PPU parameters follow them in the encoding)
+PPU_SCALAR_FIELDS = len(fields(Ppu)) - 4
 
 Command = Load | Store | Mac | Ppu
 COMMAND_TYPES: dict[int, type] = {t.OPCODE: t for t in (Load, Store, Mac, Ppu)}
@@ -287,10 +308,10 @@ def decode_command(data: bytes | memoryview, pos: int, shared: dict | None = Non
     if shared is not None:
         vals = tuple(map(shared.setdefault, vals, vals))
     if cls is Ppu:
-        params = vals[18:]
+        params = vals[PPU_SCALAR_FIELDS:]
         if shared is not None:
             params = shared.setdefault(params, params)
-        cmd = Ppu(wait, signal, layer, *vals[:18], params=params)
+        cmd = Ppu(wait, signal, layer, *vals[:PPU_SCALAR_FIELDS], params=params)
     else:
         cmd = cls(wait, signal, layer, *vals)
     return cmd, body + s.size
@@ -321,11 +342,21 @@ def disassemble_command(cmd: Command) -> str:
     ps = " ".join(f"{n}={v}" for n, v in zip(names, cmd.params))
     return (f"{head} {op.name.lower() if op is not None else f'?{cmd.op}'} "
             f"src=buf{cmd.src0_buf}+{cmd.src0_off:#x}[{cmd.ih}x{cmd.iw}x{cmd.ic} {_dt(cmd.in_dtype)}]"
-            + (f",buf{cmd.src1_buf}+{cmd.src1_off:#x}" if op in (PpuOp.ADD, PpuOp.MUL) else "")
+            + (f",buf{cmd.src1_buf}+{cmd.src1_off:#x}" + _bcast(cmd) if op in (PpuOp.ADD, PpuOp.MUL) else "")
             + (f" table=buf{cmd.table_buf}+{cmd.table_off:#x}" if op in (PpuOp.REQUANT, PpuOp.LUT) else "")
             + f" dst=buf{cmd.dst_buf}+{cmd.dst_off:#x}[{cmd.oh}x{cmd.ow}x{cmd.oc} {_dt(cmd.out_dtype)}]"
             + (f" rounding={Rounding(cmd.rounding).name}" if op is PpuOp.REQUANT and
                cmd.rounding in Rounding._value2member_map_ else "") + (f" {ps}" if ps else ""))
+
+
+def _bcast(cmd: Ppu) -> str:
+    """src1's tile shape and its broadcast axes, when it is broadcast."""
+    if not cmd.src1_bcast:
+        return ""
+    h, w, c = src1_tile_shape(cmd.ih, cmd.iw, cmd.ic, cmd.src1_bcast)
+    axes = "".join(a for a, bit in (("h", BCAST_H), ("w", BCAST_W), ("c", BCAST_C)) if cmd.src1_bcast & bit)
+    rest = cmd.src1_bcast & ~BCAST_ALL
+    return f"[{h}x{w}x{c} bcast={axes}{f'+?{rest:#x}' if rest else ''}]"
 
 
 def _dt(code: int) -> str:

@@ -19,7 +19,7 @@ from byoc.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
 from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
 from byoc.quant import params as qp
-from .isa import Rounding
+from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
 __all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function"]
 
@@ -229,6 +229,14 @@ class _Lowerer:
         self.layers.append(PpuLayer(f"{t.name}.copy", "copy", "copy", (tid,), out,
                                     dict(act_min=int(info.min), act_max=int(info.max))))
         return out
+
+    def view_as(self, tid: int, shape: tuple[int, ...]) -> int:
+        """``tid`` seen with another shape of the same size (a memory alias, like reshape)."""
+        base = self.tensors[tid]
+        if tuple(base.shape) == tuple(shape):
+            return tid
+        root = base.alias_of if base.alias_of is not None else tid
+        return self.new_tensor(f"{base.name}.view", TensorType(tuple(shape), base.dtype), base.data, alias_of=root)
 
     def out_tensor(self, call: Call, name: str) -> int:
         tid = self.new_tensor(name, _tensor_type(call))
@@ -447,11 +455,13 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
         raise body.fail(f"{opname} rounding {core.attrs.rounding!r} is not implemented by the NPU's PPU",
                         hint="only TFLite's fixed-point arithmetic ('TFLITE') runs on the NPU")
     a_t, b_t, out_t = _tensor_type(core.args[0]), _tensor_type(core.args[1]), _tensor_type(body.call)
-    if a_t.shape != b_t.shape or a_t.shape != out_t.shape:
-        raise body.fail(f"broadcasting {a_t.shape} with {b_t.shape} is not supported",
-                        hint="the NPU's elementwise unit needs equal shapes")
+    order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
+    out_shape = tuple(out_t.shape)
     a = body.tensor(core.args[0], "lhs")
     b = body.tensor(core.args[1], "rhs")
+    # Both operands are viewed at the output's rank (leading 1s), so their HWC views line up with the OFM's.
+    a = low.view_as(a, (1,) * (len(out_shape) - len(a_t.shape)) + tuple(a_t.shape))
+    b = low.view_as(b, (1,) * (len(out_shape) - len(b_t.shape)) + tuple(b_t.shape))
     c = [body.const(core.args[i], n) for i, n in ((2, "lhs_scale"), (3, "lhs_zero_point"), (4, "rhs_scale"),
                                                    (5, "rhs_zero_point"), (6, "output_scale"),
                                                    (7, "output_zero_point"))]
@@ -473,8 +483,48 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
         m, e = qp.mul_params(c[0], c[2], c[4])
         params.update(m_out=int(m[0]), e_out=int(e[0]))
         op = "mul"
+    if order == (1, 0):
+        # The broadcast operand must be the PPU's src1. ADD and MUL are symmetric in their two operands (each is
+        # rescaled with its own parameters, then summed or multiplied), so swapping operands and parameters is
+        # exact.
+        a, b = b, a
+        for x, y in (("zp_a", "zp_b"), ("m_a", "m_b"), ("e_a", "e_b")):
+            if x in params:
+                params[x], params[y] = params[y], params[x]
+    params["bcast"] = bcast
     ofm = low.out_tensor(body.call, body.name)
     low.layers.append(PpuLayer(body.name, comp, op, (a, b), ofm, params))
+
+
+def _broadcast_operands(body: _Body, a_t: TensorType, b_t: TensorType,
+                        out_t: TensorType) -> tuple[tuple[int, int], int]:
+    """((src0 operand, src1 operand), src1 broadcast flags) of an elementwise op.
+
+    The NPU broadcasts its second operand only (Ethos-U's IFM2 broadcast): one operand must have the output's
+    shape, and the other, in the NPU's HWC view, must match it or be 1 along each of height, width and channels
+    (a per-channel vector (1,1,1,C), a scalar, a row, ...). A 1 in the HWC rows axis means 1 in every axis
+    folded into it, so broadcasting there is exact."""
+    out = tuple(out_t.shape)
+    padded = [(1,) * (len(out) - len(t.shape)) + tuple(t.shape) for t in (a_t, b_t)]
+    if padded[0] == out:
+        order = (0, 1)
+    elif padded[1] == out:
+        order = (1, 0)
+    else:
+        raise body.fail(f"broadcasting {tuple(a_t.shape)} with {tuple(b_t.shape)} to {out}: neither operand has "
+                        f"the output's shape",
+                        hint="the NPU's elementwise unit broadcasts only one operand over the other")
+    full = _hwc(out, body.name)
+    small = _hwc(padded[order[1]], body.name)
+    bcast = 0
+    for k, bit in enumerate((BCAST_H, BCAST_W, BCAST_C)):
+        if small[k] != full[k]:
+            if small[k] != 1:
+                raise body.fail(f"broadcasting {tuple(a_t.shape)} with {tuple(b_t.shape)} is not supported: seen "
+                                f"as height×width×channels, {small} does not broadcast to {full}",
+                                hint="the NPU broadcasts an operand along height, width and/or channels")
+            bcast |= bit
+    return order, bcast
 
 
 def _pool_composite(low: _Lowerer, body: _Body, comp: str) -> None:

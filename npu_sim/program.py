@@ -21,15 +21,15 @@ import numpy as np
 from byoc.errors import ConfigError, NPUError
 
 from .config import NPUConfig, config_from_dict
-from .deps import HazardTracker, RegionIndex, check_tokens, command_accesses, mac_weight_bytes, ppu_table_bytes, \
-    tile_bytes
-from .isa import (DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, TileKind,
+from .deps import HazardTracker, RegionIndex, check_tokens, command_accesses, mac_weight_bytes, ppu_src1_bytes, \
+    ppu_table_bytes, tile_bytes
+from .isa import (BCAST_ALL, DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, TileKind,
                   decode_command, disassemble_command, encode_command)
 
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"NPUSIMP\0"
-FORMAT_VERSION = 2  # v2: 32-bit channel fields in LOAD/STORE
+FORMAT_VERSION = 3  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU
 _HEAD = struct.Struct("<8sHHIIII")
 
 
@@ -318,7 +318,12 @@ def _static_problems(prog: Program) -> list[str]:
                     continue
                 local(c.src0_buf, c.src0_off, tile_bytes(c.ih, c.iw, c.ic, c.in_dtype), None, "ppu src", i)
                 if c.op in (PpuOp.ADD, PpuOp.MUL):
-                    local(c.src1_buf, c.src1_off, tile_bytes(c.ih, c.iw, c.ic, c.in_dtype), None, "ppu src1", i)
+                    if c.src1_bcast & ~BCAST_ALL:
+                        out.append(f"#{i}: unknown src1 broadcast flags {c.src1_bcast:#x}")
+                        continue
+                    local(c.src1_buf, c.src1_off, ppu_src1_bytes(c), None, "ppu src1", i)
+                elif c.src1_bcast:
+                    out.append(f"#{i}: src1 broadcast flags on a PPU op without src1 ({disassemble_command(c)})")
                 tb = ppu_table_bytes(c)
                 if tb:
                     local(c.table_buf, c.table_off, tb, TileKind.TABLE, "ppu table", i)

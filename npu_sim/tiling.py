@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from byoc.errors import NPUError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
-from .cost import mac_cycles, ppu_cycles, transfer_cycles
-from .isa import MacOp, PpuOp
+from .cost import mac_cycles, ppu_cycles, transfer_cycles, window_traffic
+from .isa import MacOp, PpuOp, src1_tile_shape
 
 __all__ = ["TilePlan", "Geometry", "plan_layer", "ALIGN"]
 
@@ -49,6 +49,8 @@ class Geometry:
     lut: bool = False
     whole_plane: bool = False   # MEAN: one tile spans the whole H×W
     channel_step: int = 1       # tile channel counts must be multiples of this (depth multiplier)
+    in2_bcast: int = 0          # binary ops: src1 broadcast flags (isa.BCAST_*); its tile is one deep there
+    in2_in_weights: bool = False  # binary ops: src1 is a constant in the weight area (read through its port)
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
@@ -64,6 +66,9 @@ class Geometry:
     def weight_bytes(self, tc: int) -> int:
         k = self.kernel[0] * self.kernel[1]
         return tc * k * (self.in_hwc[2] if self.kind == "conv" else 1) if self.has_weights else 0
+
+    def in2_tile(self, ih: int, iw: int, ic: int) -> tuple[int, int, int]:
+        return src1_tile_shape(ih, iw, ic, self.in2_bcast)
 
     def table_bytes(self, tc: int) -> int:
         if self.lut:
@@ -110,7 +115,13 @@ def _splits(n: int, b: int) -> list[tuple[int, int]]:
 def _slots(g: Geometry, bh: int, bw: int, bc: int, order: str) -> dict[str, int]:
     ih, iw = g.in_tile(bh, bw)
     ic = g.in_channels(bc) if order == "depth_outer" or g.kind != "conv" else g.in_hwc[2]
-    slots = {"ifm": _align(ih * iw * ic * g.in_bytes) * g.n_inputs, "ofm": _align(bh * bw * bc * g.out_bytes)}
+    ifm = _align(ih * iw * ic * g.in_bytes)
+    if g.n_inputs == 2:  # src0 then src1 (broadcast: one deep along its broadcast axes)
+        h2, w2, c2 = g.in2_tile(ih, iw, ic)
+        ifm += _align(h2 * w2 * c2 * g.in_bytes)
+    else:
+        ifm *= g.n_inputs
+    slots = {"ifm": ifm, "ofm": _align(bh * bw * bc * g.out_bytes)}
     if g.kind in ("conv", "depthwise"):
         slots["acc"] = _align(bh * bw * bc * 4)
         slots["weight"] = _align(g.weight_bytes(bc))
@@ -158,7 +169,7 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         ifm_loads, ifm_tile = n_sp * g.n_inputs, ih_r * iw_r * C * g.in_bytes
         w_loads = n_sp * n_c if n_c > 1 else 1
     else:
-        ifm_loads, ifm_tile = n_sp * n_c * g.n_inputs, ih_r * iw_r * ic * g.in_bytes
+        ifm_loads, ifm_tile = n_sp * n_c, ih_r * iw_r * ic * g.in_bytes  # src0 (src1 below)
         w_loads = n_c
     run_in = ic * g.in_bytes if ic < C else (iw_r * C * g.in_bytes if iw_r < W else ifm_tile)
     ifm_cyc = transfer_cycles(cfg, fm_area, ifm_tile, run_in)
@@ -172,9 +183,21 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     w_port = w_loads * w_cyc if (wb or tb) else 0
     if g.lut:
         w_port = transfer_cycles(cfg, w_area, 256, 256)
-    ports = [fm_port + w_port] if fm_area == w_area else [fm_port, w_port]
     lat_in = fm.read_latency + ov.cmd_issue
     dma_in = (ifm_loads * (ifm_cyc + lat_in) + (w_loads * (w_cyc + 2 * lat_in) if (wb or tb) else 0))
+    if g.n_inputs == 2:
+        # src1 per tile, from its own area: a broadcast one is a small window (e.g. 1x1xbc), not a full tile.
+        in2_area = w_area if g.in2_in_weights else fm_area
+        h2, w2, c2 = g.in2_tile(ih_r, iw_r, ic)
+        img2 = g.in2_tile(H, W, C)
+        in2_bytes, in2_run = window_traffic(*img2, 0, 0, h2, w2, c2, g.in_bytes)
+        in2_cyc = transfer_cycles(cfg, in2_area, in2_bytes, in2_run)
+        if in2_area == fm_area:
+            fm_port += n_tiles * in2_cyc
+        else:
+            w_port += n_tiles * in2_cyc
+        dma_in += n_tiles * (in2_cyc + cfg.memory_areas[in2_area].read_latency + ov.cmd_issue)
+    ports = [fm_port + w_port] if fm_area == w_area else [fm_port, w_port]
     dma_in = max(dma_in / ov.dma_in_channels, max(ports))
     dma_out = n_tiles * (ofm_cyc + fm.write_latency + ov.cmd_issue) / ov.dma_out_channels
     compute = mac_t + ppu_t if cfg.ppu.shares_mac_engine else max(mac_t, ppu_t)

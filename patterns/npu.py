@@ -135,12 +135,29 @@ DENSE_CHECK = Check((_dense_input, _IO_DTYPES,
 
 # -- elementwise ----------------------------------------------------------------------------------------
 
-@rule("both inputs and the output have the same shape (no broadcasting)")
-def _same_shapes(ctx):
+def _hwc_view(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The NPU's height×width×channels view of a tensor (npu_sim.lower: batch folds into the rows)."""
+    if len(shape) == 4:
+        return (shape[0] * shape[1], shape[2], shape[3])
+    return {3: shape, 2: (shape[0], 1, shape[-1]), 1: (1, 1, shape[-1])}.get(len(shape), (1, 1, 1))
+
+
+@rule("one input has the output's shape and the other has it too or broadcasts along height, width and/or "
+      "channels (the NPU's IFM2 broadcast: a per-channel vector (1,1,1,C), a scalar, ...), in either order")
+def _broadcast_shapes(ctx):
     core = ctx["core"]
-    shapes = [ttype(core.args[0]), ttype(core.args[1]), ttype(ctx.root)]
-    if any(t is None for t in shapes) or len({t.shape for t in shapes}) != 1:
-        return f"found {[t.shape if t else None for t in shapes]}"
+    ts = [ttype(core.args[0]), ttype(core.args[1]), ttype(ctx.root)]
+    if any(t is None for t in ts):
+        return f"found {[t.shape if t else None for t in ts]}"
+    a, b, out = (tuple(t.shape) for t in ts)
+    if len(out) > 4:
+        return None  # the rank rule names it
+    pa, pb = ((1,) * (len(out) - len(s)) + s for s in (a, b))
+    if out not in (pa, pb):
+        return f"found {a} and {b} → {out}: neither input has the output's shape (both would be broadcast)"
+    small, full = _hwc_view(pb if pa == out else pa), _hwc_view(out)
+    if any(s != f and s != 1 for s, f in zip(small, full)):
+        return f"found {a} and {b} → {out}: seen as height×width×channels, {small} does not broadcast to {full}"
     return None
 
 
@@ -152,7 +169,7 @@ def _tflite_arithmetic(ctx):
 
 def _binary_check(what: str) -> Check:
     return Check((dtype_rule("inputs and output", [input_of("core", 0), input_of("core", 1), root]),
-                  _tflite_arithmetic, _same_shapes, batch_one_rule(root, "the output"),
+                  _tflite_arithmetic, _broadcast_shapes, batch_one_rule(root, "the output"),
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule()), summary=what)
 

@@ -160,12 +160,36 @@ def test_elementwise_pools_mean_lut_concat_requantize_clip_reshape():
     assert_same(mod, part)
 
 
-def test_broadcasting_add_is_refused():
-    x, y = x4(), x4("y", (1, 1, 1, 8))
+def test_broadcasting_both_operands_is_refused():
+    # the NPU broadcasts one operand (IFM2) over the other; here neither has the output's shape
+    x, y = x4("x", (1, 8, 1, 8)), x4("y", (1, 1, 8, 8))
     a = relay.qnn.op.add(x, y, c(0.05), c(-1), c(0.04), c(2), c(0.06), c(1))
     mod, part, report = partition(a, [x, y])
     (n,) = report.cpu_ops()
-    assert "no broadcasting" in n.reason
+    assert "neither input has the output's shape" in n.reason and "(1, 8, 1, 8)" in n.reason
+    assert_same(mod, part)
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("lhs,rhs", [((1, 8, 8, 8), (1, 1, 1, 8)), ((1, 8, 8, 8), (1, 1, 1, 1)),
+                                     ((1, 1, 1, 8), (1, 8, 8, 8)), ((1, 1, 1, 1), (1, 8, 8, 8)),
+                                     ((1, 8, 8, 8), (8,)), ((1, 8, 8, 8), ())])
+def test_broadcast_operand_is_offloaded(op, lhs, rhs):
+    # squeeze-and-excitation: a per-channel vector or a scalar broadcast over H×W (×C), in either operand order
+    x, y = x4("x", lhs), x4("y", rhs)
+    fn = relay.qnn.op.add if op == "add" else relay.qnn.op.mul
+    out = relay.clip(fn(x, y, c(0.05), c(-1), c(0.04), c(2), c(0.06), c(1)), -100, 100)
+    mod, part, report = partition(out, [x, y])
+    assert composites(part) == [f"npu.qnn_{op}"] and not report.cpu_ops()
+    assert_same(mod, part)
+
+
+def test_constant_per_channel_multiplier_is_offloaded():
+    x = x4()
+    scale = c(np.arange(-4, 4, dtype="int8").reshape(1, 1, 1, 8))
+    out = relay.qnn.op.mul(x, scale, c(0.05), c(-1), c(0.01), c(0), c(0.06), c(1))
+    mod, part, report = partition(out, [x])
+    assert composites(part) == ["npu.qnn_mul"] and not report.cpu_ops()
     assert_same(mod, part)
 
 
