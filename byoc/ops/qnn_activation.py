@@ -1,6 +1,9 @@
 """Quantized activations with TFLite reference-kernel arithmetic (quant-semantics.md §3.8-3.11).
 
-qnn.softmax: gemmlowp fixed-point exp / reciprocal (int8 → int8 or int16, uint8 → uint8 or int16).
+qnn.softmax: gemmlowp fixed-point exp / reciprocal (int8 → int8 or int16, uint8 → uint8 or int16);
+``rounding="ONNX"`` (int8/uint8 → same type) is onnxruntime's QLinearSoftmax: a float32 exp table of
+(q − row max)·scale, a float32 row sum in element order, quotient rounded in double
+(``byoc.quant.onnxrt.qlinear_softmax``).
 qnn.sigmoid / qnn.tanh: ``rounding="TFLITE"`` is LiteRT's 256-entry float32 table (int8, uint8);
 ``rounding="TFLM"`` is TFLite-Micro's fixed-point reference_integer_ops::Logistic / Tanh (int8), which assumes
 the standard output parameters (1/256, −128 for sigmoid; 1/128, 0 for tanh) and never reads them.
@@ -25,7 +28,8 @@ from ..quant.params import (fixed_point_activation_params, hardswish_params, lea
 from .registry import FusionKind, register_op
 from .rel import dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg
 
-__all__ = ["QnnSoftmaxAttrs", "QnnLutAttrs", "QnnLeakyReluAttrs", "softmax_rows"]
+__all__ = ["QnnSoftmaxAttrs", "QnnLutAttrs", "QnnLeakyReluAttrs", "softmax_rows", "onnx_softmax_scales",
+           "SOFTMAX_ROUNDING"]
 
 _ACT_ARGS = ("data", "scale", "zero_point", "output_scale", "output_zero_point")
 _UNARY_ARGS = ("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point")
@@ -43,11 +47,21 @@ def _scalar_int(v) -> int:
 
 
 # ------------------------------------------------------------------------------------------------- softmax
+SOFTMAX_ROUNDING = ("TFLITE", "ONNX")
+
+
 @dataclass(frozen=True)
 class QnnSoftmaxAttrs(Attrs):
     axis: int = -1
     beta: float = 1.0
     out_dtype: str = ""
+    rounding: str = "TFLITE"  # "ONNX": onnxruntime's QLinearSoftmax (int8/uint8, beta 1, same output type)
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        if self.rounding not in SOFTMAX_ROUNDING:
+            raise IRError(f"unknown rounding {self.rounding!r} for qnn.softmax",
+                          hint="TFLITE (LiteRT's fixed-point SOFTMAX) or ONNX (onnxruntime's QLinearSoftmax)")
 
 
 _SOFTMAX_OUT = {"int8": ("int8", "int16"), "uint8": ("uint8", "int16")}
@@ -63,6 +77,14 @@ def _softmax_rel(types, attrs):
     if not 0 <= a < data.ndim:
         raise fail(name, "axis", f"an axis of a rank-{data.ndim} tensor", attrs.axis)
     out = attrs.out_dtype or data.dtype
+    if attrs.rounding == "ONNX":
+        # QLinearSoftmax reads and writes one 8-bit type and has no beta; an empty row has no maximum.
+        if data.shape[a] == 0:
+            raise fail(name, "data", f"a non-empty axis {attrs.axis} with rounding ONNX", data)
+        if out != data.dtype:
+            raise fail(name, "out_dtype", f"{data.dtype} (the input type) with rounding ONNX", out)
+        if attrs.beta != 1.0:
+            raise fail(name, "beta", "1.0 with rounding ONNX", attrs.beta)
     if out not in _SOFTMAX_OUT[data.dtype]:
         raise fail(name, "out_dtype", " or ".join(_SOFTMAX_OUT[data.dtype]) + f" for {data.dtype} input", out)
     return TensorType(data.shape, out)
@@ -89,8 +111,24 @@ def softmax_rows(q: np.ndarray, input_scale, beta: float, out_dtype: str) -> np.
     return np.where(valid, res, lo).astype(out_dtype)
 
 
+def onnx_softmax_scales(x_scale, y_scale) -> tuple[float, float]:
+    """The (input, output) scales of a rounding="ONNX" softmax as the kernel reads them, refused when its table
+    or output multiplier would not be finite (onnxruntime's kernel then computes NaN or converts inf to int)."""
+    xs, ys = (float(np.float32(np.asarray(v).reshape(-1)[0])) for v in (x_scale, y_scale))
+    if not (np.isfinite(xs) and xs > 0):
+        raise ExecutionError(f"qnn.softmax (rounding ONNX): input scale {xs!r} must be positive and finite",
+                             hint="QLinearSoftmax divides its table's shift by the input scale")
+    if not np.isfinite(onnxrt.qlinear_softmax_output_scale(ys)):
+        raise ExecutionError(f"qnn.softmax (rounding ONNX): output scale {ys!r} has no finite float32 reciprocal",
+                             hint="QLinearSoftmax multiplies by floor(1/output_scale)")
+    return xs, ys
+
+
 def _softmax_compute(args, attrs):
     x, scale = args[0], args[1]
+    if attrs.rounding == "ONNX":
+        xs, ys = onnx_softmax_scales(scale, args[3])
+        return onnxrt.qlinear_softmax(x, xs, ys, _scalar_int(args[4]), attrs.axis)
     moved = np.moveaxis(x, attrs.axis, -1)
     out = softmax_rows(moved, scale, attrs.beta, attrs.out_dtype or x.dtype.name)
     return np.ascontiguousarray(np.moveaxis(out, -1, attrs.axis))
@@ -99,7 +137,8 @@ def _softmax_compute(args, attrs):
 register_op("qnn.softmax", _ACT_ARGS, attrs=QnnSoftmaxAttrs, rel=_softmax_rel, fusion=FusionKind.OPAQUE,
             compute=_softmax_compute,
             doc="TFLite SOFTMAX (REF): gemmlowp fixed-point exp and reciprocal; the output parameters are implied "
-                "(1/256 with zp −128 for int8, 0 for uint8; 1/65536 with zp −32768 for int16).")
+                "(1/256 with zp −128 for int8, 0 for uint8; 1/65536 with zp −32768 for int16). rounding=ONNX: "
+                "onnxruntime's QLinearSoftmax (float32 exp table and row sum, uses the output parameters).")
 
 
 # ------------------------------------------------------------------------------------------- sigmoid / tanh

@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from ...ops import qnn as qnn_ops
 from .cgutils import F64, I32, I64, const_int, int_min_max, int_width, mbqm, rdbpot, saturate, srdhm
-from .lower_elemwise import channel_value, round_half_away
+from .lower_elemwise import channel_value, float_max, float_min, round_half_away
 from .lowering import lower_element
 
 __all__ = ["emit_requantize", "scalar_int"]
@@ -43,7 +43,14 @@ def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, inpu
         real = scale_in / np.float64(np.asarray(output_scale).reshape(-1)[0])
         rv = channel_value(ctx, builder, real, "float64", ax)
         y = builder.fptosi(round_half_away(builder, builder.fmul(builder.sitofp(xi, F64), rv)), I64)
-    else:
+    elif rounding == "ONNX":  # MlasRequantizeOutput: float32(x) · float32(s_in / s_out), round half to even
+        f32 = np.float32
+        real = (scale_in.astype(f32) / f32(np.asarray(output_scale).reshape(-1)[0])).astype(f32)
+        v = builder.fmul(builder.sitofp(xi, ir.FloatType()), channel_value(ctx, builder, real, "float32", ax))
+        v = float_min(builder, float_max(builder, _roundeven(builder, v), ir.Constant(ir.FloatType(), -2.0 ** 40)),
+                      ir.Constant(ir.FloatType(), 2.0 ** 40))  # fptosi of an out-of-range value is poison
+        y = builder.fptosi(v, I64)
+    elif rounding in ("UPWARD", "TONEAREST"):
         m, s = qnn_ops.requant_params(scale_in, output_scale)
         mv = channel_value(ctx, builder, m, "int64", ax)
         total = builder.sub(const_int(I64, 31), channel_value(ctx, builder, s, "int64", ax))
@@ -53,6 +60,9 @@ def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, inpu
             rnd = builder.select(builder.icmp_signed("<", prod, const_int(I64, 0)),
                                  builder.sub(rnd, const_int(I64, 1)), rnd)
         y = builder.ashr(builder.add(prod, rnd), total)
+    else:
+        from ...errors import CodegenError
+        raise CodegenError(f"qnn.requantize: the CPU backend has no lowering for rounding={rounding!r}")
     lo, hi = int_min_max(out_dtype)
     y = saturate(builder, builder.add(y, const_int(I64, scalar_int(output_zp))), lo, hi)
     return builder.trunc(y, ir.IntType(np.dtype(out_dtype).itemsize * 8)) if out_dtype != "int64" else y

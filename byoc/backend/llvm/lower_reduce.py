@@ -11,9 +11,10 @@ from contextlib import contextmanager
 import numpy as np
 from llvmlite import ir
 
+from ...errors import ByocError, CodegenError
 from ...ops.pool import pool_out_size
 from ...ops.reduce import reduce_axes
-from .cgutils import (I32, I64, alloca_once, const_int, for_range, int_min_max, is_float, is_signed,
+from .cgutils import (F32, F64, I32, I64, alloca_once, const_int, for_range, int_min_max, is_float, is_signed,
                       llvm_type, loop_nest, rdbpot, saturate, srdhm)
 from .kernel import ERROR_DIVIDE_BY_ZERO
 from .lower_elemwise import call_libm, float_max, float_min, int_max, int_min
@@ -362,6 +363,57 @@ def _sat_shl(builder, x, n):
 
 @lower_kernel("qnn.softmax", const_args=(1, 2, 3, 4), epilogue=False)
 def _qnn_softmax(ctx, builder, node, args):
+    rounding = node.attrs.rounding
+    if rounding == "ONNX":
+        return _onnx_softmax(ctx, builder, node, args)
+    if rounding != "TFLITE":  # never fall back to TFLite arithmetic for a variant this kernel does not know
+        raise CodegenError(f"qnn.softmax: the CPU backend has no lowering for rounding={rounding!r}",
+                           hint="it implements rounding 'TFLITE' and 'ONNX'")
+    _tflite_softmax(ctx, builder, node, args)
+
+
+def _onnx_softmax(ctx, builder, node, args):
+    """onnxruntime's QLinearSoftmax row by row (byoc.quant.onnxrt.qlinear_softmax): float32 table values of
+    x − max + 255, their float32 sum added one by one in element order (plain fadd: no fast-math flag lets LLVM
+    reassociate or vectorise it), then ``rint(T·k / Σ) + zp`` in double, saturated."""
+    from ...ops.qnn_activation import onnx_softmax_scales
+    from ...quant import onnxrt
+    from .lower_elemwise import call_intrinsic
+    x = args[0]
+    try:
+        xs, ys = onnx_softmax_scales(args[1], args[3])
+    except ByocError as e:
+        raise CodegenError(e.message, hint=e.hint) from e
+    axis = node.attrs.axis % len(x.shape)
+    L = x.shape[axis]
+    table = ctx.data(onnxrt.qlinear_softmax_table(xs, L))
+    k = ir.Constant(F64, float(onnxrt.qlinear_softmax_output_scale(ys)))
+    zp = ir.Constant(F64, float(scalar_int(args[4])))
+    ext = builder.sext if is_signed(x.dtype) else builder.zext
+    lo, hi = int_min_max(x.dtype)
+    mx = alloca_once(builder, I64, name="mx")
+    sm = alloca_once(builder, F32, name="sum")
+    out = ctx.output_buffer(0)
+    with _row_loops(ctx, builder, x.shape, axis) as at:
+        builder.store(const_int(I64, lo), mx)
+        with for_range(builder, 0, L, name="k") as kk:
+            builder.store(int_max(builder, builder.load(mx), ext(x.load(builder, at(kk.index)), I64), True), mx)
+        base = builder.sub(const_int(I64, 255), builder.load(mx))  # table index of x: x − max + 255
+
+        def entry(i):
+            return table.load(builder, [builder.add(base, ext(x.load(builder, at(i)), I64))])
+        builder.store(ir.Constant(F32, 0.0), sm)
+        with for_range(builder, 0, L, name="k") as kk:
+            builder.store(builder.fadd(builder.load(sm), entry(kk.index)), sm)
+        total = builder.fpext(builder.load(sm), F64)
+        with for_range(builder, 0, L, name="k") as kk:
+            q = builder.fdiv(builder.fmul(builder.fpext(entry(kk.index), F64), k), total)  # T·k exact in double
+            r = builder.fadd(call_intrinsic(builder, "roundeven", [q]), zp)
+            r = float_min(builder, float_max(builder, r, ir.Constant(F64, float(lo))), ir.Constant(F64, float(hi)))
+            out.store(builder, at(kk.index), builder.trunc(builder.fptosi(r, I32), llvm_type(x.dtype)))
+
+
+def _tflite_softmax(ctx, builder, node, args):
     x, scale = args[0], args[1]
     a = node.attrs
     axis = a.axis if a.axis >= 0 else a.axis + len(x.shape)

@@ -14,10 +14,10 @@ Each converter reproduces the onnxruntime CPU kernel (contrib_ops/cpu/quantizati
 * ``QGemm`` ⇒ ``[transpose →] qnn.dense → [nn.bias_add | add] → qnn.requantize(ONNX)`` with the float32
   output scale ``(α·s_a·s_b[n]) / s_y``; without y_scale the output is float:
   ``cast(float32) → multiply(α·s_a·s_b[n])``.
-
-``QLinearSoftmax`` stays unsupported (``UNSUPPORTED_REASONS``): its kernel (modelled exactly by
-``byoc.quant.onnxrt.qlinear_softmax``) needs a float exp table and a sequential float32 row sum, which no IR op
-expresses.
+* ``QLinearSoftmax`` ⇒ ``qnn.softmax(rounding="ONNX")`` (float32 exp table, float32 row sum in element order,
+  ``byoc.quant.onnxrt.qlinear_softmax``). The node's ``opset`` attribute picks the axis semantics as the kernel
+  does: below 13 the input is coerced to [N, D] at ``axis``, so the softmax runs over a reshape; from 13 it is
+  the single ``axis``. ``axis`` defaults to −1 under both (the schema's default, filled in by onnxruntime).
 """
 from __future__ import annotations
 
@@ -34,11 +34,7 @@ from .qdq import (_call, _const_q, _f32, _i32, _out, _qout, _qtensor, _requantiz
 
 __all__ = ["QLINEAR_CONVERTERS", "UNSUPPORTED_REASONS"]
 
-UNSUPPORTED_REASONS = {
-    "QLinearSoftmax": "onnxruntime's kernel divides a float exp table by its float32 row sum taken in element "
-                      "order (byoc.quant.onnxrt.qlinear_softmax models it exactly), which no IR op computes; "
-                      "quantize the model with Softmax left out of op_types_to_quantize so it runs in float",
-}
+UNSUPPORTED_REASONS: dict[str, str] = {}  # com.microsoft QOperator ops refused with a reason (none today)
 
 
 def _per_tensor_out(node, out) -> tuple[np.float32, int]:
@@ -95,6 +91,43 @@ def _qlinear_concat(imp, node, attrs):
         parts.append(q.expr if _same_params(q, out) else
                      quantize_expr(imp, node, imp.dequantize(q), out[0], out[1], -1, out[3]))
     return _qout(_call("concatenate", (Tuple(tuple(parts)),), {"axis": int(attrs["axis"])}, node), out)
+
+
+# ------------------------------------------------------------------------------------------ softmax
+def _qlinear_softmax(imp, node, attrs):
+    if "opset" not in attrs:
+        raise ModelError(f"{node_label(node)}: QLinearSoftmax needs its 'opset' attribute",
+                         hint="onnxruntime refuses the node without it (it selects the axis semantics)")
+    opset = int(attrs["opset"])
+    x = _qtensor(imp, node, 0, 1, 2, "input X")
+    out = _out(imp, node, 3, 4, x.dtype)
+    sx, _ = _scalar_params(x, node, "input X")  # the kernel never reads X's zero point: only x − max(x)
+    sy, zy = _per_tensor_out(node, out)
+    _same_dtype(node, x, out)
+    with np.errstate(over="ignore"):
+        recip_ok = np.isfinite(np.float32(1.0) / sy)
+    if not recip_ok:
+        raise ModelError(f"{node_label(node)}: output scale {float(sy)!r} has no finite float32 reciprocal",
+                         hint="the kernel multiplies by floor(1/y_scale)")
+    shape = imp.shape_of(x.expr)
+    rank = len(shape)
+    # The schema's default −1 is filled in before the kernel's own opset-dependent default could apply.
+    axis = int(attrs.get("axis", -1))
+    if rank == 0 or not -rank <= axis < rank:
+        raise ModelError(f"{node_label(node)}: axis {axis} is out of range for an input of shape {list(shape)}")
+    if 0 in shape:
+        raise ModelError(f"{node_label(node)}: the input of shape {list(shape)} is empty",
+                         hint="onnxruntime's kernel returns without writing an output for it")
+    axis %= rank
+    params = (_f32(sx), _i32(x.zero_point.reshape(-1)[0]), _f32(sy), _i32(zy))
+    sm_attrs = {"rounding": "ONNX"}
+    if opset >= 13 or (axis == rank - 1):  # one axis (for opset < 13 the last axis is already [N, D])
+        return _qout(_call("qnn.softmax", (x.expr,) + params, {**sm_attrs, "axis": axis}, node), out)
+    # opset < 13: one row per index of shape[:axis], the row running over all of shape[axis:] in row-major order.
+    n, d = int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
+    rows = _call("reshape", (x.expr,), {"newshape": (n, d)}, node)
+    y = _call("qnn.softmax", (rows,) + params, {**sm_attrs, "axis": 1}, node)
+    return _qout(_call("reshape", (y,), {"newshape": tuple(shape)}, node), out)
 
 
 # ------------------------------------------------------------------------------------------ average pool
@@ -160,5 +193,5 @@ def _add_bias(imp, node, acc, mn: tuple[int, int]):
 
 QLINEAR_CONVERTERS = {
     "QLinearConcat": _qlinear_concat, "QLinearAveragePool": _qlinear_avg_pool, "QLinearSigmoid": _qlinear_sigmoid,
-    "QLinearLeakyRelu": _qlinear_leaky_relu, "QGemm": _qgemm,
+    "QLinearLeakyRelu": _qlinear_leaky_relu, "QGemm": _qgemm, "QLinearSoftmax": _qlinear_softmax,
 }

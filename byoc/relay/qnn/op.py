@@ -6,7 +6,7 @@ import numpy as np
 from ...ir.expr import Expr, Tuple, const
 from ..op import make_call
 
-__all__ = ["prelu", "conv2d", "requantize", "quantize", "dequantize", "dense", "conv2d_transpose", "add", "subtract", "mul",
+__all__ = ["prelu", "batch_matmul", "conv2d", "requantize", "quantize", "dequantize", "dense", "conv2d_transpose", "add", "subtract", "mul",
            "concatenate", "softmax", "sigmoid", "tanh", "hardswish", "leaky_relu", "mean"]
 
 
@@ -100,10 +100,13 @@ def concatenate(data, input_scales, input_zero_points, output_scale, output_zero
                                          _zp(output_zero_point)), dict(axis=int(axis)))
 
 
-def softmax(x, scale, zero_point, output_scale, output_zero_point, axis=-1, beta=1.0, out_dtype=""):
-    """TVM's signature; ``beta`` and ``out_dtype`` (int16 output) extend it for TFLite's SOFTMAX."""
+def softmax(x, scale, zero_point, output_scale, output_zero_point, axis=-1, beta=1.0, out_dtype="",
+            rounding="TFLITE"):
+    """TVM's signature; ``beta`` and ``out_dtype`` (int16 output) extend it for TFLite's SOFTMAX, ``rounding="ONNX"``
+    is onnxruntime's QLinearSoftmax."""
     return make_call("qnn.softmax", (x, _scale(scale), _zp(zero_point), _scale(output_scale),
-                                     _zp(output_zero_point)), dict(axis=axis, beta=float(beta), out_dtype=out_dtype))
+                                     _zp(output_zero_point)),
+                     dict(axis=axis, beta=float(beta), out_dtype=out_dtype, rounding=rounding))
 
 
 def _lut_op(name):
@@ -143,3 +146,11 @@ def prelu(data, alpha, input_scale, input_zero_point, alpha_scale, alpha_zero_po
     """TFLite PRELU on quantized tensors (alpha broadcasts against data)."""
     return make_call("qnn.prelu", (data, alpha, _scale(input_scale), _zp(input_zero_point), _scale(alpha_scale),
                                    _zp(alpha_zero_point), _scale(output_scale), _zp(output_zero_point)))
+
+
+def batch_matmul(x, y, x_zero_point, y_zero_point, x_scale, y_scale, out_dtype="int32", transpose_a=False,
+                 transpose_b=True):
+    """TVM's ``qnn.batch_matmul`` (y is [B, N, K]); the transpose flags are our extension (TVM's are fixed)."""
+    return make_call("qnn.batch_matmul", (x, y, _zp(x_zero_point), _zp(y_zero_point), _scale(x_scale),
+                                          _scale(y_scale)),
+                     dict(out_dtype=out_dtype, transpose_a=bool(transpose_a), transpose_b=bool(transpose_b)))

@@ -1,5 +1,5 @@
 """onnxruntime's com.microsoft QOperator ops (QLinearConcat, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu,
-QGemm) against onnxruntime bit for bit; QLinearSoftmax reported unsupported; import-time size limits.
+QGemm, QLinearSoftmax) against onnxruntime bit for bit; import-time size limits.
 
 Every oracle is onnxruntime itself (CPU EP), on models built here with onnx.helper or produced by its own
 ``quantize_static(quant_format=QOperator)``. Where a simpler formula would also be plausible, the test shows that
@@ -20,7 +20,7 @@ from byoc.ir.expr import Call
 from byoc.ir.traversal import post_order
 from byoc.quant import onnxrt
 
-from onnx_models import concat_pool_cnn, make_model, ort_run, quantize_qoperator
+from onnx_models import cnn, concat_pool_cnn, make_model, ort_run, quantize_qoperator
 
 pytest.importorskip("onnxruntime")
 
@@ -285,14 +285,91 @@ def test_quantize_static_qoperator_cnn_is_bit_exact(tmp_path, activation):
 
 
 # ------------------------------------------------------------------------------------------ QLinearSoftmax
-def _softmax_model(dtype, xs, xz, ys, yz, shape, axis, name="sm"):
+def _softmax_model(dtype, xs, xz, ys, yz, shape, axis, name="sm", opset=13):
     inits = [_sc("xs", xs), _zp("xz", xz, dtype), _sc("ys", ys), _zp("yz", yz, dtype)]
-    node = h.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft", axis=axis,
-                       opset=13, name=name)
+    kw = {} if axis is None else {"axis": axis}
+    if opset is not None:
+        kw["opset"] = opset
+    node = h.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft", name=name,
+                       **kw)
     return make_model([node], [_vi("x", shape, TT[dtype])], [_vi("y", shape, TT[dtype])], inits, ms=True)
 
 
-def test_qlinear_softmax_is_unsupported_with_its_reason_and_reported_with_the_rest():
+# (shape, axis attribute or None, the node's opset attribute): single axes (opset 13), inputs coerced to 2-D at
+# the axis (opset < 13), the schema's default axis.
+_SOFTMAX_CASES = [([4, 10], 1, 13), ([2, 3, 5], 1, 13), ([2, 3, 4, 5], -3, 13), ([6, 2], 0, 13),
+                  ([2, 3, 5], 1, 12), ([2, 3, 4, 5], 2, 11), ([2, 3, 5], 0, 1), ([3, 7], 1, 12),
+                  ([2, 3, 5], None, 1), ([2, 4, 3], None, 13), ([5, 200], -1, 13)]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_qlinear_softmax_imports_bit_exact_with_onnxruntime(dtype):
+    rng = np.random.default_rng(808)
+    info = np.iinfo(dtype)
+    total = mismatches = 0
+    for shape, axis, opset in _SOFTMAX_CASES:
+        xs = np.float32(rng.choice([0.004, 0.05, 0.3, 1.7]) * rng.uniform(0.8, 1.2))
+        ys = np.float32(rng.choice([1 / 256, 1 / 255, 0.003, 0.0011, 0.02]))
+        yz, xz = int(rng.choice([info.min, 0, 9])), int(rng.integers(info.min, info.max + 1))
+        model = _softmax_model(dtype, xs, xz, ys, yz, shape, axis, opset=opset)
+        mod, _ = from_onnx(model)
+        (sm,) = [c for c in _calls(mod) if c.op.name == "qnn.softmax"]
+        assert sm.attrs.rounding == "ONNX"
+        assert ("reshape" in _ops(mod)) == (opset < 13 and axis not in (None, -1, len(shape) - 1))
+        exe = byoc.build(mod, target="llvm")
+        for k in range(3):
+            x = rng.integers(info.min, info.max + 1, shape).astype(dtype)
+            if k == 1:  # few distinct values: ties, repeated maxima, dominant elements
+                x = (x // 64 * 64).astype(dtype)
+            ref = ort_run(model, {"x": x})[0]
+            total += ref.size
+            mismatches += int((byoc.evaluate(mod, {"x": x})[0] != ref).sum())
+            mismatches += int((exe.run({"x": x})[0] != ref).sum())
+    assert mismatches == 0, f"{mismatches} mismatches over {total} outputs (interpreter and CPU backend)"
+
+
+def test_qlinear_softmax_axis_semantics_follow_the_opset_attribute():
+    # onnxruntime really distinguishes them: opset < 13 takes one row over all of shape[axis:], opset 13 one axis,
+    # and a missing axis is −1 for every opset (the schema default, not the kernel's opset-12 default of 1).
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (2, 3, 5)).astype(np.uint8)
+    args = ("uint8", 0.1, 0, 1 / 256, 0, [2, 3, 5])
+    coerced = ort_run(_softmax_model(*args, 1, opset=12), {"x": x})[0]
+    single = ort_run(_softmax_model(*args, 1, opset=13), {"x": x})[0]
+    default_old = ort_run(_softmax_model(*args, None, opset=1), {"x": x})[0]
+    assert not np.array_equal(coerced, single)
+    np.testing.assert_array_equal(default_old, ort_run(_softmax_model(*args, -1, opset=13), {"x": x})[0])
+    assert not np.array_equal(default_old, coerced)
+    for model, ref in [(_softmax_model(*args, 1, opset=12), coerced), (_softmax_model(*args, 1, opset=13), single),
+                       (_softmax_model(*args, None, opset=1), default_old)]:
+        np.testing.assert_array_equal(byoc.evaluate(from_onnx(model)[0], {"x": x})[0], ref)
+
+
+def test_qlinear_softmax_saturates_int8_and_keeps_large_quotients_finite():
+    # A dominant element with the quantizer's int8 output parameters (1/256, −128) must give 127 (onnxruntime
+    # before PR #29728 wrapped it to −128); four equal elements with s_y = 0.001 give 250 − 128 although
+    # T·floor(1/s_y) exceeds FLT_MAX in float32.
+    for x, ys, expect in [([[-128, 127, -128, -128]], 1 / 256, [[-128, 127, -128, -128]]),
+                          ([[0, 0, 0, 0]], 0.001, [[122, 122, 122, 122]])]:
+        model = _softmax_model("int8", 0.5, 0, ys, -128, [1, 4], 1)
+        xa = np.array(x, np.int8)
+        assert ort_run(model, {"x": xa})[0].tolist() == expect
+        mod, _ = from_onnx(model)
+        assert byoc.evaluate(mod, {"x": xa})[0].tolist() == expect
+        assert byoc.build(mod, target="llvm").run({"x": xa})[0].tolist() == expect
+
+
+def test_qlinear_softmax_bad_nodes_are_named():
+    with pytest.raises(ModelError, match=r"node 'sm' \(QLinearSoftmax\): QLinearSoftmax needs its 'opset' attribute"):
+        from_onnx(_softmax_model("uint8", 0.1, 0, 1 / 256, 0, [2, 10], 1, opset=None))
+    with pytest.raises(ModelError, match=r"'sm' .*output scale 1.0000002153053333e-39 has no finite float32 "
+                                         r"reciprocal"):
+        from_onnx(_softmax_model("uint8", 0.1, 0, np.float32(1e-39), 0, [2, 10], 1))
+    with pytest.raises(ModelError, match=r"'sm' .*axis 2 is out of range for an input of shape \[2, 10\]"):
+        from_onnx(_softmax_model("int8", 0.1, 0, 1 / 256, 0, [2, 10], 2))
+
+
+def test_unsupported_ops_are_reported_together_and_qlinear_softmax_is_not_among_them():
     sm = _softmax_model("uint8", 0.1, 0, 1 / 256, 0, [2, 10], 1)
     bad_pool = h.make_node("MaxPool", ["y"], ["p"], name="mp", kernel_shape=[2, 2], pads=[2 ** 31 - 1] * 4)
     erf = h.make_node("Erf", ["x"], ["e"], name="erf")
@@ -302,14 +379,12 @@ def test_qlinear_softmax_is_unsupported_with_its_reason_and_reported_with_the_re
     with pytest.raises(UnsupportedOpsError) as info:
         from_onnx(model)
     msg = str(info.value)
-    assert "com.microsoft.QLinearSoftmax ×1: sm (onnxruntime's kernel divides a float exp table" in msg
-    assert "Erf ×1: erf" in msg
+    assert "1 unsupported ONNX op type(s):\n  Erf ×1: erf\n" in msg and "QLinearSoftmax ×" not in msg
     assert "'mp' (MaxPool): attribute 'pads' has value 2147483647" in msg  # reported in the same error
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 def test_qlinear_softmax_reference_model_matches_onnxruntime(dtype):
-    # The kernel is modelled exactly (byoc.quant.onnxrt.qlinear_softmax); only the IR lacks an op for it.
     rng = np.random.default_rng(707)
     info = np.iinfo(dtype)
     for d, shape, axis in [(10, [4, 10], 1), (3, [2, 3, 5], 1), (100, [3, 100], -1), (2, [6, 2], 1)]:
@@ -324,6 +399,21 @@ def test_qlinear_softmax_reference_model_matches_onnxruntime(dtype):
         ref = ort_run(_softmax_model(dtype, xs, 25, ys, 0, [1, 4], 1), {"x": x})[0]
         assert ref.tolist() == [[100, 0, 100, 0]]
         np.testing.assert_array_equal(onnxrt.qlinear_softmax(x, xs, ys, 0, 1), ref)
+
+
+@pytest.mark.parametrize("activation", ["int8", "uint8"])
+def test_quantize_static_qoperator_cnn_ending_in_softmax_is_bit_exact(tmp_path, activation):
+    q = quantize_qoperator(cnn(batch_norm=False), tmp_path, activation)
+    assert [n.op_type for n in q.graph.node][-2:] == ["QLinearSoftmax", "DequantizeLinear"]
+    mod, _ = from_onnx(q)
+    assert "qnn.softmax" in _ops(mod)
+    rng = np.random.default_rng(909)
+    exe = byoc.build(mod, target="llvm")
+    for _ in range(8):
+        x = rng.normal(0, 1.2, (1, 3, 16, 16)).astype(np.float32)
+        ref = ort_run(q, {"x": x})[0]
+        np.testing.assert_array_equal(byoc.evaluate(mod, {"x": x})[0], ref)
+        np.testing.assert_array_equal(exe.run({"x": x})[0], ref)
 
 
 # ------------------------------------------------------------------------------------------ size limits
