@@ -1,5 +1,6 @@
 """TFLite converters for SLICE, EXPAND_DIMS, SPLIT_V, PACK, UNPACK, MAXIMUM, MINIMUM, ARG_MAX, ARG_MIN,
-REDUCE_MAX, REDUCE_MIN, SUM, DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER and PRELU (quantized: ``qnn.prelu``).
+REDUCE_MAX, REDUCE_MIN, SUM, DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER, PRELU (quantized: ``qnn.prelu``),
+RESIZE_BILINEAR and BATCH_MATMUL.
 
 All but SUM move or compare raw values (LiteRT's kernels do not rescale them), so quantized tensors map to the
 plain ops on their integers. Where LiteRT requires equal input/output quantization (PACK, UNPACK, REDUCE_MAX/MIN)
@@ -10,13 +11,27 @@ SUM requantizes like MEAN without the 1/N: ``cast(int32) → sum → qnn.requant
 as uint8 (reduce.cc passes ``GetTensorData<uint8_t>`` to QuantizedMeanOrSum for every 8-bit type), clamps to
 [0, 255] and stores the byte; ``semantics="litert"`` reproduces that with wrapping casts around the uint8 path.
 TFLite Micro sums int8 as int8.
+
+RESIZE_BILINEAR is ``image.resize2d(method="linear")`` on the raw values (LiteRT interpolates the integers of a
+quantized tensor and never rescales; byoc/ops/image.py has its per-dtype arithmetic); TVM's coordinate modes
+spell TFLite's flags: align_corners → "align_corners", half_pixel_centers → "half_pixel", neither → "asymmetric".
+
+BATCH_MATMUL follows TVM's frontend: batch dimensions are broadcast (``broadcast_to``, only when both operands
+have batch dimensions of their own) and flattened to 3-D (``reshape``), then ``nn.batch_matmul`` or
+``qnn.batch_matmul`` with ``transpose_a = adj_x`` and ``transpose_b = adj_y`` (attributes rather than TVM's
+explicit transposes), then ``reshape`` back. The quantized product is requantized like a convolution's:
+``qnn.requantize(input_scale = double(s_a)·double(s_b), TFLITE)`` — LiteRT's GetQuantizedConvolutionMultipler and
+MultiplyByQuantizedMultiplier, saturating to int8 (BATCH_MATMUL has no fused activation). LiteRT accepts float32,
+int8 and int16 (uint8 is refused there too); int16 (an int64 accumulator) and hybrid float × int8 are not supported.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.expr import Expr, Span
+from ..ops.image import LINEAR_DTYPES, linear_int_taps
 from .tflite_context import QUANT_DTYPES, OpContext, converter, tensor_name
+from .tflite_quant import conv_scale_products
 
 
 def _axis(ctx: OpContext, value: int, rank: int, what: str = "axis") -> int:
@@ -304,3 +319,109 @@ def convert_prelu(ctx: OpContext) -> list[Expr]:
         s, zp = ctx.quant(t, role)
         q += [ctx.const(s, "float32"), ctx.const(zp, "int32")]
     return [ctx.call("qnn.prelu", [x, alpha] + q)]
+
+
+# ------------------------------------------------------------------------------------- resize / batch matmul
+@converter("RESIZE_BILINEAR", quant=("image.resize2d",), float=("image.resize2d",))
+def convert_resize_bilinear(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t = ctx.tensor(0)
+    if len(x_t.shape) != 4 or 0 in x_t.shape:
+        raise ctx.fail(f"input {x_t.label} has shape {list(x_t.shape)}; expected a non-empty NHWC tensor")
+    _same_dtype(ctx, x_t, ctx.out_tensor())
+    if x_t.dtype not in LINEAR_DTYPES:
+        raise ctx.fail(f"input {x_t.label} is {x_t.dtype}; RESIZE_BILINEAR takes " + ", ".join(LINEAR_DTYPES))
+    size = ctx.int_vector(1, "size", 2)
+    if min(size) <= 0:
+        raise ctx.fail(f"size {size} must be positive")
+    align, half = bool(ctx.options.get("align_corners", 0)), bool(ctx.options.get("half_pixel_centers", 0))
+    if align and half:
+        raise ctx.fail("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
+    mode = "align_corners" if align else "half_pixel" if half else "asymmetric"
+    if x_t.dtype in ("int8", "int16"):
+        for axis, (out, inn) in enumerate(zip(size, x_t.shape[1:3])):
+            s, _, _ = linear_int_taps(out, inn, mode)
+            if int(s.max()) // 1024 >= inn:
+                raise ctx.fail(f"resizing {'height' if axis == 0 else 'width'} {inn} to {out}: LiteRT's 10-bit kernel "
+                               f"would read row/column {int(s.max()) // 1024}, past the input's edge",
+                               hint="its result is undefined (an out-of-bounds read); use a smaller ratio or float")
+    return [ctx.call("image.resize2d", [ctx.input(0)], {
+        "size": tuple(size), "layout": "NHWC", "method": "linear", "coordinate_transformation_mode": mode,
+        "rounding_method": ""})]
+
+
+def _matmul_operand(ctx: OpContext, i: int, batch: tuple, out_batch: tuple) -> Expr:
+    """Input ``i`` as a 3-D [batch, rows, cols] operand of batch_matmul: broadcast only when its own batch
+    dimensions differ from the output's and are not all 1 (a batch of 1 broadcasts inside batch_matmul). A
+    constant operand becomes a reshaped (broadcast) constant, as other weights do."""
+    t = ctx.tensor(i)
+    shape, mat = tuple(t.shape), tuple(t.shape[-2:])
+    n_out = int(np.prod(out_batch, dtype=np.int64))
+    ones = batch != out_batch and int(np.prod(batch, dtype=np.int64)) == 1
+    expand = batch != out_batch and not ones
+    target = ((1,) if ones else (n_out,)) + mat
+    if ctx.model.constant(t) is not None:
+        if not expand:
+            return ctx.weight(i, reshape=target)
+        value = np.broadcast_to(ctx.const_value(i, "operand"), tuple(out_batch) + mat).reshape(target)
+        return ctx.const(value, t.dtype)
+    x = ctx.input(i)
+    if expand:
+        x = ctx.call("broadcast_to", [x], {"shape": tuple(out_batch) + mat})
+    return x if shape == target else ctx.call("reshape", [x], {"newshape": target})
+
+
+@converter("BATCH_MATMUL", quant=("broadcast_to", "reshape", "qnn.batch_matmul", "qnn.requantize"),
+           float=("broadcast_to", "reshape", "nn.batch_matmul"))
+def convert_batch_matmul(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    a_t, b_t, out_t = ctx.tensor(0), ctx.tensor(1), ctx.out_tensor()
+    if a_t.dtype != b_t.dtype:
+        raise ctx.fail(f"operands {a_t.label} ({a_t.dtype}) and {b_t.label} ({b_t.dtype}) differ in dtype; hybrid "
+                       "BATCH_MATMUL is not supported")
+    if a_t.dtype not in ("float32", "int8"):
+        why = ("LiteRT's BATCH_MATMUL takes float32, int8 or int16 (it refuses this model too)"
+               if a_t.dtype != "int16" else "int16 BATCH_MATMUL (an int64 accumulator) is not supported")
+        raise ctx.fail(f"operands are {a_t.dtype}; {why}")
+    if out_t.dtype != a_t.dtype:
+        raise ctx.fail(f"output {out_t.label} is {out_t.dtype}; only a {a_t.dtype} result is supported")
+    ra, rb = len(a_t.shape), len(b_t.shape)
+    if not (2 <= ra <= 5 and 2 <= rb <= 5) or 0 in a_t.shape or 0 in b_t.shape:
+        raise ctx.fail(f"operands have shapes {list(a_t.shape)} and {list(b_t.shape)}; BATCH_MATMUL takes "
+                       "non-empty tensors of rank 2 to 5")
+    adj_x, adj_y = bool(ctx.options.get("adj_x", 0)), bool(ctx.options.get("adj_y", 0))
+    rank = max(ra, rb)
+    a_batch = (1,) * (rank - ra) + tuple(a_t.shape[:-2])
+    b_batch = (1,) * (rank - rb) + tuple(b_t.shape[:-2])
+    out_batch = []
+    for i, (da, db) in enumerate(zip(a_batch, b_batch)):
+        if da != db and 1 not in (da, db):
+            raise ctx.fail(f"batch dimension {i} is {da} in {a_t.label} and {db} in {b_t.label}; they do not "
+                           "broadcast")
+        out_batch.append(max(da, db))
+    out_batch = tuple(out_batch)
+    m, k = (a_t.shape[-1], a_t.shape[-2]) if adj_x else (a_t.shape[-2], a_t.shape[-1])
+    n, kb = (b_t.shape[-2], b_t.shape[-1]) if adj_y else (b_t.shape[-1], b_t.shape[-2])
+    if k != kb:
+        raise ctx.fail(f"{a_t.label} {list(a_t.shape)} (adj_x={adj_x}) and {b_t.label} {list(b_t.shape)} "
+                       f"(adj_y={adj_y}) have reduction sizes {k} and {kb}")
+    a = _matmul_operand(ctx, 0, a_batch, out_batch)
+    b = _matmul_operand(ctx, 1, b_batch, out_batch)
+    attrs = {"transpose_a": adj_x, "transpose_b": adj_y}
+    if a_t.dtype == "float32":
+        y = ctx.call("nn.batch_matmul", [a, b], attrs)
+    else:
+        s_a, zp_a = ctx.quant(a_t, "lhs")
+        s_b, zp_b = ctx.quant(b_t, "rhs")
+        s_out, zp_out = ctx.quant(out_t, "output")
+        y = ctx.call("qnn.batch_matmul", [a, b, ctx.const(zp_a, "int32"), ctx.const(zp_b, "int32"),
+                                          ctx.const(s_a, "float32"), ctx.const(s_b, "float32")],
+                     dict(attrs, out_dtype="int32"))
+        scale = conv_scale_products(s_a, np.array([s_b]))[0]
+        y = ctx.call("qnn.requantize", [y, ctx.const(scale, "float64"), ctx.const(0, "int32"),
+                                        ctx.const(s_out, "float32"), ctx.const(zp_out, "int32")],
+                     {"axis": -1, "rounding": "TFLITE", "out_dtype": out_t.dtype})
+    final = out_batch + (m, n)
+    if final != (int(np.prod(out_batch, dtype=np.int64)), m, n):
+        y = ctx.call("reshape", [y], {"newshape": final})
+    return [y]

@@ -3,3 +3,4 @@ from . import tensor, nn, qnn  # noqa: F401
 from . import conv_transpose, pool, transform_ops, reduce, image, qnn_elemwise, qnn_activation  # noqa: F401
 from . import annotation  # noqa: F401
 from . import transform_more, qnn_prelu  # noqa: F401
+from . import matmul  # noqa: F401

@@ -1,4 +1,4 @@
-"""image.resize2d (nearest neighbour) with TFLite RESIZE_NEAREST_NEIGHBOR's float32 index arithmetic.
+"""image.resize2d: nearest neighbour (TFLite RESIZE_NEAREST_NEIGHBOR) and bilinear (TFLite RESIZE_BILINEAR).
 
 TVM's TFLite frontend spells TFLite's flags as coordinate_transformation_mode / rounding_method:
 
@@ -13,6 +13,23 @@ half_pixel_centers=True                      "half_pixel", "round_prefer_ceil": 
 "round" is TfLiteRound (half away from zero), floor/ceil carry no epsilon, and every index is clamped to
 [0, in − 1]. The other ONNX/TVM modes (pytorch_half_pixel, tf_half_pixel_for_nn, round_prefer_floor, ceil)
 use TVM's coordinate formulas in float32.
+
+``method="linear"`` is LiteRT's reference RESIZE_BILINEAR, whose arithmetic depends on the dtype (it moves raw
+values: a quantized tensor is interpolated on its integers, with no rescaling):
+
+* float32 and uint8: float32 source coordinates ``s = x·scale`` (``asymmetric`` / ``align_corners``, scale
+  in/out or (in−1)/(out−1)) or ``(x + 0.5)·scale − 0.5`` (``half_pixel``); taps lo = max(floor(s), 0),
+  hi = min(ceil(s), in − 1); d = s − lo; the value is ``v00·(1−dy)·(1−dx) + v10·dy·(1−dx) + v01·(1−dy)·dx +
+  v11·dy·dx`` in float32, in that order. uint8 adds 0.5 and truncates.
+* int8 and int16 (``ResizeBilinearInteger``): 10-bit fixed point. scale₁₀ = (1024·in + out/2) / out (integer
+  division; align_corners: (1024·(in−1) + (out−1)/2) / (out−1)); s = x·scale₁₀ (half_pixel: + scale₁₀/2 − 512);
+  lo = max(s/1024, 0), hi = min((s + 1023)/1024, in − 1), w = s − 1024·lo; the int64 sum of the four taps times
+  (1024 − wy or wy)·(1024 − wx or wx) is divided by 2^20 rounding half away from zero, then wrapped to the dtype.
+
+Where LiteRT's integer kernel would read a row or column past the edge (s/1024 ≥ in: rounding of scale₁₀ at
+upscaling ratios above ~50, e.g. 1 → 55) the edge is read here; the TFLite importer refuses those models.
+``rounding_method`` does not apply to linear resizing (TVM ignores it too) and the other coordinate modes are
+refused for it.
 """
 from __future__ import annotations
 
@@ -26,10 +43,12 @@ from .kernels import from_nhwc, to_nhwc
 from .registry import FusionKind, register_op
 from .rel import fail, tensor_arg
 
-__all__ = ["Resize2DAttrs", "nearest_indices"]
+__all__ = ["Resize2DAttrs", "nearest_indices", "linear_float_taps", "linear_int_taps", "LINEAR_DTYPES"]
 
 _MODES = ("asymmetric", "align_corners", "half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn")
 _ROUNDING = ("", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil")
+_LINEAR_MODES = ("asymmetric", "align_corners", "half_pixel")
+LINEAR_DTYPES = ("float32", "uint8", "int8", "int16")  # float32 arithmetic for the first two, 10-bit for the rest
 
 
 @dataclass(frozen=True)
@@ -37,7 +56,7 @@ class Resize2DAttrs(Attrs):
     roi: tuple | None = None
     size: tuple = ()
     layout: str = "NCHW"
-    method: str = "linear"  # as in Relay; only nearest_neighbor is implemented
+    method: str = "linear"  # as in Relay: "nearest_neighbor" or "linear" (cubic is not implemented)
     coordinate_transformation_mode: str = "half_pixel"
     rounding_method: str = ""
     cubic_alpha: float = -0.5
@@ -80,14 +99,80 @@ def nearest_indices(out_size: int, in_size: int, mode: str, rounding: str) -> np
     return np.clip(idx.astype(np.int64), 0, in_size - 1)
 
 
+def linear_float_taps(out_size: int, in_size: int, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(float32 source coordinate, lower tap, upper tap) of every output position (LiteRT's float kernel)."""
+    f32 = np.float32
+    if mode == "align_corners" and out_size > 1:
+        scale = f32(in_size - 1) / f32(out_size - 1)
+    else:
+        scale = f32(in_size) / f32(out_size)
+    x = np.arange(out_size, dtype=np.float32)
+    s = ((x + f32(0.5)) * scale - f32(0.5)) if mode == "half_pixel" else x * scale
+    s = s.astype(np.float32)
+    lo = np.clip(np.floor(s).astype(np.int64), 0, in_size - 1)
+    hi = np.minimum(np.ceil(s).astype(np.int64), in_size - 1)
+    return s, lo, hi
+
+
+def linear_int_taps(out_size: int, in_size: int, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(10-bit source coordinate, lower tap, upper tap) of every output position (ResizeBilinearInteger)."""
+    if mode == "align_corners" and out_size > 1:
+        scale = (1024 * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+    else:
+        scale = (1024 * in_size + out_size // 2) // out_size
+    s = np.arange(out_size, dtype=np.int64) * scale
+    if mode == "half_pixel":
+        s = s + scale // 2 - 512  # ≥ −512, so C's truncating /1024 and floor agree after the max with 0
+    lo = np.clip(s // 1024, 0, in_size - 1)
+    hi = np.minimum((s + 1023) // 1024, in_size - 1)
+    return s, lo, hi
+
+
+def _linear_nhwc(x: np.ndarray, size, mode: str) -> np.ndarray:
+    n, h, w, c = x.shape
+    if x.dtype in (np.float32, np.uint8):
+        sy, y0, y1 = linear_float_taps(size[0], h, mode)
+        sx, x0, x1 = linear_float_taps(size[1], w, mode)
+        one = np.float32(1)
+        dy = (sy - y0.astype(np.float32))[None, :, None, None]
+        dx = (sx - x0.astype(np.float32))[None, None, :, None]
+        xf = x.astype(np.float32)
+        tap = lambda yy, xx: xf[:, yy][:, :, xx]  # noqa: E731
+        v = tap(y0, x0) * (one - dy) * (one - dx) + tap(y1, x0) * dy * (one - dx) + \
+            tap(y0, x1) * (one - dy) * dx + tap(y1, x1) * dy * dx
+        if x.dtype == np.float32:
+            return v
+        return np.trunc(v + np.float32(0.5)).astype(np.int64).astype(x.dtype)
+    sy, y0, y1 = linear_int_taps(size[0], h, mode)
+    sx, x0, x1 = linear_int_taps(size[1], w, mode)
+    wy = (sy - 1024 * y0)[None, :, None, None]
+    wx = (sx - 1024 * x0)[None, None, :, None]
+    xi = x.astype(np.int64)
+    tap = lambda yy, xx: xi[:, yy][:, :, xx]  # noqa: E731
+    acc = tap(y0, x0) * (1024 - wy) * (1024 - wx) + tap(y1, x0) * wy * (1024 - wx) + \
+        tap(y0, x1) * (1024 - wy) * wx + tap(y1, x1) * wy * wx
+    q = acc + np.where(acc > 0, 1 << 19, -(1 << 19))
+    return (np.sign(q) * (np.abs(q) >> 20)).astype(x.dtype)  # C's truncating division, then a wrapping cast
+
+
 def _out_shape(t: TensorType, attrs) -> tuple[int, ...]:
     name = "image.resize2d"
     if attrs.layout not in ("NCHW", "NHWC"):
         raise fail(name, "layout", "NCHW or NHWC", attrs.layout)
     if t.ndim != 4:
         raise fail(name, "data", f"a 4-D tensor in layout {attrs.layout}", t)
-    if attrs.method != "nearest_neighbor":
-        raise fail(name, "method", "'nearest_neighbor' (the only method implemented)", repr(attrs.method))
+    if attrs.method not in ("nearest_neighbor", "linear"):
+        raise fail(name, "method", "'nearest_neighbor' or 'linear' (cubic is not implemented)", repr(attrs.method))
+    if attrs.method == "linear":
+        if attrs.coordinate_transformation_mode not in _LINEAR_MODES:
+            raise fail(name, "coordinate_transformation_mode", "one of " + ", ".join(_LINEAR_MODES) +
+                       " for method 'linear' (TFLite's RESIZE_BILINEAR modes)",
+                       repr(attrs.coordinate_transformation_mode))
+        if t.dtype not in LINEAR_DTYPES:
+            raise fail(name, "data", "a tensor of " + ", ".join(LINEAR_DTYPES) + " for method 'linear'", t)
+        if attrs.out_dtype not in ("", t.dtype):
+            raise fail(name, "out_dtype", f"'' or {t.dtype!r} (linear resizing keeps the dtype)",
+                       repr(attrs.out_dtype))
     if attrs.coordinate_transformation_mode not in _MODES:
         raise fail(name, "coordinate_transformation_mode", "one of " + ", ".join(_MODES),
                    repr(attrs.coordinate_transformation_mode))
@@ -111,6 +196,8 @@ def _compute(args, attrs):
     (x,) = args
     xn = to_nhwc(x, attrs.layout)
     mode, rounding = attrs.coordinate_transformation_mode, attrs.rounding_method
+    if attrs.method == "linear":
+        return np.ascontiguousarray(from_nhwc(_linear_nhwc(xn, attrs.size, mode), attrs.layout))
     iy = nearest_indices(attrs.size[0], xn.shape[1], mode, rounding)
     ix = nearest_indices(attrs.size[1], xn.shape[2], mode, rounding)
     out = xn[:, iy][:, :, ix]
@@ -118,4 +205,5 @@ def _compute(args, attrs):
 
 
 register_op("image.resize2d", ("data",), attrs=Resize2DAttrs, rel=_rel, fusion=FusionKind.INJECTIVE,
-            compute=_compute, doc="Nearest-neighbour resize with TFLite RESIZE_NEAREST_NEIGHBOR index arithmetic.")
+            compute=_compute, doc="Nearest-neighbour or bilinear resize with TFLite's arithmetic "
+                                  "(RESIZE_NEAREST_NEIGHBOR, RESIZE_BILINEAR).")

@@ -1,6 +1,7 @@
-"""More data-movement ops with Relay semantics: stack, take, nn.depth_to_space, nn.space_to_depth, and the index
-reductions argmax / argmin. None of them changes a value, so they apply to float and raw quantized integers alike
-(TFLite's PACK, GATHER, DEPTH_TO_SPACE, SPACE_TO_DEPTH, ARG_MAX and ARG_MIN work on the raw integers too)."""
+"""More data-movement ops with Relay semantics: stack, take, broadcast_to, nn.depth_to_space, nn.space_to_depth,
+and the index reductions argmax / argmin. None of them changes a value, so they apply to float and raw quantized
+integers alike (TFLite's PACK, GATHER, DEPTH_TO_SPACE, SPACE_TO_DEPTH, ARG_MAX and ARG_MIN work on the raw integers
+too; BATCH_MATMUL's importer broadcasts batch dimensions with broadcast_to)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from .reduce import reduce_axes
 from .registry import FusionKind, register_op
 from .rel import expect_dtype, fail, tensor_arg, tuple_arg
 
-__all__ = ["StackAttrs", "TakeAttrs", "SpaceDepthAttrs", "ArgReduceAttrs", "take_positions", "arg_reduce_axis",
+__all__ = ["StackAttrs", "TakeAttrs", "BroadcastToAttrs", "SpaceDepthAttrs",
+           "ArgReduceAttrs", "take_positions", "arg_reduce_axis",
            "depth_to_space_nhwc", "space_to_depth_nhwc"]
 
 
@@ -234,3 +236,30 @@ for _name in ("argmax", "argmin"):
     register_op(_name, ("data",), attrs=ArgReduceAttrs, rel=_arg_rel(_name), fusion=FusionKind.COMM_REDUCE,
                 compute=_arg_compute(_name), doc=f"Index (int32) of the {_name[3:]}imum along one axis; ties give "
                                                  "the first index (the last with select_last_index).")
+
+
+# ------------------------------------------------------------------------------------------------ broadcast_to
+@dataclass(frozen=True)
+class BroadcastToAttrs(Attrs):
+    shape: tuple = ()
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+
+
+def _broadcast_to_rel(types, attrs):
+    name = "broadcast_to"
+    t = tensor_arg(name, ("data",), types, 0)
+    shape = attrs.shape
+    if len(shape) < t.ndim or any(d < 0 for d in shape):
+        raise fail(name, "shape", f"a shape of rank ≥ {t.ndim} with non-negative sizes", shape)
+    for d, s in zip(reversed(t.shape), reversed(shape)):
+        if d not in (1, s):
+            raise fail(name, "shape", f"a shape {t.shape} broadcasts to (numpy rules)", shape)
+    return TensorType(shape, t.dtype)
+
+
+register_op("broadcast_to", ("data",), attrs=BroadcastToAttrs, rel=_broadcast_to_rel, fusion=FusionKind.BROADCAST,
+            compute=lambda args, attrs: np.ascontiguousarray(np.broadcast_to(args[0], attrs.shape)),
+            doc="Repeat data along its size-1 (and new leading) axes to the given shape (numpy broadcasting).")

@@ -6,7 +6,7 @@ from .op import TupleWrapper, make_call
 
 __all__ = ["conv2d", "pad", "bias_add", "relu", "batch_norm", "dense", "max_pool2d", "avg_pool2d",
            "global_avg_pool2d", "global_max_pool2d", "softmax", "log_softmax", "leaky_relu", "batch_flatten",
-           "conv2d_transpose", "depth_to_space", "space_to_depth"]
+           "conv2d_transpose", "depth_to_space", "space_to_depth", "batch_matmul"]
 
 
 def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
@@ -92,3 +92,10 @@ def depth_to_space(data, block_size, layout="NCHW", mode="DCR"):
 
 def space_to_depth(data, block_size, layout="NCHW"):
     return make_call("nn.space_to_depth", (data,), dict(block_size=int(block_size), layout=layout))
+
+
+def batch_matmul(tensor_a, tensor_b, out_dtype="", transpose_a=False, transpose_b=True):
+    """TVM's ``nn.batch_matmul``: [B, M, K] × [B, N, K]ᵀ by default (transpose_b=True)."""
+    return make_call("nn.batch_matmul", (tensor_a, tensor_b), dict(out_dtype=out_dtype or "",
+                                                                  transpose_a=bool(transpose_a),
+                                                                  transpose_b=bool(transpose_b)))

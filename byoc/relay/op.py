@@ -7,7 +7,7 @@ from ..ops.registry import register_op_attr  # TVM spelling: relay.op.register_o
 __all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
            "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",
            "reshape", "squeeze", "expand_dims", "transpose", "concatenate", "split", "strided_slice", "mean", "sum",
-           "max", "min", "register_op_attr", "stack", "take", "argmax", "argmin"]
+           "max", "min", "register_op_attr", "stack", "take", "argmax", "argmin", "broadcast_to"]
 
 
 def make_call(op_name: str, args, attrs: dict | None = None, span=None) -> Call:
@@ -163,3 +163,8 @@ def _arg_reduce(name):
 
 argmax = _arg_reduce("argmax")
 argmin = _arg_reduce("argmin")
+
+
+def broadcast_to(data, shape):
+    """``relay.broadcast_to(x, shape)``: numpy broadcasting to a static shape."""
+    return make_call("broadcast_to", (data,), {"shape": tuple(int(d) for d in shape)})

@@ -662,6 +662,36 @@ def op_prelu(b: _Builder) -> bool:
     return b.emit(f"PRELU({x.name}, alpha{list(ashape)})", y, x)
 
 
+def op_resize_bilinear(b: _Builder) -> bool:
+    x = b.pick(_is4d)
+    if x is None:
+        return False
+    size = (b.integer(1, 10), b.integer(1, 10))
+    mode = b.choice(["plain", "align_corners", "half_pixel"])
+    y = b.w.resize_bilinear(x, size, align_corners=mode == "align_corners", half_pixel_centers=mode == "half_pixel")
+    return b.emit(f"RESIZE_BILINEAR({x.name}, {list(size)}, {mode})", y, x)
+
+
+def op_batch_matmul(b: _Builder) -> bool:
+    """int8 only (LiteRT refuses uint8 BATCH_MATMUL); the rhs is a constant whose batch dimensions are the lhs's
+    (some set to 1, some dropped) so they broadcast."""
+    x = b.pick(lambda t: t.dtype == "int8" and 2 <= len(t.shape) <= 4)
+    if x is None:
+        return False
+    adj_x, adj_y = b.flag(0.3), b.flag(0.3)
+    k = x.shape[-2] if adj_x else x.shape[-1]
+    if k > 256:
+        return False
+    n = b.integer(1, 8)
+    batch = tuple(1 if b.flag(0.3) else d for d in x.shape[:-2])[b.integer(0, len(x.shape) - 2):]
+    shape = batch + ((n, k) if adj_y else (k, n))
+    wq, ws, _ = b.weights(x, shape, None)
+    zp = b.zero_point("int8") if b.flag(0.3) else 0
+    s, ozp = b.out_params(x, _conv_out_gain(ws, k))
+    y = b.w.batch_matmul(x, wq, adj_x=adj_x, adj_y=adj_y, b_scale=float(ws), b_zp=zp, out_scale=s, out_zp=ozp)
+    return b.emit(f"BATCH_MATMUL({x.name}, const{list(shape)}, adj_x={adj_x}, adj_y={adj_y})", y, x)
+
+
 OPS: dict[str, Callable[[_Builder], bool]] = {
     "conv2d": op_conv2d, "binary": op_binary, "pool": op_pool, "activation": op_activation,
     "depthwise": op_depthwise, "fully_connected": op_fully_connected, "concatenation": op_concatenation,
@@ -672,6 +702,7 @@ OPS: dict[str, Callable[[_Builder], bool]] = {
     "slice": op_slice, "expand_dims": op_expand_dims, "split_v": op_split_v, "pack_unpack": op_pack_unpack,
     "min_max": op_min_max, "arg_min_max": op_arg_min_max, "reduce": op_reduce, "depth_space": op_depth_space,
     "gather": op_gather, "prelu": op_prelu,
+    "resize_bilinear": op_resize_bilinear, "batch_matmul": op_batch_matmul,
 }
 OP_KINDS = tuple(OPS)
 

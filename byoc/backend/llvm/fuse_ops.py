@@ -120,8 +120,8 @@ def fuse_groups(func: Function) -> list[FusedGroup]:
     for node in order:
         if not (isinstance(node, Call) and isinstance(node.op, Op)):
             continue
-        kind = effective_kind(node.op.name)
-        low = get_lowering(node.op.name)
+        kind = effective_kind(node)
+        low = get_lowering(node)
         if kind not in INJECTIVE_KINDS:
             g = _Builder(node, epilogue_ok=kind in (FusionKind.OUT_ELEMWISE_FUSABLE, FusionKind.COMM_REDUCE))
             if getattr(low, "absorbs_pad", None) is not None and node.args:

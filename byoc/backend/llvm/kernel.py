@@ -295,7 +295,7 @@ class _TreeEmitter:
         arg_index: dict[tuple[int, int], list] = {}
         # Top-down: which element of each operand every node reads.
         for node in reversed(nodes):
-            low = get_lowering(node.op.name)
+            low = get_lowering(node)
             out_t = _tensor_type(node)
             ctx = ElementContext(self.kb, index_of[id(node)], out_t)
             if low.index_map is not None:
@@ -317,7 +317,7 @@ class _TreeEmitter:
             if id(node) in leaf_values:
                 values[id(node)] = leaf_values[id(node)]
                 continue
-            low = get_lowering(node.op.name)
+            low = get_lowering(node)
             args = []
             for i, a in enumerate(node.args):
                 if i in low.const_args:
@@ -383,7 +383,7 @@ def _emit_injective(kb: KernelBuilder, b: ir.IRBuilder, group: FusedGroup) -> No
 
 def _emit_anchor(kb: KernelBuilder, b: ir.IRBuilder, group: FusedGroup) -> None:
     node = group.anchor
-    low = get_lowering(node.op.name)
+    low = get_lowering(node)
     assert isinstance(low, KernelLowering)
     if isinstance(node.checked_type, TupleType):
         outs = [kb.output(k, t) for k, t in enumerate(node.checked_type.fields)]

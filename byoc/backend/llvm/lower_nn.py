@@ -336,3 +336,47 @@ def _qnn_conv2d_transpose(ctx, builder, node, args):
     data, weight, zp_in, zp_w = args[:4]
     emit_conv_transpose(ctx, builder, node, data, weight, scalar_int(zp_in), zp_w, False,
                         node.attrs.out_dtype or "int32")
+
+
+# --- batch_matmul ------------------------------------------------------------------------------------------------
+
+def emit_batch_matmul(ctx, builder, node, a, b, zp_a: int, zp_b: int, out_dtype: str) -> None:
+    """out[n, i, j] = Σₖ a·b with k ascending: in the operands' float type (each product and sum rounded, as
+    LiteRT's reference kernel and the numpy reference), or wrapping int32 on zero-point-corrected integers."""
+    from .lower_reduce import out_loops
+    at = node.attrs
+    out_shape = node.checked_type.shape
+    K = a.shape[1] if at.transpose_a else a.shape[2]
+    floating = is_float(a.dtype)
+    acc_ty = llvm_type(a.dtype) if floating else I32
+    acc = alloca_once(builder, acc_ty, name="acc")
+    zero = _c64(0)
+    with out_loops(ctx, builder, out_shape) as oidx:
+        n, i, j = oidx
+        na = n if a.shape[0] > 1 else zero  # a batch of 1 broadcasts
+        nb = n if b.shape[0] > 1 else zero
+        builder.store(ir.Constant(acc_ty, 0.0 if floating else 0), acc)
+        with for_range(builder, 0, K, name="k") as k:
+            av = a.load(builder, [na, k.index, i] if at.transpose_a else [na, i, k.index])
+            bv = b.load(builder, [nb, j, k.index] if at.transpose_b else [nb, k.index, j])
+            cur = builder.load(acc)
+            if floating:
+                builder.store(builder.fadd(cur, builder.fmul(av, bv)), acc)
+            else:
+                xs = builder.sub(_ext32(builder, av, a.dtype), const_int(I32, zp_a))
+                ys = builder.sub(_ext32(builder, bv, b.dtype), const_int(I32, zp_b))
+                builder.store(builder.add(cur, builder.mul(xs, ys)), acc)
+        res = emit_cast(builder, builder.load(acc), a.dtype if floating else "int32", out_dtype)
+        ctx.emit_output(builder, oidx, res)
+
+
+@lower_kernel("nn.batch_matmul")
+def _batch_matmul(ctx, builder, node, args):
+    a, b = args
+    emit_batch_matmul(ctx, builder, node, a, b, 0, 0, node.attrs.out_dtype or a.dtype)
+
+
+@lower_kernel("qnn.batch_matmul", const_args=(2, 3, 4, 5))
+def _qnn_batch_matmul(ctx, builder, node, args):
+    a, b, zp_a, zp_b = args[:4]
+    emit_batch_matmul(ctx, builder, node, a, b, scalar_int(zp_a), scalar_int(zp_b), node.attrs.out_dtype or "int32")

@@ -1,4 +1,4 @@
-"""The lowering registry: one small function per op, keyed by op name, in one of two shapes.
+"""The lowering registry: one small function per op (or per kind of call of an op), in one of two shapes.
 
 * element lowerings (ELEMWISE / BROADCAST / INJECTIVE ops) compute one output element:
   ``compute(ctx, builder, node, args) -> ir.Value`` where ``args[i]`` is the operand's element (an
@@ -8,12 +8,20 @@
 * kernel lowerings emit a whole loop nest: ``emit(ctx, builder, node, args) -> None`` where ``args[i]`` is a
   ``Buffer`` (a list of them for tuple operands) or a numpy constant; results go through
   ``ctx.emit_output(builder, index, value)``, which applies any fused elementwise epilogue.
+
+An op may have more than one lowering, chosen per call: ``lower_element(op, when=pred)`` /
+``lower_kernel(op, when=pred)`` registers a variant used for the calls where ``pred(call)`` holds (variants are
+tried in registration order); the registration without ``when`` is the op's default. ``get_lowering`` and
+``effective_kind`` take the call (or, for the op-level default, its name), so fusion follows the chosen shape:
+``image.resize2d`` keeps its nearest-neighbour element lowering (it fuses into consumers' loop nests, one load
+per output element) while bilinear calls get a kernel lowering that reads four input elements.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
+from ...ir.expr import Call
 from ...ops.registry import FusionKind, get_op_def
 
 __all__ = ["ElementLowering", "KernelLowering", "lower_element", "lower_kernel", "get_lowering",
@@ -41,19 +49,30 @@ class KernelLowering:
     absorbs_pad: Callable | None = None
 
 
-_LOWERINGS: dict[str, ElementLowering | KernelLowering] = {}
+Lowering = ElementLowering | KernelLowering
+_LOWERINGS: dict[str, Lowering] = {}                                   # op -> default lowering
+_VARIANTS: dict[str, list[tuple[Callable[[Call], bool], Lowering]]] = {}  # op -> [(when, lowering)]
 
 
-def lower_element(op: str, const_args: tuple[int, ...] = (), index_map: Callable | None = None):
+def _register(op: str, low: Lowering, when: Callable[[Call], bool] | None) -> None:
+    if when is None:
+        _LOWERINGS[op] = low
+    else:
+        _VARIANTS.setdefault(op, []).append((when, low))
+
+
+def lower_element(op: str, const_args: tuple[int, ...] = (), index_map: Callable | None = None,
+                  when: Callable[[Call], bool] | None = None):
     def register(fn):
-        _LOWERINGS[op] = ElementLowering(op, fn, tuple(const_args), index_map)
+        _register(op, ElementLowering(op, fn, tuple(const_args), index_map), when)
         return fn
     return register
 
 
-def lower_kernel(op: str, const_args: tuple[int, ...] = (), epilogue: bool = True, absorbs_pad: Callable | None = None):
+def lower_kernel(op: str, const_args: tuple[int, ...] = (), epilogue: bool = True, absorbs_pad: Callable | None = None,
+                 when: Callable[[Call], bool] | None = None):
     def register(fn):
-        _LOWERINGS[op] = KernelLowering(op, fn, tuple(const_args), epilogue, absorbs_pad)
+        _register(op, KernelLowering(op, fn, tuple(const_args), epilogue, absorbs_pad), when)
         return fn
     return register
 
@@ -67,10 +86,18 @@ def _ensure_loaded() -> None:
         return
     _LOADED = True
     from . import lower_elemwise, lower_injective, lower_nn, lower_qnn, lower_reduce, lower_tuple  # noqa: F401
+    from . import lower_resize  # noqa: F401
 
 
-def get_lowering(op: str) -> ElementLowering | KernelLowering | None:
+def get_lowering(op: str | Call) -> Lowering | None:
+    """The lowering of a call (its first matching variant, else the op's default), or an op name's default."""
     _ensure_loaded()
+    if isinstance(op, Call):
+        name = op.op.name
+        for when, low in _VARIANTS.get(name, ()):
+            if when(op):
+                return low
+        return _LOWERINGS.get(name)
     return _LOWERINGS.get(op)
 
 
@@ -79,10 +106,10 @@ def registered_lowerings() -> list[str]:
     return sorted(_LOWERINGS)
 
 
-def effective_kind(op: str) -> FusionKind:
-    """The registry's fusion kind, demoted when the CPU lowering is a whole kernel (it cannot be pulled
-    element by element, so it anchors a group instead)."""
-    kind = get_op_def(op).fusion
+def effective_kind(op: str | Call) -> FusionKind:
+    """The registry's fusion kind, demoted when the CPU lowering (of this call, when a call is given) is a whole
+    kernel (it cannot be pulled element by element, so it anchors a group instead)."""
+    kind = get_op_def(op.op.name if isinstance(op, Call) else op).fusion
     low = get_lowering(op)
     if isinstance(low, KernelLowering):
         if not low.epilogue:

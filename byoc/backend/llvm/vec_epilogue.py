@@ -164,7 +164,7 @@ def vector_epilogue_ok(group) -> bool:
         t = node.checked_type
         if name not in _INT_OPS or not isinstance(t, TensorType) or t.dtype not in _INT_DTYPES or not t.shape:
             return False
-        const_args = get_lowering(name).const_args
+        const_args = get_lowering(node).const_args
         if any(isinstance(a.checked_type, TensorType) and a.checked_type.dtype not in _INT_DTYPES
                for i, a in enumerate(node.args) if i not in const_args):
             return False

@@ -1,5 +1,6 @@
 """Backend registry-walk cases of the ops added with the wider TFLite coverage (stack, take, argmax, argmin,
-nn.depth_to_space, nn.space_to_depth); merged into ``backend_cases.CASES``."""
+nn.depth_to_space, nn.space_to_depth, qnn.prelu, nn.batch_matmul, qnn.batch_matmul, broadcast_to, bilinear
+image.resize2d); merged into ``backend_cases.CASES``."""
 from __future__ import annotations
 
 import numpy as np
@@ -61,3 +62,44 @@ def _qnn_prelu(rs):
 
 
 MORE_CASES["qnn.prelu"] = _qnn_prelu
+
+
+def _batch_matmul(quantized):
+    def make(rs):
+        a = relay.var("a", shape=(3, 5, 4), dtype="int8" if quantized else "float32")  # transpose_a: [B, K, M]
+        b = relay.var("b", shape=(1, 6, 5), dtype=a.type_annotation.dtype)             # batch 1 broadcasts
+        if quantized:
+            call = relay.qnn.op.batch_matmul(a, b, 3, -2, 0.1, 0.2, transpose_a=True)
+            ins = {"a": _ints(rs, (3, 5, 4)), "b": _ints(rs, (1, 6, 5))}
+        else:
+            call = relay.nn.batch_matmul(a, b, transpose_a=True)
+            ins = {"a": rs.standard_normal((3, 5, 4)).astype("float32"),
+                   "b": rs.standard_normal((1, 6, 5)).astype("float32")}
+        return relay.Function([a, b], call), ins, True  # float: the same sequential sum as the reference
+    return make
+
+
+def _broadcast_to(rs):
+    x = relay.var("x", shape=(3, 1, 4), dtype="int8")
+    return relay.Function([x], relay.broadcast_to(x, (2, 3, 5, 4))), {"x": _ints(rs, (3, 1, 4))}, True
+
+
+def _resize_linear(dtype, layout, mode):
+    def make(rs):
+        shape = (2, 3, 4, 3) if layout == "NHWC" else (2, 3, 3, 4)
+        x = relay.var("x", shape=shape, dtype=dtype)
+        call = relay.image.resize2d(x, size=(7, 5), layout=layout, method="linear",
+                                    coordinate_transformation_mode=mode)
+        v = rs.uniform(-3, 3, shape).astype(dtype) if dtype == "float32" else _ints(rs, shape, dtype)
+        return relay.Function([x], call), {"x": v}, True
+    return make
+
+
+MORE_CASES.update({
+    "nn.batch_matmul": _batch_matmul(False), "qnn.batch_matmul": _batch_matmul(True), "broadcast_to": _broadcast_to,
+    # bilinear resizing has its own kernel lowering (image.resize2d's nearest case is in backend_cases.CASES)
+    "image.resize2d[linear,int8]": _resize_linear("int8", "NHWC", "half_pixel"),
+    "image.resize2d[linear,uint8]": _resize_linear("uint8", "NCHW", "align_corners"),
+    "image.resize2d[linear,int16]": _resize_linear("int16", "NHWC", "asymmetric"),
+    "image.resize2d[linear,float32]": _resize_linear("float32", "NCHW", "half_pixel"),
+})

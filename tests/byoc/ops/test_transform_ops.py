@@ -260,7 +260,10 @@ def test_resize_nearest_tflite_flags(h, w, oh, ow, flags, layout):
 
 def test_resize_errors():
     v = relay.var("x", shape=(1, 4, 4, 2), dtype="int8")
-    expect_type_error(relay.image.resize2d(v, size=(8, 8), layout="NHWC"), "image.resize2d", "method")
+    expect_type_error(relay.image.resize2d(v, size=(8, 8), layout="NHWC", method="cubic"), "image.resize2d", "method")
+    expect_type_error(relay.image.resize2d(v, size=(8, 8), layout="NHWC", method="linear",
+                                           coordinate_transformation_mode="pytorch_half_pixel"),
+                      "coordinate_transformation_mode")
     expect_type_error(relay.image.resize2d(v, size=(8,), layout="NHWC", method="nearest_neighbor"),
                       "image.resize2d", "size")
     expect_type_error(relay.image.resize2d(v, size=(8, 8), layout="NHWC", method="nearest_neighbor",
