@@ -28,7 +28,7 @@ __all__ = ["partition_for", "PartitionReport", "NodePlacement", "PartitionInfo",
 # InlineNonComputeIntensivePartitions keeps a similar list).
 MAC_OPS = frozenset({"qnn.conv2d", "qnn.dense", "qnn.conv2d_transpose", "nn.conv2d", "nn.dense",
                      "nn.conv2d_transpose", "nn.avg_pool2d", "nn.global_avg_pool2d", "qnn.mean", "mean",
-                     "nn.batch_matmul", "qnn.mul"})
+                     "nn.batch_matmul", "qnn.batch_matmul", "qnn.mul"})
 
 
 @dataclass(frozen=True)

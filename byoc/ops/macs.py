@@ -11,6 +11,7 @@ __all__ = ["macs_of"]
 _CONV = ("qnn.conv2d", "nn.conv2d")
 _DENSE = ("qnn.dense", "nn.dense")
 _TCONV = ("qnn.conv2d_transpose", "nn.conv2d_transpose")
+_BMM = ("qnn.batch_matmul", "nn.batch_matmul")
 
 
 def _shape(e) -> tuple[int, ...] | None:
@@ -36,6 +37,9 @@ def macs_of(call: Call) -> int:
         return int(np.prod(out, dtype=np.int64)) * w // max(cout, 1)
     if name in _DENSE:
         return int(np.prod(out, dtype=np.int64)) * data[-1]
+    if name in _BMM:  # [B, M, N] outputs, each a length-K dot product
+        k = data[-2] if getattr(call.attrs, "transpose_a", False) else data[-1]
+        return int(np.prod(out, dtype=np.int64)) * k
     if name in _TCONV:
         cin = data[_channel_axis(str(getattr(call.attrs, "data_layout", "NHWC")), len(data))]
         return int(np.prod(data, dtype=np.int64)) * w // max(cin, 1)

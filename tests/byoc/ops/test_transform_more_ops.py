@@ -72,3 +72,15 @@ def test_take_batch_dims_and_modes():
     assert np.array_equal(got, np.stack([x[0, [3, 0]], x[1, [1, 1]]]))
     with pytest.raises(byoc.ExecutionError, match="index 5 is out of range"):
         _eval([v], relay.take(v, relay.const(idx), axis=1, batch_dims=1, mode="fast"), [x])
+
+
+@pytest.mark.parametrize("transpose_a,transpose_b", [(False, True), (True, False), (True, True), (False, False)])
+def test_batch_matmul_macs_count_every_dot_product(transpose_a, transpose_b):
+    from byoc.ops.macs import macs_of
+    from byoc.transform.infer_type import InferType
+    b, m, k, n = 2, 3, 5, 7
+    a = relay.var("a", shape=(b, k, m) if transpose_a else (b, m, k))
+    w = relay.var("w", shape=(b, n, k) if transpose_b else (b, k, n))
+    mod = InferType()(byoc.IRModule.from_expr(relay.nn.batch_matmul(a, w, transpose_a=transpose_a,
+                                                                      transpose_b=transpose_b)))
+    assert macs_of(mod["main"].body) == b * m * n * k
