@@ -19,8 +19,9 @@ onnxruntime's QDQ transformer fuses it, so the integer results agree bit for bit
 * ``DQ → Sigmoid/LeakyRelu → Q`` (8-bit, per tensor) ⇒ ``qnn.sigmoid`` / ``qnn.leaky_relu`` with
   ``rounding="ONNX"``: the QLinearSigmoid / QLinearLeakyRelu table, which is also exactly what onnxruntime's
   unfused float path (MlasComputeLogistic, then QuantizeLinear) computes
+* ``DQ → Softmax → Q`` (8-bit, per tensor) ⇒ ``qnn.softmax(rounding="ONNX")``, as onnxruntime fuses it
 
-Anything else (Softmax, ...) stays float between ``qnn.dequantize`` and ``qnn.quantize``,
+Anything else stays float between ``qnn.dequantize`` and ``qnn.quantize``,
 which is also what onnxruntime executes for it unless it has a dedicated QLinear kernel (see the tests for the
 bounds where it does).
 """
@@ -359,6 +360,45 @@ def _qdq_table_activation(op):
     return conv
 
 
+def softmax_chain(imp, node, x: QTensor, out, opset: int, axis: int) -> QTensor:
+    """onnxruntime's QLinearSoftmax as ``qnn.softmax(rounding="ONNX")``: one axis from opset 13, before that one
+    row per index of shape[:axis] running over all of shape[axis:] (reshaped to [N, D] and back)."""
+    sx, _ = _scalar_params(x, node, "input X")  # the kernel never reads X's zero point: only x − max(x)
+    sy, zy = np.float32(out[0].reshape(-1)[0]), int(out[1].reshape(-1)[0])
+    with np.errstate(over="ignore"):
+        recip_ok = np.isfinite(np.float32(1.0) / sy)
+    if not recip_ok:
+        raise ModelError(f"{node_label(node)}: output scale {float(sy)!r} has no finite float32 reciprocal",
+                         hint="the kernel multiplies by floor(1/y_scale)")
+    shape = imp.shape_of(x.expr)
+    rank = len(shape)
+    if rank == 0 or not -rank <= axis < rank:
+        raise ModelError(f"{node_label(node)}: axis {axis} is out of range for an input of shape {list(shape)}")
+    if 0 in shape:
+        raise ModelError(f"{node_label(node)}: the input of shape {list(shape)} is empty",
+                         hint="onnxruntime's kernel returns without writing an output for it")
+    axis %= rank
+    params = (_f32(sx), _i32(x.zero_point.reshape(-1)[0]), _f32(sy), _i32(zy))
+    sm_attrs = {"rounding": "ONNX"}
+    if opset >= 13 or axis == rank - 1:  # one axis (for opset < 13 the last axis is already [N, D])
+        return _qout(_call("qnn.softmax", (x.expr,) + params, {**sm_attrs, "axis": axis}, node), out)
+    n, d = int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
+    rows = _call("reshape", (x.expr,), {"newshape": (n, d)}, node)
+    y = _call("qnn.softmax", (rows,) + params, {**sm_attrs, "axis": 1}, node)
+    return _qout(_call("reshape", (y,), {"newshape": tuple(shape)}, node), out)
+
+
+def _qdq_softmax(imp, node, attrs, out):
+    """DQ → Softmax → Q, which onnxruntime fuses into QLinearSoftmax (its ``opset`` = the Softmax's)."""
+    x = _dq_input(imp, node.input[0])
+    if x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8"):
+        return None
+    rank = len(imp.shape_of(x.expr))
+    if "axis" not in attrs and imp.opset < 13 and rank > 2:
+        return None  # the fused node would default to axis −1 where the float Softmax uses 1: leave it float
+    return softmax_chain(imp, node, x, out, imp.opset, int(attrs.get("axis", -1)))
+
+
 QUANT_CONVERTERS = {
     "Conv": _qdq_conv, "MatMul": _qdq_matmul, "Gemm": _qdq_gemm, "Add": _qdq_binary("qnn.add"),
     "Mul": _qdq_binary("qnn.mul"), "GlobalAveragePool": _qdq_gap, "MaxPool": _qdq_same_params(_int_max_pool),
@@ -366,7 +406,7 @@ QUANT_CONVERTERS = {
     "Squeeze": _qdq_same_params(_int_reshape), "Unsqueeze": _qdq_same_params(_int_reshape),
     "Transpose": _qdq_same_params(_int_transpose), "Relu": _qdq_same_params(_int_clip),
     "Clip": _qdq_same_params(_int_clip), "Concat": _qdq_concat, "Sigmoid": _qdq_table_activation("qnn.sigmoid"),
-    "LeakyRelu": _qdq_table_activation("qnn.leaky_relu"), "AveragePool": _qdq_avg_pool,
+    "LeakyRelu": _qdq_table_activation("qnn.leaky_relu"), "AveragePool": _qdq_avg_pool, "Softmax": _qdq_softmax,
 }
 
 

@@ -30,7 +30,7 @@ from ...ir.expr import Constant, Tuple
 from .importer import QTensor
 from .model import node_label
 from .qdq import (_call, _const_q, _f32, _i32, _out, _qout, _qtensor, _requantize, _same_params,
-                  _scalar_params, avg_pool_chain, dense_acc, quantize_expr)
+                  _scalar_params, avg_pool_chain, dense_acc, quantize_expr, softmax_chain)
 
 __all__ = ["QLINEAR_CONVERTERS", "UNSUPPORTED_REASONS"]
 
@@ -101,33 +101,10 @@ def _qlinear_softmax(imp, node, attrs):
     opset = int(attrs["opset"])
     x = _qtensor(imp, node, 0, 1, 2, "input X")
     out = _out(imp, node, 3, 4, x.dtype)
-    sx, _ = _scalar_params(x, node, "input X")  # the kernel never reads X's zero point: only x − max(x)
-    sy, zy = _per_tensor_out(node, out)
+    _scalar_params(x, node, "input X")
+    _per_tensor_out(node, out)
     _same_dtype(node, x, out)
-    with np.errstate(over="ignore"):
-        recip_ok = np.isfinite(np.float32(1.0) / sy)
-    if not recip_ok:
-        raise ModelError(f"{node_label(node)}: output scale {float(sy)!r} has no finite float32 reciprocal",
-                         hint="the kernel multiplies by floor(1/y_scale)")
-    shape = imp.shape_of(x.expr)
-    rank = len(shape)
-    # The schema's default −1 is filled in before the kernel's own opset-dependent default could apply.
-    axis = int(attrs.get("axis", -1))
-    if rank == 0 or not -rank <= axis < rank:
-        raise ModelError(f"{node_label(node)}: axis {axis} is out of range for an input of shape {list(shape)}")
-    if 0 in shape:
-        raise ModelError(f"{node_label(node)}: the input of shape {list(shape)} is empty",
-                         hint="onnxruntime's kernel returns without writing an output for it")
-    axis %= rank
-    params = (_f32(sx), _i32(x.zero_point.reshape(-1)[0]), _f32(sy), _i32(zy))
-    sm_attrs = {"rounding": "ONNX"}
-    if opset >= 13 or (axis == rank - 1):  # one axis (for opset < 13 the last axis is already [N, D])
-        return _qout(_call("qnn.softmax", (x.expr,) + params, {**sm_attrs, "axis": axis}, node), out)
-    # opset < 13: one row per index of shape[:axis], the row running over all of shape[axis:] in row-major order.
-    n, d = int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))
-    rows = _call("reshape", (x.expr,), {"newshape": (n, d)}, node)
-    y = _call("qnn.softmax", (rows,) + params, {**sm_attrs, "axis": 1}, node)
-    return _qout(_call("reshape", (y,), {"newshape": tuple(shape)}, node), out)
+    return softmax_chain(imp, node, x, out, opset, int(attrs.get("axis", -1)))
 
 
 # ------------------------------------------------------------------------------------------ average pool
