@@ -224,9 +224,8 @@ class _Codegen:
         kernel = (p["kh"], p["kw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
         stride = (p["sh"], p["sw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
         dil = (p["dh"], p["dw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
-        out_hwc = T[layer.ofm].hwc
-        if layer.op == "copy" and layer.out_c0 or (layer.op == "copy" and src.hwc[2] != out_hwc[2]):
-            out_hwc = (out_hwc[0], out_hwc[1], src.hwc[2])
+        # A concatenate piece computes an input-shaped block of its OFM.
+        out_hwc = T[layer.ofm].hwc if layer.out_origin is None else src.hwc
         in2 = {}
         if len(layer.inputs) > 1:
             in2 = dict(in2_bcast=int(p.get("bcast", 0)),
@@ -377,6 +376,7 @@ class _Codegen:
             pad_value = 0
         rounding = int(Rounding[p.get("rounding", "TFLITE")])
         bcast = int(p.get("bcast", 0)) if len(L.inputs) > 1 else 0
+        oy, ox, oc = L.out_origin or (0, 0, 0)
         lut_slot = None
         if op == PpuOp.LUT:
             lut_slot = slots.take("table")
@@ -416,4 +416,4 @@ class _Codegen:
                     em.emit(Ppu(0, 0, li, int(op), rounding, in_dt, out_dt, srcs[0][0], srcs[0][1], s1[0], s1[1],
                                 bcast, ts[0], ts[1], out[0], out[1], ih, iw, tc, th, tw, tc,
                                 _ppu_params(op, values)))
-                    em.emit(self.store(li, L.ofm, y, x, c0 + L.out_c0, th, tw, tc, out))
+                    em.emit(self.store(li, L.ofm, y + oy, x + ox, c0 + oc, th, tw, tc, out))

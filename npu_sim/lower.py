@@ -9,6 +9,7 @@ Integer parameters come from the shared functions in ``byoc.quant.params`` (the 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from byoc.ir.types import TensorType
 from byoc.quant import params as qp
 from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
-__all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function"]
+__all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function", "concat_origins"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,7 +76,9 @@ class PpuLayer:
     ofm: int
     params: dict[str, Any] = field(default_factory=dict)
     table: np.ndarray | None = None   # LUT (256 entries) or per-channel requant tables
-    out_c0: int = 0                   # channel offset in the OFM (concatenate)
+    # (y, x, c) where this layer's input-shaped block lands in a larger OFM (a concatenate piece); None: the
+    # layer writes its whole OFM
+    out_origin: tuple[int, int, int] | None = None
     macs: int = 0
 
 
@@ -650,32 +653,79 @@ def _clip_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     low.layers.append(PpuLayer(body.name, comp, "copy", (ifm,), ofm, dict(act_min=lo, act_max=hi)))
 
 
+def concat_origins(shapes: list[tuple[int, ...]], axis: int) -> list[tuple[int, int, int]] | str:
+    """Where each input of a concatenation lands in the output's HWC view, as (y, x, c); or why it cannot.
+
+    An axis maps to one HWC dimension (4-D: batch and height fold into the rows, 2-D: [B, K] is B×1×K). The
+    inputs are contiguous blocks there unless a non-unit axis outside it folds into the same dimension: 4-D
+    height with batch > 1, whose output rows interleave the inputs batch by batch."""
+    rank = len(shapes[0])
+    if rank == 0 or rank > 4:
+        return f"rank-{rank} tensors have no concatenation axis on the NPU"
+    axis %= rank
+    dim = {4: (0, 0, 1, 2), 3: (0, 1, 2), 2: (0, 2), 1: (2,)}[rank][axis]
+    if rank == 4 and axis == 1 and any(s[0] != 1 for s in shapes):
+        return (f"concatenating along height with batch {max(s[0] for s in shapes)} interleaves the inputs in "
+                f"the NPU's rows (batch × height)")
+    origins, at = [], 0
+    for s in shapes:
+        o = [0, 0, 0]
+        o[dim] = at
+        origins.append((o[0], o[1], o[2]))
+        at += _hwc(tuple(s), "concatenate")[dim]
+    return origins
+
+
 def _concat_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    """Each input becomes one PPU layer writing its block of the output: a COPY (with the clip's clamp) when the
+    op passes it through unchanged, else a LUT. The table of input i is qnn.concatenate's own compute applied
+    to that input alone on all 256 values (then the clip), so it is exact for whatever rescale the op's
+    semantics define: per-input and elementwise on 8-bit values."""
     ops = body.expect(body.chain(), [("qnn.concatenate", False), ("clip", True)])
     core = ops["qnn.concatenate"]
     out_t = _tensor_type(body.call)
-    axis = core.attrs.axis % len(out_t.shape)
-    if axis != len(out_t.shape) - 1:
-        raise body.fail(f"concatenate along axis {core.attrs.axis} of {out_t.shape} is not supported",
-                        hint="the NPU concatenates along channels (the innermost axis)")
     data, scales, zps = core.args[0], core.args[1], core.args[2]
     if not isinstance(data, Tuple) or not isinstance(scales, Tuple) or not isinstance(zps, Tuple):
         raise body.fail("concatenate operands must be tuples")
+    types = [_tensor_type(d) for d in data.fields]
+    origins = concat_origins([tuple(t.shape) for t in types], core.attrs.axis)
+    if isinstance(origins, str):
+        raise body.fail(f"concatenate along axis {core.attrs.axis} of {tuple(out_t.shape)}: {origins}",
+                        hint="the NPU writes each input as one block of its height×width×channels view")
     s_out, zp_out = body.const(core.args[3], "output_scale"), body.const(core.args[4], "output_zero_point")
     lo, hi = _clamp(body, ops, out_t.dtype)
-    parts = []
+    layers = []
     for i, (d, s, z) in enumerate(zip(data.fields, scales.fields, zps.fields)):
-        if qp.concat_params(body.const(s, f"input_scale {i}"), body.const(z, f"input_zero_point {i}"), s_out,
-                            zp_out) is not None:
-            raise body.fail(f"input {i} has different quantization from the output",
-                            hint="the NPU concatenates by copying; requantizing concatenation stays on the CPU")
-        parts.append((body.tensor(d, f"input {i}"), _tensor_type(d)))
+        q, table = _concat_table(body, core, i, types[i], (body.const(s, f"input_scale {i}"),
+                                                             body.const(z, f"input_zero_point {i}"), s_out, zp_out))
+        name = f"{body.name}/{i}"
+        src = body.tensor(d, f"input {i}")
+        if np.array_equal(table, q):
+            layers.append(PpuLayer(name, comp, "copy", (src,), -1, dict(act_min=lo, act_max=hi),
+                                   out_origin=origins[i]))
+        else:
+            layers.append(PpuLayer(name, comp, "lut", (src,), -1, dict(qmin=int(q[0])),
+                                   table=np.clip(table, lo, hi).astype(out_t.dtype), out_origin=origins[i]))
     ofm = low.out_tensor(body.call, body.name)
-    c0 = 0
-    for i, (tid, t) in enumerate(parts):
-        low.layers.append(PpuLayer(f"{body.name}/{i}", comp, "copy", (tid,), ofm, dict(act_min=lo, act_max=hi),
-                                   out_c0=c0))
-        c0 += t.shape[-1]
+    low.layers.extend(dataclasses.replace(layer, ofm=ofm) for layer in layers)
+
+
+def _concat_table(body: _Body, core: Call, i: int, t: TensorType, quant: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(all values of the input dtype, qnn.concatenate of input ``i`` alone on them)."""
+    if t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"input {i} is {t.dtype}", hint="the NPU concatenates int8 and uint8 tensors")
+    info = np.iinfo(t.dtype)
+    q = np.arange(int(info.min), int(info.max) + 1).astype(t.dtype)
+    x = q.reshape((1,) * (len(t.shape) - 1) + (-1,))
+    s, z, s_out, zp_out = quant
+    try:
+        y = core.op.op_def.compute([(x,), (s,), (z,), s_out, zp_out], core.attrs)  # type: ignore[union-attr]
+    except ByocError as e:
+        raise body.fail(f"cannot evaluate input {i}'s rescale for its lookup table: {e.message}") from e
+    y = np.asarray(y)
+    if y.size != q.size or y.dtype != q.dtype:
+        raise body.fail(f"input {i}'s rescale gave {y.size} {y.dtype} values for {q.size} {q.dtype} inputs")
+    return q, y.reshape(-1)
 
 
 _COMPOSITES = {

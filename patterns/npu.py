@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 
+from byoc.errors import ByocError
 from byoc.ir.expr import Call, Tuple
 from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
@@ -244,27 +245,55 @@ MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core",
 
 # -- data movement and activations -------------------------------------------------------------------------
 
-@rule("it concatenates along the channel (last) axis and every input has the output's scale and zero point")
-def _concat(ctx):
+@rule("it concatenates along channels, width, or the rows of the NPU's height×width×channels view (batch, or "
+      "height when the batch is 1), so each input is one block of the output")
+def _concat_axis(ctx):
     core = ctx["core"]
     t = ttype(ctx.root)
-    if t is None or core.attrs.axis % max(t.ndim, 1) != t.ndim - 1:
-        return f"found axis {core.attrs.axis}"
-    scales, zps = core.args[1], core.args[2]
-    if not isinstance(scales, Tuple) or not isinstance(zps, Tuple):
-        return "found non-tuple quantization operands"
-    s_out, z_out = const_value(core.args[3]), const_value(core.args[4])
-    for i, (s, z) in enumerate(zip(scales.fields, zps.fields)):
-        sv, zv = const_value(s), const_value(z)
-        if sv is None or zv is None or s_out is None or z_out is None:
-            return f"found non-constant quantization for input {i}"
-        if not (np.array_equal(np.float32(sv).reshape(-1), np.float32(s_out).reshape(-1))
-                and np.array_equal(zv.reshape(-1), z_out.reshape(-1))):
-            return f"input {i} has scale {float(sv.reshape(-1)[0])} and zero point {int(zv.reshape(-1)[0])}"
+    if t is None or not 1 <= t.ndim <= 4:
+        return None if t is not None and t.ndim > 4 else f"found output {t.shape if t else None}"  # rank rule
+    ins = core.args[0].fields if isinstance(core.args[0], Tuple) else ()
+    batches = [ttype(x).shape[0] for x in ins if ttype(x) is not None]
+    if t.ndim == 4 and core.attrs.axis % 4 == 1 and any(b != 1 for b in batches):
+        return (f"found axis {core.attrs.axis} (height) with batch {max(batches)}: the inputs interleave in the "
+                f"NPU's batch×height rows")
     return None
 
 
-CONCAT_CHECK = Check((_concat, dtype_rule("output", [root]), clip_range_rule()), summary="concatenation")
+@rule("the quantization parameters are single constant values (per-tensor) and an input whose scale or zero "
+      "point differs from the output's is int8/uint8, re-quantized by a 256-entry lookup table of the op's own "
+      "rescale (LiteRT's float32 ConcatenationWithScaling)")
+def _concat_quant(ctx):
+    core = ctx["core"]
+    data, scales, zps = core.args[0], core.args[1], core.args[2]
+    if not all(isinstance(a, Tuple) for a in (data, scales, zps)):
+        return "found non-tuple quantization operands"
+    s_out, z_out = const_value(core.args[3]), const_value(core.args[4])
+    if s_out is None or z_out is None or s_out.size != 1 or z_out.size != 1:
+        return "found a non-constant or per-channel output scale or zero point"
+    for i, (x, s, z) in enumerate(zip(data.fields, scales.fields, zps.fields)):
+        sv, zv, t = const_value(s), const_value(z), ttype(x)
+        if sv is None or zv is None or sv.size != 1 or zv.size != 1:
+            return f"found a non-constant or per-channel scale or zero point for input {i}"
+        if np.float32(sv.reshape(-1)[0]) == np.float32(s_out.reshape(-1)[0]) and \
+                int(zv.reshape(-1)[0]) == int(z_out.reshape(-1)[0]):
+            continue
+        if t is None or t.dtype not in ("int8", "uint8"):
+            return f"input {i} is {t.dtype if t else 'not a tensor'} with scale {float(sv.reshape(-1)[0])} and " \
+                   f"zero point {int(zv.reshape(-1)[0])} (a lookup table needs 8-bit values)"
+        info = np.iinfo(t.dtype)
+        q = np.arange(int(info.min), int(info.max) + 1).astype(t.dtype).reshape((1,) * (t.ndim - 1) + (-1,))
+        try:
+            y = np.asarray(core.op.op_def.compute([(q,), (sv,), (zv,), s_out, z_out], core.attrs))
+        except ByocError as e:
+            return f"input {i}'s rescale cannot be tabulated: {e.message}"
+        if y.shape != q.shape or y.dtype != q.dtype:
+            return f"input {i}'s rescale gave {y.size} {y.dtype} values for the {q.size} {q.dtype} inputs"
+    return None
+
+
+CONCAT_CHECK = Check((_concat_axis, _concat_quant, dtype_rule("output", [root]), clip_range_rule()),
+                     summary="concatenation (copies, and lookup tables for inputs with other quantization)")
 
 
 def _lut_check(what: str) -> Check:

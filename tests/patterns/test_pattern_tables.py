@@ -207,6 +207,46 @@ def test_rank5_tensors_stay_on_the_cpu():
     assert_same(mod, part)
 
 
+# -- concatenation ------------------------------------------------------------------------------------------
+
+def _concat(xs, quant, out_q, axis):
+    return relay.qnn.op.concatenate(relay.Tuple(xs), relay.Tuple([c(np.float32(s)) for s, _ in quant]),
+                                    relay.Tuple([c(z) for _, z in quant]), c(np.float32(out_q[0])), c(out_q[1]),
+                                    axis=axis)
+
+
+@pytest.mark.parametrize("dtype,axis,shapes", [
+    ("int8", 3, [(1, 4, 4, 8), (1, 4, 4, 3), (1, 4, 4, 5)]), ("uint8", 3, [(1, 4, 4, 8), (1, 4, 4, 2)]),
+    ("int8", 1, [(1, 2, 4, 8), (1, 5, 4, 8)]), ("uint8", -2, [(1, 4, 3, 8), (1, 4, 6, 8), (1, 4, 1, 8)]),
+    ("int8", 0, [(2, 4, 4, 8), (1, 4, 4, 8)]), ("int8", 2, [(3, 4, 2, 8), (3, 4, 5, 8)]),
+    ("int8", 0, [(3, 8), (2, 8)])])
+def test_concat_with_other_input_quantization_is_offloaded(dtype, axis, shapes):
+    # inception/detection heads: inputs with their own scale and zero point are re-quantized by lookup tables
+    xs = [x4(f"x{i}", s, dtype) for i, s in enumerate(shapes)]
+    zp = (lambda z: z + 128) if dtype == "uint8" else (lambda z: z)
+    quant = [(0.02, zp(5)), (0.05, zp(-3)), (0.1, zp(7))][:len(shapes)]
+    lo, hi = (zp(-100), zp(100))
+    out = relay.clip(_concat(xs, quant, (0.05, zp(-3)), axis), lo, hi)
+    mod, part, report = partition(out, xs)
+    assert composites(part) == ["npu.qnn_concatenate"] and not report.cpu_ops()
+    assert_same(mod, part)
+
+
+def test_concat_the_npu_cannot_do_stays_on_the_cpu_with_reasons():
+    # height with batch > 1: the inputs interleave in the NPU's batch×height rows
+    xs = [x4("a", (2, 3, 4, 8)), x4("b", (2, 5, 4, 8))]
+    mod, part, report = partition(_concat(xs, [(0.02, 5), (0.05, 0)], (0.05, 0), 1), xs)
+    (n,) = report.cpu_ops()
+    assert "height when the batch is 1" in n.reason and "batch 2" in n.reason and "interleave" in n.reason
+    assert_same(mod, part)
+    # int16 has no 256-entry table (and the NPU's concatenation is 8-bit)
+    ys = [x4("a", dtype="int16"), x4("b", dtype="int16")]
+    mod, part, report = partition(_concat(ys, [(0.02, 0), (0.05, 0)], (0.05, 0), 3), ys)
+    (n,) = report.cpu_ops()
+    assert "input 0 is int16" in n.reason and "lookup table needs 8-bit values" in n.reason
+    assert_same(mod, part)
+
+
 def test_inline_non_mac_policy_gives_compute_free_partitions_back():
     x = x4()
     out = relay.clip(relay.maximum(conv_chain(x, clip=False), x), -5, 5)
