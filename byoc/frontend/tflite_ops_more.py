@@ -425,3 +425,6 @@ def convert_batch_matmul(ctx: OpContext) -> list[Expr]:
     if final != (int(np.prod(out_batch, dtype=np.int64)), m, n):
         y = ctx.call("reshape", [y], {"newshape": final})
     return [y]
+
+
+from . import tflite_ops_more2  # noqa: E402,F401  (LOG_SOFTMAX, SQUARED_DIFFERENCE, RSQRT register on import)

@@ -403,3 +403,4 @@ def _read_options(t: _Table, what: str) -> dict:
         else:
             out[field] = ot.scalar(slot, kind, default)
     return out
+OPTIONS_SPECS.update({"LogSoftmaxOptions": (), "SquaredDifferenceOptions": ()})  # empty tables: no fields

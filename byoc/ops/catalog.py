@@ -4,3 +4,4 @@ from . import conv_transpose, pool, transform_ops, reduce, image, qnn_elemwise, 
 from . import annotation  # noqa: F401
 from . import transform_more, qnn_prelu  # noqa: F401
 from . import matmul  # noqa: F401
+from . import elementwise_more  # noqa: F401

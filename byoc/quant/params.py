@@ -260,3 +260,71 @@ def concat_params(input_scale, input_zero_point, output_scale, output_zero_point
         scale = np.float32(s_in * np.float32(np.float32(1.0) / s_out))
         bias = np.float32(np.float32(-zp_in) * scale)
     return scale, bias
+
+
+# ------------------------------------------------------------------ LOG_SOFTMAX, SQUARED_DIFFERENCE, RSQRT
+__all__ += ["LogSoftmaxParams", "log_softmax_params", "SquaredDifferenceParams", "squared_difference_params",
+            "rsqrt_params"]
+
+
+@dataclass(frozen=True)
+class LogSoftmaxParams:
+    input_multiplier: int
+    input_left_shift: int
+    reverse_multiplier: int
+    reverse_right_shift: int  # positive: the kernel shifts right by it
+    diff_min: int
+
+
+def log_softmax_params(input_scale) -> LogSoftmaxParams:
+    """LiteRT LOG_SOFTMAX Prepare (REF): PreprocessLogSoftmaxScalingExp(β = 1, double(s_in), 5 integer bits) —
+    QuantizeMultiplierGreaterThanOne(min(s_in·2^26, 2^31 − 1)), the reverse divisor 2^(31 − ls)/M as
+    QuantizeMultiplierSmallerThanOneExp, and diff_min = −CalculateInputRadius(5, ls)."""
+    op = "qnn.log_softmax"
+    s = float(np.float32(_scalar(input_scale, "input scale", op)))
+    real = min(s * float(1 << 26), float((1 << 31) - 1))
+    if not real > 1.0:
+        raise IRError(f"{op}: input scale {s!r} is below 2^-26",
+                      hint="LiteRT's integer LOG_SOFTMAX needs input_scale > 2^-26 (its Prepare CHECK-fails)")
+    m, ls = quantize_multiplier(real)
+    rm, rs = quantize_multiplier((1 << (31 - ls)) / float(m))
+    return LogSoftmaxParams(m, ls, rm, -rs, -calculate_input_radius(5, ls, 31))
+
+
+@dataclass(frozen=True)
+class SquaredDifferenceParams:
+    left_shift: int
+    lhs_multiplier: int
+    lhs_shift: int     # ≤ 0 (QuantizeMultiplierSmallerThanOneExp exponents)
+    rhs_multiplier: int
+    rhs_shift: int
+    output_multiplier: int
+    output_shift: int
+
+
+def squared_difference_params(lhs_scale, rhs_scale, output_scale) -> SquaredDifferenceParams:
+    """LiteRT SQUARED_DIFFERENCE Prepare (int8): left shift 7, T = float32(2·max(s1, s2)), r_i = s_i / T and
+    r_out = T² / float32(2^14·s_out) in double, each QuantizeMultiplierSmallerThanOneExp."""
+    op = "qnn.squared_difference"
+    s1 = np.float32(_scalar(lhs_scale, "lhs scale", op))
+    s2 = np.float32(_scalar(rhs_scale, "rhs scale", op))
+    so = np.float32(_scalar(output_scale, "output scale", op))
+    twice_max = float(np.float32(2) * max(s1, s2))
+    reals = (float(s1) / twice_max, float(s2) / twice_max,
+             (twice_max * twice_max) / float(np.float32(np.float32(1 << 14) * so)))
+    out = []
+    for r in reals:
+        if not 0.0 < r < 1.0:
+            raise IRError(f"{op}: scales lhs={float(s1)!r}, rhs={float(s2)!r}, output={float(so)!r} give a rescale "
+                          f"multiplier {r!r} outside (0, 1)",
+                          hint="LiteRT's int8 SQUARED_DIFFERENCE needs (2·max(s1, s2))² < 2^14·output_scale")
+        out += list(quantize_multiplier(r))
+    return SquaredDifferenceParams(7, *out)
+
+
+def rsqrt_params(input_scale, output_scale) -> tuple[int, int]:
+    """LiteRT RSQRT Prepare (int8): QuantizeMultiplier(1.0 / float32(sqrtf(s_in)·s_out)) (the product is float32)."""
+    s_in = np.float32(_scalar(input_scale, "input scale", "qnn.rsqrt"))
+    s_out = np.float32(_scalar(output_scale, "output scale", "qnn.rsqrt"))
+    denom = np.float32(np.sqrt(s_in) * s_out)
+    return quantize_multiplier(1.0 / float(denom))

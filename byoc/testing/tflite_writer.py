@@ -612,6 +612,24 @@ class TFLiteWriter:
         self.op("BATCH_MATMUL", [a, bref], [y], "BatchMatMulOptions", dict(adj_x=bool(adj_x), adj_y=bool(adj_y)))
         return y
 
+    def log_softmax(self, x: TensorRef, *, out_scale=None, out_zp=None, name=None) -> TensorRef:
+        """LOG_SOFTMAX over the last axis; quantized output defaults to scale 16/256 with zp 127 (int8) or 255
+        (uint8), what LiteRT requires."""
+        if x.quantized and out_scale is None:
+            out_scale, out_zp = 16 / 256, (127 if x.dtype == "int8" else 255)
+        return self._unary("LOG_SOFTMAX", x, out_scale, out_zp, name, "log_softmax", "LogSoftmaxOptions", {})
+
+    def squared_difference(self, a: TensorRef, b, *, out_scale=None, out_zp=None, name=None) -> TensorRef:
+        """SQUARED_DIFFERENCE with broadcasting (``b`` may be an array: a constant with ``a``'s quantization)."""
+        if not isinstance(b, TensorRef):
+            b = self.const(self._name(None, "sqdiff_rhs"), np.asarray(b), a.dtype, a.scale, a.zero_point or 0)
+        y = self._out(a, tuple(np.broadcast_shapes(a.shape, b.shape)), name, "squared_difference", out_scale, out_zp)
+        self.op("SQUARED_DIFFERENCE", [a, b], [y], "SquaredDifferenceOptions", {}, version=2 if a.quantized else 1)
+        return y
+
+    def rsqrt(self, x: TensorRef, *, out_scale=None, out_zp=None, name=None) -> TensorRef:
+        return self._unary("RSQRT", x, out_scale, out_zp, name, "rsqrt", version=2 if x.quantized else 1)
+
     # ------------------------------------------------------------------ serialisation
     def finish(self) -> bytes:
         """Serialise the model (schema version 3, one subgraph) to ``.tflite`` bytes."""

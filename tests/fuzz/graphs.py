@@ -692,6 +692,43 @@ def op_batch_matmul(b: _Builder) -> bool:
     return b.emit(f"BATCH_MATMUL({x.name}, const{list(shape)}, adj_x={adj_x}, adj_y={adj_y})", y, x)
 
 
+def op_log_softmax(b: _Builder) -> bool:
+    """Quantized LOG_SOFTMAX; the output parameters are the ones LiteRT requires (16/256, zp = type maximum)."""
+    x = b.pick(lambda t: _quant(t) and len(t.shape) >= 1)
+    if x is None:
+        return False
+    y = b.w.log_softmax(x)
+    return b.emit(f"LOG_SOFTMAX({x.name})", y, x)
+
+
+def op_squared_difference(b: _Builder) -> bool:
+    """int8 only (LiteRT refuses uint8); the output scale respects LiteRT's (2·max s)² < 2^14·s_out."""
+    a = b.pick(lambda t: t.dtype == "int8" and 1 <= len(t.shape) <= 4)
+    if a is None:
+        return False
+    other = b.pick(lambda t: t.shape == a.shape and t.dtype == "int8") if b.flag(0.5) else None
+    rhs = other if other is not None else b.rng.integers(-128, 128, a.shape[-1:]).astype(np.int8)
+    s_max = max(a.scale[0], other.scale[0] if other is not None else a.scale[0])
+    s, zp = b.out_params(a, 64.0 * s_max)
+    s = float(np.float32(max(s, 4.0 * s_max * s_max / 16384.0 * 1.5)))
+    y = b.w.squared_difference(a, rhs, out_scale=s, out_zp=zp)
+    if isinstance(rhs, TensorRef):
+        return b.emit(f"SQUARED_DIFFERENCE({a.name}, {rhs.name})", y, a, rhs)
+    return b.emit(f"SQUARED_DIFFERENCE({a.name}, const{list(rhs.shape)})", y, a)
+
+
+def op_rsqrt(b: _Builder) -> bool:
+    """int8 RSQRT of a RELU (LiteRT fails on inputs below the zero point, so they are clamped first)."""
+    x = b.pick(lambda t: t.dtype == "int8")
+    if x is None:
+        return False
+    r = b.w.relu(x)
+    b.note(f"RELU({x.name})", r)
+    s, zp = b.out_params(x, 1.0 / max(float(x.scale[0]), 1e-6))
+    y = b.w.rsqrt(r, out_scale=s, out_zp=zp)
+    return b.emit(f"RSQRT({r.name})", y, x)
+
+
 OPS: dict[str, Callable[[_Builder], bool]] = {
     "conv2d": op_conv2d, "binary": op_binary, "pool": op_pool, "activation": op_activation,
     "depthwise": op_depthwise, "fully_connected": op_fully_connected, "concatenation": op_concatenation,
@@ -703,6 +740,7 @@ OPS: dict[str, Callable[[_Builder], bool]] = {
     "min_max": op_min_max, "arg_min_max": op_arg_min_max, "reduce": op_reduce, "depth_space": op_depth_space,
     "gather": op_gather, "prelu": op_prelu,
     "resize_bilinear": op_resize_bilinear, "batch_matmul": op_batch_matmul,
+    "log_softmax": op_log_softmax, "squared_difference": op_squared_difference, "rsqrt": op_rsqrt,
 }
 OP_KINDS = tuple(OPS)
 

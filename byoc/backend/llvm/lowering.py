@@ -87,6 +87,7 @@ def _ensure_loaded() -> None:
     _LOADED = True
     from . import lower_elemwise, lower_injective, lower_nn, lower_qnn, lower_reduce, lower_tuple  # noqa: F401
     from . import lower_resize  # noqa: F401
+    from . import lower_quant_more  # noqa: F401
 
 
 def get_lowering(op: str | Call) -> Lowering | None:

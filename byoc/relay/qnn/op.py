@@ -154,3 +154,21 @@ def batch_matmul(x, y, x_zero_point, y_zero_point, x_scale, y_scale, out_dtype="
     return make_call("qnn.batch_matmul", (x, y, _zp(x_zero_point), _zp(y_zero_point), _scale(x_scale),
                                           _scale(y_scale)),
                      dict(out_dtype=out_dtype, transpose_a=bool(transpose_a), transpose_b=bool(transpose_b)))
+
+
+def log_softmax(x, scale, zero_point, output_scale, output_zero_point, axis=-1):
+    """Our extension (TVM has no quantized log_softmax): TFLite's integer LOG_SOFTMAX, qnn.softmax's operands."""
+    return make_call("qnn.log_softmax", (x, _scale(scale), _zp(zero_point), _scale(output_scale),
+                                         _zp(output_zero_point)), dict(axis=int(axis)))
+
+
+def squared_difference(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point, output_scale,
+                       output_zero_point):
+    """Our extension: TFLite's int8 SQUARED_DIFFERENCE (qnn.add's operands)."""
+    return make_call("qnn.squared_difference", (lhs, rhs, _scale(lhs_scale), _zp(lhs_zero_point), _scale(rhs_scale),
+                                                _zp(rhs_zero_point), _scale(output_scale), _zp(output_zero_point)))
+
+
+def rsqrt(x, scale, zero_point, output_scale, output_zero_point):
+    """TVM's ``qnn.rsqrt`` (here with TFLite's fixed-point int8 arithmetic)."""
+    return make_call("qnn.rsqrt", (x, _scale(scale), _zp(zero_point), _scale(output_scale), _zp(output_zero_point)))

@@ -103,3 +103,31 @@ MORE_CASES.update({
     "image.resize2d[linear,int16]": _resize_linear("int16", "NHWC", "asymmetric"),
     "image.resize2d[linear,float32]": _resize_linear("float32", "NCHW", "half_pixel"),
 })
+
+
+def _qnn_log_softmax(dtype):
+    def make(rs):
+        x = relay.var("x", shape=(3, 40, 2), dtype=dtype)
+        zp = 127 if dtype == "int8" else 255
+        call = relay.qnn.op.log_softmax(x, 0.08, 3, 0.0625, zp, axis=1)  # a non-last axis
+        return relay.Function([x], call), {"x": _ints(rs, (3, 40, 2), dtype)}, True
+    return make
+
+
+def _qnn_squared_difference(rs):
+    a = relay.var("a", shape=(2, 3, 4), dtype="int8")
+    b = relay.var("b", shape=(3, 1), dtype="int8")
+    call = relay.qnn.op.squared_difference(a, b, 0.05, 3, 0.03, -7, 0.2, -120)
+    return relay.Function([a, b], call), {"a": _ints(rs, (2, 3, 4)), "b": _ints(rs, (3, 1))}, True
+
+
+def _qnn_rsqrt(rs):
+    x = relay.var("x", shape=(4, 9), dtype="int8")
+    call = relay.qnn.op.rsqrt(x, 0.03, -20, 0.04, -100)
+    return relay.Function([x], call), {"x": rs.randint(-20, 128, size=(4, 9)).astype("int8")}, True
+
+
+MORE_CASES.update({
+    "qnn.log_softmax": _qnn_log_softmax("int8"), "qnn.log_softmax[uint8]": _qnn_log_softmax("uint8"),
+    "qnn.squared_difference": _qnn_squared_difference, "qnn.rsqrt": _qnn_rsqrt,
+})
