@@ -154,7 +154,13 @@ class Machine:
         return self.tile(buf, off, i).reshape(-1).view(np.uint8)
 
     def mac(self, c: Mac, i: int) -> np.ndarray:
-        x = self.tile(c.ifm_buf, c.ifm_off, i).astype(np.float64) - c.zp_in
+        x = self.tile(c.ifm_buf, c.ifm_off, i)
+        if x.shape != (c.ih, c.iw, c.ic):
+            # as_strided below trusts these extents: a tile of another shape (corrupt program) would be read
+            # out of bounds
+            raise NPUError(f"command #{i} ({disassemble_command(c)}) expects a {c.ih}x{c.iw}x{c.ic} IFM tile, "
+                           f"found {'x'.join(map(str, x.shape))}", hint="the program is corrupt")
+        x = x.astype(np.float64) - c.zp_in
         wt = _NP[c.w_dtype]
         nk = c.kh * c.kw
         if c.op == MacOp.CONV:
