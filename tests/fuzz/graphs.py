@@ -435,9 +435,11 @@ def op_concatenation(b: _Builder) -> bool:
     r = len(a.shape)
     axis = b.integer(-r, r - 1)
     ax = axis % r
+    rescale = b.flag(0.3)  # inputs and output with different parameters (LiteRT re-quantizes in float32)
 
     def fits(t: TensorRef) -> bool:
-        return (len(t.shape) == r and t.dtype == a.dtype and t.scale == a.scale and t.zero_point == a.zero_point
+        same_q = rescale or (t.scale == a.scale and t.zero_point == a.zero_point)
+        return (len(t.shape) == r and t.dtype == a.dtype and same_q
                 and all(t.shape[i] == a.shape[i] for i in range(r) if i != ax))
 
     parts = [a]
@@ -447,8 +449,10 @@ def op_concatenation(b: _Builder) -> bool:
         if how == "branch":
             other = _same_params_branch(b, a, ax)
         parts.append(other if other is not None else a)
-    y = b.w.concatenation(parts, axis)  # LiteRT refuses fused activations on quantized CONCATENATION
-    return b.emit(f"CONCATENATION({', '.join(p.name for p in parts)}, axis={axis})", y, *parts)
+    s, zp = b.out_params(a) if rescale else (None, None)
+    y = b.w.concatenation(parts, axis, out_scale=s, out_zp=zp)  # LiteRT refuses fused activations here
+    return b.emit(f"CONCATENATION({', '.join(p.name for p in parts)}, axis={axis}"
+                  f"{', rescaled' if rescale else ''})", y, *parts)
 
 
 def op_split(b: _Builder) -> bool:
