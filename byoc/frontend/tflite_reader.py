@@ -404,3 +404,9 @@ def _read_options(t: _Table, what: str) -> dict:
             out[field] = ot.scalar(slot, kind, default)
     return out
 OPTIONS_SPECS.update({"LogSoftmaxOptions": (), "SquaredDifferenceOptions": ()})  # empty tables: no fields
+OPTIONS_SPECS.update({"MirrorPadOptions": (("mode", "b", 0),), "TileOptions": (), "BroadcastToOptions": (),
+                      "CastOptions": (("in_data_type", "b", 0), ("out_data_type", "b", 0)), "AbsOptions": (),
+                      "NegOptions": (), "EqualOptions": (), "NotEqualOptions": (), "LessOptions": (),
+                      "LessEqualOptions": (), "GreaterOptions": (), "GreaterEqualOptions": (), "SelectV2Options": (),
+                      "GatherNdOptions": ()})  # MIRROR_PAD .. GATHER_ND (tflite_ops_more3)
+OPTIONS_SPECS.update({"DivOptions": (("fused_activation_function", "b", 0),)})

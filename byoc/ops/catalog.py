@@ -5,3 +5,4 @@ from . import annotation  # noqa: F401
 from . import transform_more, qnn_prelu  # noqa: F401
 from . import matmul  # noqa: F401
 from . import elementwise_more  # noqa: F401
+from . import elementwise_more2  # noqa: F401

@@ -328,3 +328,31 @@ def rsqrt_params(input_scale, output_scale) -> tuple[int, int]:
     s_out = np.float32(_scalar(output_scale, "output scale", "qnn.rsqrt"))
     denom = np.float32(np.sqrt(s_in) * s_out)
     return quantize_multiplier(1.0 / float(denom))
+
+
+# ------------------------------------------------------------------ ABS, comparisons (int8 / uint8)
+__all__ += ["abs_params", "comparison_params", "COMPARISON_LEFT_SHIFT"]
+
+COMPARISON_LEFT_SHIFT = 8  # LiteRT comparisons.cc: both operands shifted left by 8 before rescaling
+
+
+def abs_params(input_scale, output_scale) -> tuple[bool, int, int]:
+    """LiteRT ABS Prepare (int8/int16): needs_rescale = float32 scales differ; the multiplier is
+    QuantizeMultiplier(double(float32(s_in / s_out))) (the division is in float)."""
+    s_in = np.float32(_scalar(input_scale, "input scale", "qnn.abs"))
+    s_out = np.float32(_scalar(output_scale, "output scale", "qnn.abs"))
+    if s_in == s_out:
+        return False, 0, 0
+    m, shift = quantize_multiplier(float(np.float32(s_in / s_out)))
+    return True, m, shift
+
+
+def comparison_params(scale, op: str = "qnn.equal") -> tuple[int, int]:
+    """LiteRT comparisons.cc (int8/uint8): each operand's own scale as a multiplier, QuantizeMultiplier below 1
+    (QuantizeMultiplierSmallerThanOneExp, shift ≤ 0). Scales ≥ 1 take LiteRT's GreaterThanOne branch, whose
+    reference kernel then shifts by a negative amount (undefined); they are refused."""
+    s = float(np.float32(_scalar(scale, "scale", op)))
+    if not s < 1.0:
+        raise IRError(f"{op}: operand scale {s!r} is not below 1",
+                      hint="LiteRT's quantized comparison is only defined for scales below 1")
+    return quantize_multiplier(s)

@@ -99,3 +99,9 @@ def batch_matmul(tensor_a, tensor_b, out_dtype="", transpose_a=False, transpose_
     return make_call("nn.batch_matmul", (tensor_a, tensor_b), dict(out_dtype=out_dtype or "",
                                                                   transpose_a=bool(transpose_a),
                                                                   transpose_b=bool(transpose_b)))
+
+
+def mirror_pad(data, pad_width, mode="SYMMETRIC"):
+    """TVM's ``nn.mirror_pad``: mode "REFLECT" or "SYMMETRIC"."""
+    return make_call("nn.mirror_pad", (data,), dict(pad_width=tuple(tuple(int(v) for v in p) for p in pad_width),
+                                                    mode=mode))

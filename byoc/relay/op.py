@@ -168,3 +168,28 @@ argmin = _arg_reduce("argmin")
 def broadcast_to(data, shape):
     """``relay.broadcast_to(x, shape)``: numpy broadcasting to a static shape."""
     return make_call("broadcast_to", (data,), {"shape": tuple(int(d) for d in shape)})
+
+
+__all__ += ["tile", "where", "gather_nd", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+
+
+def tile(data, reps):
+    """``relay.tile(x, reps)``: numpy tile."""
+    return make_call("tile", (data,), {"reps": tuple(int(r) for r in reps)})
+
+
+def where(condition, x, y):
+    return make_call("where", (condition, x, y))
+
+
+def gather_nd(data, indices, batch_dims=0, index_rank=None):
+    """TVM layout: ``indices`` [M, Y...] index the first M axes of ``data``."""
+    return make_call("gather_nd", (data, indices), {"batch_dims": int(batch_dims), "index_rank": index_rank})
+
+
+equal = _binary("equal")
+not_equal = _binary("not_equal")
+less = _binary("less")
+less_equal = _binary("less_equal")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")

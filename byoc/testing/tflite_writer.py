@@ -630,6 +630,77 @@ class TFLiteWriter:
     def rsqrt(self, x: TensorRef, *, out_scale=None, out_zp=None, name=None) -> TensorRef:
         return self._unary("RSQRT", x, out_scale, out_zp, name, "rsqrt", version=2 if x.quantized else 1)
 
+    def mirror_pad(self, x: TensorRef, paddings, mode: str = "REFLECT", *, name=None) -> TensorRef:
+        """MIRROR_PAD; ``paddings`` is [rank, 2] (before, after); mode "REFLECT" or "SYMMETRIC"."""
+        p = np.asarray(paddings, np.int32).reshape(len(x.shape), 2)
+        y = self._out(x, tuple(d + int(a) + int(b) for d, (a, b) in zip(x.shape, p)), name, "mirror_pad")
+        self.op("MIRROR_PAD", [x, self.const(self._name(None, "mirror_paddings"), p, "int32")], [y],
+                "MirrorPadOptions", dict(mode=getattr(tflite.MirrorPadMode, mode)))
+        return y
+
+    def tile(self, x: TensorRef, multiples: Sequence[int], *, name=None) -> TensorRef:
+        y = self._out(x, tuple(d * int(m) for d, m in zip(x.shape, multiples)), name, "tile")
+        self.op("TILE", [x, self._const_int32(multiples, "tile_multiples")], [y], "TileOptions", {})
+        return y
+
+    def broadcast_to(self, x: TensorRef, shape: Sequence[int], *, name=None) -> TensorRef:
+        """BROADCAST_TO (LiteRT registers versions 2 and 3 only, so it is written as version 2)."""
+        y = self._out(x, tuple(int(d) for d in shape), name, "broadcast_to")
+        self.op("BROADCAST_TO", [x, self._const_int32(shape, "broadcast_shape")], [y], "BroadcastToOptions", {},
+                version=2)
+        return y
+
+    def cast(self, x: TensorRef, dtype: str, *, name=None) -> TensorRef:
+        """CAST to ``dtype`` (no quantization on the result: CAST converts raw values)."""
+        y = self.tensor(self._name(name, "cast"), x.shape, dtype)
+        self.op("CAST", [x], [y], "CastOptions", dict(in_data_type=TENSOR_TYPES[x.dtype],
+                                                      out_data_type=TENSOR_TYPES[dtype]))
+        return y
+
+    def abs(self, x: TensorRef, *, out_scale=None, out_zp=None, name=None) -> TensorRef:
+        return self._unary("ABS", x, out_scale, out_zp, name, "abs", "AbsOptions", {},
+                           version=2 if x.quantized else 1)
+
+    def neg(self, x: TensorRef, *, name=None) -> TensorRef:
+        return self._unary("NEG", x, None, None, name, "neg", "NegOptions", {})
+
+    _COMPARISONS = {"EQUAL": "EqualOptions", "NOT_EQUAL": "NotEqualOptions", "LESS": "LessOptions",
+                    "LESS_EQUAL": "LessEqualOptions", "GREATER": "GreaterOptions",
+                    "GREATER_EQUAL": "GreaterEqualOptions"}
+
+    def compare(self, builtin: str, a: TensorRef, b, *, name=None) -> TensorRef:
+        """EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL (bool result); ``b`` may be an array (a
+        constant with ``a``'s dtype and quantization)."""
+        if not isinstance(b, TensorRef):
+            b = self.const(self._name(None, "compare_rhs"), np.asarray(b), a.dtype, a.scale,
+                           a.zero_point or 0)
+        y = self.tensor(self._name(name, builtin.lower()), tuple(np.broadcast_shapes(a.shape, b.shape)), "bool")
+        self.op(builtin, [a, b], [y], self._COMPARISONS[builtin], {}, version=2 if a.quantized else 1)
+        return y
+
+    def select_v2(self, cond: TensorRef, x: TensorRef, y: TensorRef, *, name=None) -> TensorRef:
+        shape = tuple(np.broadcast_shapes(cond.shape, x.shape, y.shape))
+        out = self._out(x, shape, name, "select_v2")
+        self.op("SELECT_V2", [cond, x, y], [out], "SelectV2Options", {})
+        return out
+
+    def gather_nd(self, x: TensorRef, indices, *, name=None) -> TensorRef:
+        """GATHER_ND; ``indices`` [..., M] (an int32 array written as a constant, or a TensorRef)."""
+        iref = indices if isinstance(indices, TensorRef) else self.const(
+            self._name(None, "gather_nd_indices"), np.asarray(indices, np.int32), "int32")
+        m = iref.shape[-1]
+        y = self._out(x, tuple(iref.shape[:-1]) + tuple(x.shape[m:]), name, "gather_nd")
+        self.op("GATHER_ND", [x, iref], [y], "GatherNdOptions", {})
+        return y
+
+    def div(self, a: TensorRef, b, *, activation: str = "NONE", name=None) -> TensorRef:
+        """DIV (float32 / int32) with broadcasting; ``b`` may be an array (a constant of ``a``'s dtype)."""
+        if not isinstance(b, TensorRef):
+            b = self.const(self._name(None, "div_rhs"), np.asarray(b), a.dtype)
+        y = self._out(a, tuple(np.broadcast_shapes(a.shape, b.shape)), name, "div")
+        self.op("DIV", [a, b], [y], "DivOptions", dict(fused_activation_function=ACTIVATIONS[activation]))
+        return y
+
     # ------------------------------------------------------------------ serialisation
     def finish(self) -> bytes:
         """Serialise the model (schema version 3, one subgraph) to ``.tflite`` bytes."""

@@ -435,7 +435,8 @@ def op_concatenation(b: _Builder) -> bool:
     r = len(a.shape)
     axis = b.integer(-r, r - 1)
     ax = axis % r
-    rescale = b.flag(0.3)  # inputs and output with different parameters (LiteRT re-quantizes in float32)
+    # inputs and output with different parameters (LiteRT re-quantizes uint8 in float32; it refuses int8 ones)
+    rescale = b.flag(0.3) and a.dtype == "uint8"
 
     def fits(t: TensorRef) -> bool:
         same_q = rescale or (t.scale == a.scale and t.zero_point == a.zero_point)
@@ -733,6 +734,99 @@ def op_rsqrt(b: _Builder) -> bool:
     return b.emit(f"RSQRT({r.name})", y, x)
 
 
+
+def op_mirror_pad(b: _Builder) -> bool:
+    """MIRROR_PAD with pads within TensorFlow's limits (REFLECT < size, SYMMETRIC ≤ size)."""
+    x = b.pick(lambda t: _quant(t) and 1 <= len(t.shape) <= 4)
+    if x is None:
+        return False
+    mode = b.choice(["REFLECT", "SYMMETRIC"])
+    extra = 1 if mode == "REFLECT" else 0
+    pads = [[b.integer(0, min(d - extra, 3)), b.integer(0, min(d - extra, 3))] for d in x.shape]
+    y = b.w.mirror_pad(x, pads, mode)
+    return b.emit(f"MIRROR_PAD({x.name}, {pads}, {mode})", y, x)
+
+
+def op_tile_broadcast(b: _Builder) -> bool:
+    """TILE, or BROADCAST_TO of a tensor with a size-1 axis (raw copies in LiteRT)."""
+    if b.flag(0.5):
+        x = b.pick(lambda t: _quant(t) and 1 <= len(t.shape) <= 4)
+        if x is None:
+            return False
+        reps = [b.integer(1, 3) for _ in x.shape]
+        y = b.w.tile(x, reps)
+        return b.emit(f"TILE({x.name}, {reps})", y, x)
+    x = b.pick(lambda t: _quant(t) and 1 in t.shape and len(t.shape) <= 4)
+    if x is None:
+        return False
+    shape = [b.integer(1, 4) if d == 1 else d for d in x.shape]
+    if b.flag(0.3) and len(shape) < 4:
+        shape = [b.integer(1, 3)] + shape
+    y = b.w.broadcast_to(x, shape)
+    return b.emit(f"BROADCAST_TO({x.name}, {shape})", y, x)
+
+
+def op_abs_neg(b: _Builder) -> bool:
+    """int8 ABS with drawn output parameters (a rescale unless the scales match), or NEG (raw, wrapping)."""
+    x = b.pick(lambda t: t.dtype == "int8")
+    if x is None:
+        return False
+    if b.flag(0.3):
+        y = b.w.neg(x)
+        return b.emit(f"NEG({x.name})", y, x)
+    s, zp = (x.scale[0], b.zero_point("int8")) if b.flag(0.3) else b.out_params(x)
+    y = b.w.abs(x, out_scale=s, out_zp=zp)
+    return b.emit(f"ABS({x.name})", y, x)
+
+
+def op_compare_select(b: _Builder) -> bool:
+    """A quantized comparison (LiteRT rescales both operands; scales must be below 1) feeding SELECT_V2."""
+    a = b.pick(lambda t: _quant(t) and len(t.shape) >= 1 and t.scale[0] < 1.0)
+    if a is None:
+        return False
+    other = b.pick(lambda t: t.shape == a.shape and t.dtype == a.dtype and t.scale[0] < 1.0)
+    info = np.iinfo(a.dtype)
+    rhs = other if other is not None and b.flag(0.6) else \
+        b.rng.integers(int(info.min), int(info.max) + 1, a.shape[-1:]).astype(a.dtype)
+    op = b.choice(["EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"])
+    cond = b.w.compare(op, a, rhs)
+    rhs_text = rhs.name if isinstance(rhs, TensorRef) else f"const{list(rhs.shape)}"
+    b.note(f"{op}({a.name}, {rhs_text})", cond)
+    y_other = other if other is not None else a
+    y = b.w.select_v2(cond, a, y_other)
+    reads = (a, other) if other is not None else (a,)
+    return b.emit(f"SELECT_V2({cond.name}, {a.name}, {y_other.name})", y, *reads)
+
+
+def op_gather_nd(b: _Builder) -> bool:
+    x = b.pick(lambda t: _quant(t) and 1 <= len(t.shape) <= 4)
+    if x is None:
+        return False
+    depth = b.integer(1, len(x.shape))
+    lead = tuple(b.integer(1, 3) for _ in range(b.integer(1, 2)))
+    idx = np.stack([b.rng.integers(0, d, lead) for d in x.shape[:depth]], -1).astype(np.int32)
+    y = b.w.gather_nd(x, idx)
+    return b.emit(f"GATHER_ND({x.name}, indices{list(idx.shape)})", y, x)
+
+
+
+def op_float_div(b: _Builder) -> bool:
+    """DEQUANTIZE → float32 DIV by a constant without zeros (a fused activation drawn) → a float graph output."""
+    x = b.pick(_quant)
+    if x is None:
+        return False
+    f = b.w.dequantize(x)
+    b.use(x)
+    b.note(f"DEQUANTIZE({x.name})", f)
+    divisor = (b.rng.uniform(0.25, 4.0, x.shape[-1:]) * b.rng.choice([-1.0, 1.0], x.shape[-1:])).astype(np.float32)
+    act = b.choice(["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
+    y = b.w.div(f, divisor, activation=act)
+    b.consumed.add(f.index)
+    b.note(f"DIV({f.name}, const{list(divisor.shape)}, {act})", y)
+    b.floats.append(y)
+    return True
+
+
 OPS: dict[str, Callable[[_Builder], bool]] = {
     "conv2d": op_conv2d, "binary": op_binary, "pool": op_pool, "activation": op_activation,
     "depthwise": op_depthwise, "fully_connected": op_fully_connected, "concatenation": op_concatenation,
@@ -745,6 +839,8 @@ OPS: dict[str, Callable[[_Builder], bool]] = {
     "gather": op_gather, "prelu": op_prelu,
     "resize_bilinear": op_resize_bilinear, "batch_matmul": op_batch_matmul,
     "log_softmax": op_log_softmax, "squared_difference": op_squared_difference, "rsqrt": op_rsqrt,
+    "mirror_pad": op_mirror_pad, "tile_broadcast": op_tile_broadcast, "abs_neg": op_abs_neg,
+    "compare_select": op_compare_select, "gather_nd": op_gather_nd, "float_div": op_float_div,
 }
 OP_KINDS = tuple(OPS)
 

@@ -88,6 +88,7 @@ def _ensure_loaded() -> None:
     from . import lower_elemwise, lower_injective, lower_nn, lower_qnn, lower_reduce, lower_tuple  # noqa: F401
     from . import lower_resize  # noqa: F401
     from . import lower_quant_more  # noqa: F401
+    from . import lower_more3  # noqa: F401
 
 
 def get_lowering(op: str | Call) -> Lowering | None:

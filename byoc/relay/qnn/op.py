@@ -172,3 +172,26 @@ def squared_difference(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_
 def rsqrt(x, scale, zero_point, output_scale, output_zero_point):
     """TVM's ``qnn.rsqrt`` (here with TFLite's fixed-point int8 arithmetic)."""
     return make_call("qnn.rsqrt", (x, _scale(scale), _zp(zero_point), _scale(output_scale), _zp(output_zero_point)))
+
+
+def abs(x, input_scale, input_zero_point, output_scale, output_zero_point):  # noqa: A001 - Relay spelling
+    """Our extension: TFLite's int8/int16 ABS (|q − zp_in|, rescaled when the scales differ)."""
+    return make_call("qnn.abs", (x, _scale(input_scale), _zp(input_zero_point), _scale(output_scale),
+                                 _zp(output_zero_point)))
+
+
+def _compare(name):
+    def f(lhs, rhs, lhs_scale, lhs_zero_point, rhs_scale, rhs_zero_point):
+        return make_call("qnn." + name, (lhs, rhs, _scale(lhs_scale), _zp(lhs_zero_point), _scale(rhs_scale),
+                                         _zp(rhs_zero_point)))
+    f.__name__ = name
+    f.__doc__ = f"Our extension: TFLite's int8/uint8 {name.upper()} (both operands rescaled, then compared)."
+    return f
+
+
+equal = _compare("equal")
+not_equal = _compare("not_equal")
+less = _compare("less")
+less_equal = _compare("less_equal")
+greater = _compare("greater")
+greater_equal = _compare("greater_equal")

@@ -131,3 +131,80 @@ MORE_CASES.update({
     "qnn.log_softmax": _qnn_log_softmax("int8"), "qnn.log_softmax[uint8]": _qnn_log_softmax("uint8"),
     "qnn.squared_difference": _qnn_squared_difference, "qnn.rsqrt": _qnn_rsqrt,
 })
+
+
+def _mirror_pad(mode):
+    def make(rs):
+        x = relay.var("x", shape=(3, 4, 2), dtype="int8")
+        call = relay.nn.mirror_pad(x, ((2, 1), (0, 3), (1, 1)), mode=mode)  # the largest pads each mode allows
+        return relay.Function([x], call), {"x": _ints(rs, (3, 4, 2))}, True
+    return make
+
+
+def _tile(rs):
+    x = relay.var("x", shape=(3, 1, 4), dtype="uint8")
+    return relay.Function([x], relay.tile(x, (2, 1, 3, 2))), {"x": _ints(rs, (3, 1, 4), "uint8")}, True
+
+
+def _compare(op, dtype):
+    def make(rs):
+        a = relay.var("a", shape=(2, 3, 4), dtype=dtype)
+        b = relay.var("b", shape=(3, 1), dtype=dtype)
+        if dtype == "float32":  # few distinct values (ties), and a NaN (unordered) in each operand
+            va = rs.randint(-2, 3, size=(2, 3, 4)).astype(dtype)
+            vb = rs.randint(-2, 3, size=(3, 1)).astype(dtype)
+            va[0, 0, 0] = vb[1, 0] = np.nan
+        else:
+            va, vb = _ints(rs, (2, 3, 4), dtype) // 64, _ints(rs, (3, 1), dtype) // 64
+        return relay.Function([a, b], make_call(op, [a, b])), {"a": va, "b": vb}, True
+    return make
+
+
+def _qnn_compare(op, dtype):
+    def make(rs):
+        a = relay.var("a", shape=(2, 3, 4), dtype=dtype)
+        b = relay.var("b", shape=(4,), dtype=dtype)
+        zp = 0 if dtype == "int8" else 128
+        call = getattr(relay.qnn.op, op[4:])(a, b, 0.004, zp + 3, 0.0031, zp - 5)
+        return relay.Function([a, b], call), {"a": _ints(rs, (2, 3, 4), dtype), "b": _ints(rs, (4,), dtype)}, True
+    return make
+
+
+def _where(rs):
+    c = relay.var("c", shape=(2, 1, 4), dtype="bool")
+    x = relay.var("x", shape=(3, 4), dtype="int16")
+    y = relay.var("y", shape=(2, 3, 1), dtype="int16")
+    ins = {"c": rs.rand(2, 1, 4) < 0.5, "x": _ints(rs, (3, 4), "int16"), "y": _ints(rs, (2, 3, 1), "int16")}
+    return relay.Function([c, x, y], relay.where(c, x, y)), ins, True
+
+
+def _gather_nd(rs):
+    x = relay.var("x", shape=(4, 5, 3), dtype="float32")
+    i = relay.var("i", shape=(2, 3, 2), dtype="int32")  # TVM layout: [M = 2, Y = (3, 2)]
+    idx = np.stack([rs.randint(0, 4, size=(3, 2)), rs.randint(0, 5, size=(3, 2))]).astype("int32")
+    return relay.Function([x, i], relay.gather_nd(x, i)), {"x": rs.standard_normal((4, 5, 3)).astype("float32"),
+                                                          "i": idx}, True
+
+
+def _qnn_abs(dtype, s_out):
+    def make(rs):
+        x = relay.var("x", shape=(4, 9), dtype=dtype)
+        zp_in, zp_out = (-7, -100) if dtype == "int8" else (0, 0)
+        call = relay.qnn.op.abs(x, 0.05, zp_in, s_out, zp_out)
+        return relay.Function([x], call), {"x": _ints(rs, (4, 9), dtype)}, True
+    return make
+
+
+MORE_CASES.update({
+    "nn.mirror_pad": _mirror_pad("SYMMETRIC"), "nn.mirror_pad[REFLECT]": _mirror_pad("REFLECT"), "tile": _tile,
+    "equal": _compare("equal", "float32"), "not_equal": _compare("not_equal", "float32"),
+    "less": _compare("less", "int8"), "less_equal": _compare("less_equal", "uint8"),
+    "greater": _compare("greater", "int32"), "greater_equal": _compare("greater_equal", "float32"),
+    "qnn.equal": _qnn_compare("qnn.equal", "int8"), "qnn.not_equal": _qnn_compare("qnn.not_equal", "uint8"),
+    "qnn.less": _qnn_compare("qnn.less", "int8"), "qnn.less_equal": _qnn_compare("qnn.less_equal", "uint8"),
+    "qnn.greater": _qnn_compare("qnn.greater", "int8"),
+    "qnn.greater_equal": _qnn_compare("qnn.greater_equal", "uint8"),
+    "where": _where, "gather_nd": _gather_nd,
+    "qnn.abs": _qnn_abs("int8", 0.031), "qnn.abs[same scale]": _qnn_abs("int8", 0.05),
+    "qnn.abs[int16]": _qnn_abs("int16", 0.07),
+})
