@@ -11,6 +11,7 @@ import numpy as np
 from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
+from .cost import window_traffic
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
 from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_SCALAR_FIELDS, Load, Mac, MacOp,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
@@ -225,7 +226,7 @@ class _Codegen:
         stride = (p["sh"], p["sw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
         dil = (p["dh"], p["dw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
         # A concatenate piece computes an input-shaped block of its OFM.
-        out_hwc = T[layer.ofm].hwc if layer.out_origin is None else src.hwc
+        out_hwc = layer.block or (T[layer.ofm].hwc if layer.out_origin is None else src.hwc)
         in2 = {}
         if len(layer.inputs) > 1:
             in2 = dict(in2_bcast=int(p.get("bcast", 0)),
@@ -257,8 +258,15 @@ class _Codegen:
         T = self.graph.tensors
         area_names = [a.name for a in self.cfg.memory_areas]
         traffic = [0] * len(area_names)
-        for tid in (layer.inputs if isinstance(layer, PpuLayer) else (layer.ifm,)):
-            traffic[self.region_of(tid).area] += self.region_of(tid).size
+        if isinstance(layer, PpuLayer) and layer.in_origin is not None:
+            # a window copy reads only its window's in-image part
+            src = T[layer.inputs[0]]
+            nbytes, _ = window_traffic(*src.hwc, *layer.in_origin[:2], *layer.block,  # type: ignore[misc]
+                                       np.dtype(src.dtype).itemsize)
+            traffic[self.region_of(layer.inputs[0]).area] += nbytes
+        else:
+            for tid in (layer.inputs if isinstance(layer, PpuLayer) else (layer.ifm,)):
+                traffic[self.region_of(tid).area] += self.region_of(tid).size
         out = T[layer.ofm]
         out_elems = int(np.prod(self.geometry(layer).out_hwc))
         traffic[self.fm_area] += out_elems * np.dtype(out.dtype).itemsize
@@ -373,10 +381,11 @@ class _Codegen:
         if op == PpuOp.MAX_POOL:
             pad_value = int(np.iinfo(src.dtype).min)
         else:
-            pad_value = 0
+            pad_value = int(p.get("pad_value", 0))
         rounding = int(Rounding[p.get("rounding", "TFLITE")])
         bcast = int(p.get("bcast", 0)) if len(L.inputs) > 1 else 0
         oy, ox, oc = L.out_origin or (0, 0, 0)
+        iy, ix, ic0 = L.in_origin or (0, 0, 0)   # a window copy's start in its input
         lut_slot = None
         if op == PpuOp.LUT:
             lut_slot = slots.take("table")
@@ -393,7 +402,7 @@ class _Codegen:
                     if op == PpuOp.MEAN:
                         y0, x0, ih, iw = 0, 0, H, W
                     else:
-                        y0, x0 = y * sh - pt, x * sw - pl
+                        y0, x0 = y * sh - pt + iy, x * sw - pl + ix
                         ih, iw = (th - 1) * sh + (kh - 1) * dh + 1, (tw - 1) * sw + (kw - 1) * dw + 1
                     b, off = slots.take("ifm")
                     tile_bytes = ih * iw * tc * np.dtype(src.dtype).itemsize
@@ -407,7 +416,7 @@ class _Codegen:
                                               0 if bcast & BCAST_W else x0, 0 if bcast & BCAST_C else c0, h2, w2,
                                               c2, pad_value, s))
                         else:
-                            em.emit(self.load(li, TileKind.IFM, tid, y0, x0, c0, ih, iw, tc, pad_value, s))
+                            em.emit(self.load(li, TileKind.IFM, tid, y0, x0, c0 + ic0, ih, iw, tc, pad_value, s))
                         srcs.append(s)
                     values = dict(p, y0=y0, x0=x0, img_h=H, img_w=W)
                     out = slots.take("ofm")

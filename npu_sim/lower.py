@@ -2,7 +2,7 @@
 
 The function body is a dataflow graph of calls to composite function literals (``Composite="npu.<name>"``, bodies
 as in docs/architecture.md) and a few cheap bare ops (reshape/squeeze/expand_dims become aliases; clip and
-qnn.requantize become PPU layers). Every unsupported construct is collected and reported at once as an
+qnn.requantize become PPU layers; strided_slice/split/nn.pad/nn.depth_to_space become copies, lower_move.py). Every unsupported construct is collected and reported at once as an
 ``NPUError``: never a silent wrong result.
 
 Integer parameters come from the shared functions in ``byoc.quant.params`` (the same ones the interpreter uses).
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from byoc.errors import ByocError, NPUError
-from byoc.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
+from byoc.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
 from byoc.quant import params as qp
@@ -79,6 +79,9 @@ class PpuLayer:
     # (y, x, c) where this layer's input-shaped block lands in a larger OFM (a concatenate piece); None: the
     # layer writes its whole OFM
     out_origin: tuple[int, int, int] | None = None
+    # a copy of a window: where it starts in the input (negative: padding) and its (h, w, c) (lower_move)
+    in_origin: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
     macs: int = 0
 
 
@@ -132,6 +135,7 @@ class _Lowerer:
         self.tensors: list[TensorInfo] = []
         self.layers: list[Any] = []
         self.value: dict[int, int] = {}    # id(expr) → tensor id
+        self.tuple_values: dict[int, list[int]] = {}  # id(tuple-valued call, e.g. split) → field tensor ids
         self.problems: list[str] = []
 
     # -------------------------------------------------------------------------------------------- tensors
@@ -173,13 +177,17 @@ class _Lowerer:
                     self.problems.append(e.message)
                 except ByocError as e:
                     self.problems.append(f"{_describe(node)}: {e.message}")
+            elif isinstance(node, TupleGetItem) and id(node.tuple_value) in self.tuple_values:
+                self.value[id(node)] = self.tuple_values[id(node.tuple_value)][node.index]
             elif not isinstance(node, (Var, Constant, Function, Tuple, Op)):
                 self.problems.append(f"{type(node).__name__} nodes are not supported in an NPU function")
         body = self.func.body
         outs = list(body.fields) if isinstance(body, Tuple) else [body]
         outputs = []
         for o in outs:
-            if id(o) in self.value:
+            if id(o) in self.tuple_values:  # a split's tuple returned as it is
+                outputs.extend(self.tuple_values[id(o)])
+            elif id(o) in self.value:
                 outputs.append(self.value[id(o)])
             elif isinstance(o, (Var, Constant)):
                 self.problems.append("an NPU function output must be computed by a layer, found a "
@@ -782,6 +790,10 @@ def _bare_requantize(low: _Lowerer, call: Call) -> None:
 
 _BARE_OPS = {"reshape": _bare_alias, "squeeze": _bare_alias, "expand_dims": _bare_alias, "clip": _bare_clip,
              "qnn.requantize": _bare_requantize}
+
+from .lower_move import MOVE_OPS  # noqa: E402 - the data-movement handlers build on the classes above
+
+_BARE_OPS.update(MOVE_OPS)
 
 
 def lower_function(func: Function, name: str = "npu_func") -> Graph:

@@ -12,6 +12,8 @@ import numpy as np
 
 from byoc.errors import ByocError
 from byoc.ir.expr import Call, Tuple
+from byoc.ir.types import TupleType
+from byoc.ops.transform_ops import strided_slice_indices
 from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 
@@ -381,3 +383,96 @@ def pattern_table() -> list[CompositePattern]:
 
 for _op in ("reshape", "squeeze", "expand_dims"):
     register_op_predicate("npu", _op, _MOVE_CHECK)
+
+
+# -- copies: slice, split, pad, depth_to_space (npu_sim/lower_move.py) ------------------------------------------
+
+def _one_block(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> str | None:
+    """Why a non-empty box of ``out_shape`` is not one block of the NPU's height×width×channels view (4-D:
+    batch folds into the rows, so a box over several batches must take the whole height)."""
+    if any(d <= 0 for d in out_shape):
+        return f"found an empty piece {out_shape}"
+    if len(in_shape) == 4 and out_shape[0] > 1 and out_shape[1] != in_shape[1]:
+        return (f"found {out_shape} out of {in_shape}: part of the height of {out_shape[0]} batches is not one "
+                f"block of the NPU's batch×height rows")
+    return None
+
+
+_COPY_DTYPES = dtype_rule("input", [lambda ctx: ctx.root.args[0]])
+
+
+@rule("strides are 1 and the slice is one block of the height×width×channels view (with batch > 1 it keeps "
+      "the whole height)")
+def _slice_window(ctx):
+    call = ctx.root
+    t, out = ttype(call.args[0]), ttype(call)
+    if t is None or out is None or t.ndim > 4:
+        return None  # the rank rule names it
+    try:
+        slices = strided_slice_indices(tuple(t.shape), call.attrs)
+    except ByocError as e:
+        return e.message
+    steps = [sl.indices(d)[2] for sl, d in zip(slices, t.shape)]
+    if any(s != 1 for s in steps):
+        return f"found strides {tuple(steps)}"
+    return _one_block(tuple(t.shape), tuple(out.shape))
+
+
+@rule("every piece is non-empty and one block of the height×width×channels view (with batch > 1, no split "
+      "along the height)")
+def _split_pieces(ctx):
+    call = ctx.root
+    t, out = ttype(call.args[0]), call.checked_type
+    if t is None or not isinstance(out, TupleType) or t.ndim > 4:
+        return None if t is not None and t.ndim > 4 else f"found {t} → {out}"
+    for f in out.fields:
+        why = _one_block(tuple(t.shape), tuple(f.shape))
+        if why:
+            return why
+    return None
+
+
+@rule(f"constant padding of height and width only (batch 1), at most {MAX_PAD} per side, with a constant "
+      f"scalar pad value in the input's range (the input zero point, as TFLite PAD writes it)")
+def _pad_sides(ctx):
+    call = ctx.root
+    t = ttype(call.args[0])
+    if t is None or t.ndim > 4 or t.ndim == 0:
+        return None if t is not None and t.ndim > 4 else f"found input {t}"
+    if call.attrs.pad_mode != "constant":
+        return f"found pad_mode {call.attrs.pad_mode!r}"
+    pv = const_value(call.args[1])
+    if pv is None or pv.size != 1:
+        return "found a pad value that is not a constant scalar"
+    info = np.iinfo(t.dtype) if t.dtype in ("int8", "uint8") else None
+    if info is not None and not info.min <= int(pv.reshape(-1)[0]) <= info.max:
+        return f"found pad value {int(pv.reshape(-1)[0])} outside {t.dtype}"
+    pw = [tuple(int(v) for v in p) for p in call.attrs.pad_width]
+    hw = {4: (1, 2), 3: (0, 1), 2: (0,), 1: ()}[t.ndim]
+    if any(pw[k] != (0, 0) for k in range(t.ndim) if k not in hw):
+        return f"found pad_width {tuple(pw)} (it pads an axis other than height and width)"
+    if t.ndim == 4 and t.shape[0] != 1 and pw[1] != (0, 0):
+        return f"found batch {t.shape[0]} with height padding: the batches interleave in the NPU's rows"
+    worst = max((v for k in hw for v in pw[k]), default=0)
+    return None if worst <= MAX_PAD else f"found pad_width {tuple(pw)}"
+
+
+@rule("NHWC layout, DCR order (TFLite's DEPTH_TO_SPACE), 4-D input")
+def _depth_to_space(ctx):
+    call = ctx.root
+    t, a = ttype(call.args[0]), call.attrs
+    if a.layout != "NHWC" or a.mode != "DCR" or t is None or t.ndim != 4:
+        return f"found layout {a.layout!r}, mode {a.mode!r}, input {t.shape if t else None}"
+    return None
+
+
+SLICE_CHECK = Check((_COPY_DTYPES, _rank4, _slice_window), summary="strided slice with unit strides, as a copy")
+SPLIT_CHECK = Check((_COPY_DTYPES, _rank4, _split_pieces), summary="split, one copy per piece")
+PAD_CHECK = Check((_COPY_DTYPES, _rank4, _pad_sides), summary="pad, as a copy whose reads past the edge give the "
+                                                              "pad value")
+DEPTH_TO_SPACE_CHECK = Check((_COPY_DTYPES, _rank4, _depth_to_space),
+                             summary="depth_to_space, one copy per block row")
+
+for _op, _check in (("strided_slice", SLICE_CHECK), ("split", SPLIT_CHECK), ("nn.pad", PAD_CHECK),
+                    ("nn.depth_to_space", DEPTH_TO_SPACE_CHECK)):
+    register_op_predicate("npu", _op, _check)

@@ -397,3 +397,76 @@ def test_partitioning_a_shared_model_preserves_its_outputs(name, table):
         assert len(before) == len(after)
         for b, a in zip(before, after):
             np.testing.assert_array_equal(a, b)
+
+
+# -- data movement as NPU copies: strided_slice, split, nn.pad, nn.depth_to_space ----------------------------
+
+def _npu_ops(part):
+    return sorted(n.op.name for gv, f in part.items() if f.attrs.get("Compiler") == "npu"
+                  for n in byoc.ir.post_order(f) if isinstance(n, relay.Call) and hasattr(n.op, "name"))
+
+
+def _npu_build_matches(mod, part, dtype="int8"):
+    """The offered partition compiles for the NPU and runs bit-exact (the check never offers what npu_sim
+    refuses)."""
+    rng = np.random.default_rng(0)
+    info = np.iinfo(dtype)
+    ins = {p.name_hint: rng.integers(int(info.min), int(info.max) + 1, p.type_annotation.shape).astype(dtype)
+           for p in mod["main"].params}
+    exe = byoc.build(part, target="npu,llvm", npu_config="ethos-u55-256-like")
+    for a, b in zip(byoc.evaluate(mod, ins), exe.run(ins)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape,make,op", [
+    ((1, 8, 8, 8), lambda x: relay.strided_slice(x, begin=(0, 1, 2, 3), end=(1, 7, 8, 5)), "strided_slice"),
+    ((3, 4, 5, 6), lambda x: relay.strided_slice(x, begin=(1, 0, 1, 0), end=(3, 4, 4, 6)), "strided_slice"),
+    ((6, 10), lambda x: relay.strided_slice(x, begin=(-7,), end=(8,), axes=(1,)), "strided_slice"),
+    ((1, 8, 8, 8), lambda x: relay.split(x, (3, 5), axis=3)[1], "split"),
+    ((2, 8, 8, 8), lambda x: relay.split(x, 2, axis=2)[0], "split"),
+    ((1, 8, 8, 8), lambda x: relay.nn.pad(x, ((0, 0), (7, 0), (1, 2), (0, 0)), c(-3, "int8")), "nn.pad"),
+    ((2, 8, 8, 8), lambda x: relay.nn.pad(x, ((0, 0), (0, 0), (1, 2), (0, 0)), c(5, "int8")), "nn.pad"),
+    ((8, 8, 8), lambda x: relay.nn.pad(x, ((2, 0), (1, 3), (0, 0)), c(5, "int8")), "nn.pad"),
+    ((1, 4, 4, 8), lambda x: relay.nn.depth_to_space(x, 2, layout="NHWC"), "nn.depth_to_space"),
+    ((2, 3, 4, 18), lambda x: relay.nn.depth_to_space(x, 3, layout="NHWC"), "nn.depth_to_space"),
+])
+def test_data_movement_is_offloaded_and_builds(shape, make, op):
+    x = x4("x", shape)
+    mod, part, report = partition(make(x), [x])
+    assert not report.cpu_ops() and op in _npu_ops(part)
+    _npu_build_matches(mod, part)
+
+
+@pytest.mark.parametrize("shape,dtype,make,op,reason", [
+    ((1, 8, 8, 8), "int8", lambda x: relay.strided_slice(x, begin=(0, 0, 0, 0), end=(1, 8, 8, 8),
+                                                         strides=(1, 2, 1, 1)), "strided_slice",
+     "strides are 1 and the slice is one block"),
+    ((1, 8, 8, 8), "int8", lambda x: relay.strided_slice(x, begin=(0, 0, 0, 0), end=(1, 8, 8, 8),
+                                                         strides=(1, 2, 1, 1)), "strided_slice",
+     "found strides (1, 2, 1, 1)"),
+    ((2, 8, 8, 8), "int8", lambda x: relay.strided_slice(x, begin=(0, 1, 0, 0), end=(2, 5, 8, 8)),
+     "strided_slice", "part of the height of 2 batches"),
+    ((2, 8, 8, 8), "int8", lambda x: relay.split(x, 2, axis=1)[0], "split", "part of the height of 2 batches"),
+    ((6, 10), "int8", lambda x: relay.strided_slice(x, begin=(-4,), end=(5,), axes=(1,)), "strided_slice",
+     "found an empty piece (6, 0)"),
+    ((1, 8, 8, 8), "int16", lambda x: relay.split(x, 2, axis=3)[0], "split", "input dtype is int8 or uint8"),
+    ((1, 8, 8, 8), "int8", lambda x: relay.nn.pad(x, ((0, 0), (0, 0), (0, 0), (0, 8)), c(0, "int8")), "nn.pad",
+     "it pads an axis other than height and width"),
+    ((1, 8, 8, 8), "int8", lambda x: relay.nn.pad(x, ((0, 0), (8, 0), (0, 0), (0, 0)), c(0, "int8")), "nn.pad",
+     "at most 7 per side"),
+    ((2, 8, 8, 8), "int8", lambda x: relay.nn.pad(x, ((0, 0), (1, 0), (0, 0), (0, 0)), c(0, "int8")), "nn.pad",
+     "found batch 2 with height padding"),
+    ((1, 8, 8, 8), "int8", lambda x: relay.nn.pad(x, ((0, 0), (1, 0), (0, 0), (0, 0)),
+                                                  relay.var("v", shape=(), dtype="int8")), "nn.pad",
+     "not a constant scalar"),
+    ((1, 4, 4, 8), "int16", lambda x: relay.nn.depth_to_space(x, 2, layout="NHWC"), "nn.depth_to_space",
+     "input dtype is int8 or uint8: found int16"),
+])
+def test_data_movement_the_npu_cannot_do_stays_on_the_cpu(shape, dtype, make, op, reason):
+    x = x4("x", shape, dtype)
+    expr = make(x)
+    params = [x] + [v for v in byoc.ir.post_order(expr) if isinstance(v, relay.Var) and v is not x]
+    mod, part, report = partition(expr, params)
+    nodes = [n for n in report.cpu_ops() if n.op == op]
+    assert nodes and reason in nodes[0].reason, [(n.op, n.reason) for n in report.cpu_ops()]
+    assert op not in _npu_ops(part)
