@@ -127,8 +127,12 @@ def _clip(ctx, builder, node, args):
     dt = _dtype(ctx)
     lo, hi = node.attrs.a_min, node.attrs.a_max
     if is_float(dt):
+        # TFLite's activation clamp and np.clip: x < lo ? lo : x, then hi < v ? hi : v. A NaN passes through and
+        # −0.0 stays −0.0 under a 0 lower bound (maximum's `a > b ? a : b` would give +0.0).
         ty = llvm_type(dt)
-        return float_min(builder, float_max(builder, x, ir.Constant(ty, float(lo))), ir.Constant(ty, float(hi)))
+        lo_c, hi_c = ir.Constant(ty, float(lo)), ir.Constant(ty, float(hi))
+        v = builder.select(builder.fcmp_ordered("<", x, lo_c), lo_c, x)
+        return builder.select(builder.fcmp_ordered("<", hi_c, v), hi_c, v)
     mn, mx = int_min_max(dt)
     lo_i = mn if lo == float("-inf") else min(max(int(math.ceil(lo)), mn), mx)
     hi_i = mx if hi == float("inf") else max(min(int(math.floor(hi)), mx), mn)
