@@ -110,6 +110,21 @@ class OpContext:
             raise self.fail(f"{what} ({t.label}) must have {length} values, found {len(v)}")
         return v
 
+    def paddings(self, i: int, rank: int) -> np.ndarray:
+        """The constant [rank, 2] int32/int64 paddings of PAD, PADV2 and MIRROR_PAD."""
+        t = self.tensor(i)
+        if t.dtype not in ("int32", "int64") or t.shape != (rank, 2):
+            raise self.fail(f"paddings {t.label} must be an int32/int64 [{rank}, 2] tensor, found {t.dtype} "
+                            f"{list(t.shape)}")
+        return self.const_value(i, "paddings")
+
+    def nhwc_input(self, i: int = 0) -> TensorInfo:
+        """Input ``i``, which must be a non-empty 4-D (NHWC) tensor (resizes)."""
+        t = self.tensor(i)
+        if len(t.shape) != 4 or 0 in t.shape:
+            raise self.fail(f"input {t.label} has shape {list(t.shape)}; expected a non-empty NHWC tensor")
+        return t
+
     # ------------------------------------------------------------ quantization
     def quant(self, t: TensorInfo, what: str) -> tuple[float, int]:
         """(scale, zero point) of a per-tensor quantized activation, validated."""

@@ -325,9 +325,7 @@ def convert_prelu(ctx: OpContext) -> list[Expr]:
 @converter("RESIZE_BILINEAR", quant=("image.resize2d",), float=("image.resize2d",))
 def convert_resize_bilinear(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(2)
-    x_t = ctx.tensor(0)
-    if len(x_t.shape) != 4 or 0 in x_t.shape:
-        raise ctx.fail(f"input {x_t.label} has shape {list(x_t.shape)}; expected a non-empty NHWC tensor")
+    x_t = ctx.nhwc_input(0)
     _same_dtype(ctx, x_t, ctx.out_tensor())
     if x_t.dtype not in LINEAR_DTYPES:
         raise ctx.fail(f"input {x_t.label} is {x_t.dtype}; RESIZE_BILINEAR takes " + ", ".join(LINEAR_DTYPES))
@@ -425,6 +423,3 @@ def convert_batch_matmul(ctx: OpContext) -> list[Expr]:
     if final != (int(np.prod(out_batch, dtype=np.int64)), m, n):
         y = ctx.call("reshape", [y], {"newshape": final})
     return [y]
-
-
-from . import tflite_ops_more2  # noqa: E402,F401  (LOG_SOFTMAX, SQUARED_DIFFERENCE, RSQRT register on import)

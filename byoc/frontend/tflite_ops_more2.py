@@ -91,6 +91,3 @@ def convert_rsqrt(ctx: OpContext) -> list[Expr]:
         raise ctx.fail(f"input {x_t.label} is {dtype}; RSQRT is supported for float32 and int8"
                        + (" (int16's table is not implemented)" if dtype == "int16" else ""))
     return [ctx.call("qnn.rsqrt", [ctx.input(0)] + _q(ctx, x_t, "input") + _q(ctx, out_t, "output"))]
-
-
-from . import tflite_ops_more3  # noqa: E402,F401  (MIRROR_PAD .. GATHER_ND register on import)

@@ -44,11 +44,7 @@ def convert_mirror_pad(ctx: OpContext) -> list[Expr]:
     x_t = ctx.tensor(0)
     _same_dtype(ctx, x_t, ctx.out_tensor())
     rank = len(x_t.shape)
-    p_t = ctx.tensor(1)
-    if p_t.dtype not in ("int32", "int64") or p_t.shape != (rank, 2):
-        raise ctx.fail(f"paddings {p_t.label} must be an int32/int64 [{rank}, 2] tensor, found {p_t.dtype} "
-                       f"{list(p_t.shape)}")
-    p = ctx.const_value(1, "paddings")
+    p = ctx.paddings(1, rank)
     mode = {0: "REFLECT", 1: "SYMMETRIC"}.get(int(ctx.options.get("mode", 0)))
     if mode is None:
         raise ctx.fail(f"mode {ctx.options.get('mode')} is neither REFLECT (0) nor SYMMETRIC (1)")

@@ -17,11 +17,7 @@ def _pad(ctx: OpContext, v2: bool) -> list[Expr]:
     ctx.check_arity(2, 3 if v2 else 2)
     x_t, out_t = ctx.tensor(0), ctx.out_tensor()
     rank = len(x_t.shape)
-    p_t = ctx.tensor(1)
-    if p_t.dtype not in ("int32", "int64") or p_t.shape != (rank, 2):
-        raise ctx.fail(f"paddings {p_t.label} must be an int32/int64 [{rank}, 2] tensor, found {p_t.dtype} "
-                       f"{list(p_t.shape)}")
-    p = ctx.const_value(1, "paddings")
+    p = ctx.paddings(1, rank)
     if np.any(p < 0) or np.any(p > _INT_MAX):
         raise ctx.fail(f"paddings {p.tolist()} must be non-negative")
     if x_t.dtype != out_t.dtype:
@@ -219,9 +215,7 @@ def convert_strided_slice(ctx: OpContext) -> list[Expr]:
 @converter("RESIZE_NEAREST_NEIGHBOR", quant=("image.resize2d",), float=("image.resize2d",))
 def convert_resize_nearest(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(2)
-    x_t = ctx.tensor(0)
-    if len(x_t.shape) != 4 or 0 in x_t.shape:
-        raise ctx.fail(f"input {x_t.label} has shape {list(x_t.shape)}; expected a non-empty NHWC tensor")
+    ctx.nhwc_input(0)
     size = ctx.int_vector(1, "size", 2)
     if min(size) <= 0:
         raise ctx.fail(f"size {size} must be positive")

@@ -5,7 +5,8 @@ import numpy as np
 
 from byoc import relay
 
-__all__ = ["partition", "conv_composite", "dense_composite", "requant_scales", "rng_scale"]
+__all__ = ["partition", "conv_composite", "dense_composite", "requant_scales", "rng_scale", "litert_outputs",
+           "npu_composites"]
 
 
 def partition(params: list, body, name: str = "tvmgen_default_npu_main_0") -> relay.Function:
@@ -161,3 +162,23 @@ def concat_composite(shapes, *, s=0.05, zp=3, dtype="int8"):
     y = relay.qnn.op.concatenate(xs, [_s(s)] * len(xs), [_z(zp)] * len(xs), _s(s), _z(zp), axis=3)
     ps = [relay.var(f"p{i}", shape=sh, dtype=dtype) for i, sh in enumerate(shapes)]
     return ps, composite("npu.qnn_concatenate", xs, y)(*ps)
+
+
+def litert_outputs(model: bytes, x: np.ndarray) -> list[np.ndarray]:
+    """Every output of a one-input model under LiteRT BUILTIN_REF (the test is skipped without LiteRT)."""
+    import pytest
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    it = litert.Interpreter(model_content=model, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+
+def npu_composites(mod) -> list[str]:
+    """The composite names inside a module's npu partitions, sorted."""
+    from byoc.ir.expr import Call, Function
+    from byoc.ir.traversal import post_order
+    return sorted(str(n.op.attrs["Composite"]) for _, f in mod.sorted_items() if f.attrs.get("Compiler") == "npu"
+                  for n in post_order(f.body)
+                  if isinstance(n, Call) and isinstance(n.op, Function) and "Composite" in n.op.attrs)

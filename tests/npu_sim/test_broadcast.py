@@ -19,7 +19,8 @@ from byoc.errors import NPUError
 from npu_sim.isa import BCAST_C, BCAST_H, BCAST_W, Load, Ppu, PpuOp
 from npu_sim.program import Program
 
-from npu_builders import _s, _z, clip_composite, composite, partition
+from npu_builders import (_s, _z, clip_composite, composite, litert_outputs, npu_composites,
+                          partition)
 
 PRESETS = tuple(npu_sim.PRESETS)
 
@@ -255,23 +256,6 @@ def _se_model(dtype="int8", swap=False, const_add=False):
     return w.finish(), rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1, (1, 12, 10, 24)).astype(dtype)
 
 
-def _litert(model, x):
-    litert = pytest.importorskip("ai_edge_litert.interpreter")
-    it = litert.Interpreter(model_content=model, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
-
-
-def _npu_composites(mod) -> list[str]:
-    from byoc.ir.expr import Call, Function
-    from byoc.ir.traversal import post_order
-    return sorted(str(n.op.attrs["Composite"]) for _, f in mod.sorted_items() if f.attrs.get("Compiler") == "npu"
-                  for n in post_order(f.body)
-                  if isinstance(n, Call) and isinstance(n.op, Function) and "Composite" in n.op.attrs)
-
-
 @pytest.mark.parametrize("dtype,swap,const_add", [("int8", False, False), ("int8", True, True),
                                                   ("uint8", False, True)])
 def test_se_block_end_to_end_matches_litert(dtype, swap, const_add):
@@ -279,10 +263,10 @@ def test_se_block_end_to_end_matches_litert(dtype, swap, const_add):
     model, x = _se_model(dtype, swap, const_add)
     mod, params = from_tflite(model)
     pm = byoc.partition_for("npu", mod, params)
-    comps = _npu_composites(pm)
+    comps = npu_composites(pm)
     assert "npu.qnn_mul" in comps and ("npu.qnn_add" in comps) == const_add, comps
     exe = byoc.build(pm, target="npu,llvm", npu_config="ethos-u55-256-like")
     (got,) = exe.run({mod["main"].params[0].name_hint: x})
-    want = _litert(model, x)
+    want = litert_outputs(model, x)[0]
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)

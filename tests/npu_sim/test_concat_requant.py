@@ -18,7 +18,7 @@ from byoc import relay
 from byoc.errors import NPUError
 from npu_sim.isa import Load, Ppu, PpuOp, Store, TileKind
 
-from npu_builders import composite, partition
+from npu_builders import composite, litert_outputs, npu_composites, partition
 
 PRESETS = tuple(npu_sim.PRESETS)
 
@@ -225,31 +225,14 @@ def _inception_model(axis):
     return w.finish(), rng.integers(0, 256, (1, 8, 8, 6)).astype(np.uint8)
 
 
-def _litert(model, x):
-    litert = pytest.importorskip("ai_edge_litert.interpreter")
-    it = litert.Interpreter(model_content=model, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
-
-
-def _npu_composites(mod) -> list[str]:
-    from byoc.ir.expr import Call, Function
-    from byoc.ir.traversal import post_order
-    return sorted(str(n.op.attrs["Composite"]) for _, f in mod.sorted_items() if f.attrs.get("Compiler") == "npu"
-                  for n in post_order(f.body)
-                  if isinstance(n, Call) and isinstance(n.op, Function) and "Composite" in n.op.attrs)
-
-
 @pytest.mark.parametrize("axis", [3, 1, 2])
 def test_inception_block_end_to_end_matches_litert(axis):
     from byoc.frontend import from_tflite
     model, x = _inception_model(axis)
-    want = _litert(model, x)
+    want = litert_outputs(model, x)[0]
     mod, params = from_tflite(model)
     pm = byoc.partition_for("npu", mod, params)
-    assert "npu.qnn_concatenate" in _npu_composites(pm)
+    assert "npu.qnn_concatenate" in npu_composites(pm)
     assert "qnn.concatenate" not in pm["main"].astext()  # offloaded, not left on the CPU
     exe = byoc.build(pm, target="npu,llvm", npu_config="ethos-u55-256-like")
     (got,) = exe.run({mod["main"].params[0].name_hint: x})
@@ -265,10 +248,10 @@ def test_tflm_import_follows_the_same_op_semantics():
     model, x = _inception_model(3)
     mod, params = from_tflite(model, semantics="tflm")
     pm = byoc.partition_for("npu", mod, params)
-    assert "npu.qnn_concatenate" in _npu_composites(pm)
+    assert "npu.qnn_concatenate" in npu_composites(pm)
     exe = byoc.build(pm, target="npu,llvm", npu_config="ethos-u55-256-like")
     name = mod["main"].params[0].name_hint
     (got,) = exe.run({name: x})
     (ref,) = byoc.evaluate(mod, {name: x}, params)
     np.testing.assert_array_equal(got, ref)
-    np.testing.assert_array_equal(got, _litert(model, x))
+    np.testing.assert_array_equal(got, litert_outputs(model, x)[0])

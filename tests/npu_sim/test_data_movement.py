@@ -15,7 +15,7 @@ from byoc import relay
 from byoc.errors import NPUError
 from npu_sim.isa import Load, Ppu, PpuOp, Store, TileKind
 
-from npu_builders import partition
+from npu_builders import litert_outputs, partition
 
 PRESETS = tuple(npu_sim.PRESETS)
 
@@ -227,20 +227,11 @@ def _model(dtype):
     return w.finish(), rng.integers(lo, hi, (1, 8, 8, 16)).astype(dtype)
 
 
-def _litert(model, x):
-    litert = pytest.importorskip("ai_edge_litert.interpreter")
-    it = litert.Interpreter(model_content=model, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
-
-
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
 def test_tflite_model_end_to_end_matches_litert(dtype):
     from byoc.frontend import from_tflite
     model, x = _model(dtype)
-    want = _litert(model, x)
+    want = litert_outputs(model, x)
     mod, params = from_tflite(model)
     pm, report = byoc.partition_for("npu", mod, params, return_report=True)
     main = pm["main"].astext()
