@@ -18,7 +18,7 @@ from byoc.errors import ByocError
 from byoc.frontend import from_tflite
 from byoc.testing import TFLiteWriter
 
-from tflite_oracles import litert_run, random_inputs
+from tflite_oracles import check_against_litert as check, litert_run, random_inputs
 
 pytest.importorskip("ai_edge_litert")
 
@@ -36,25 +36,6 @@ def _input(w: TFLiteWriter, rng, shape, dtype, name="x"):
 
 def _shape(rng, rank, lo=1, hi=5):
     return tuple(int(d) for d in rng.integers(lo, hi + 1, rank))
-
-
-def check(data: bytes, rng, inputs=None, exact_float: bool = True, samples: int = 2) -> None:
-    mod, _ = from_tflite(data)
-    exe = byoc.build(mod, target="llvm")
-    names = [p.name_hint for p in mod["main"].params]
-    for _ in range(samples):
-        ins = inputs(rng) if inputs else random_inputs(mod, rng)
-        ref = litert_run(data, ins)[0][0]
-        ours = byoc.evaluate(mod, dict(zip(names, ins)))[0]
-        got = exe.run(dict(zip(names, ins)))[0]
-        assert ours.shape == ref.shape and ours.dtype == ref.dtype, (ours.shape, ref.shape, ours.dtype, ref.dtype)
-        assert got.shape == ours.shape and got.dtype == ours.dtype
-        if ref.dtype.kind == "f" and not exact_float:
-            np.testing.assert_allclose(ours, ref, rtol=2e-6, atol=2e-6)
-            np.testing.assert_allclose(got, ours, rtol=2e-6, atol=2e-6)
-        else:
-            assert np.array_equal(ours, ref), f"{int((ours != ref).sum())}/{ref.size} mismatches vs LiteRT"
-            assert np.array_equal(got, ours), f"{int((got != ours).sum())}/{ref.size} CPU mismatches"
 
 
 # ---------------------------------------------------------------------------------------------- LOG_SOFTMAX

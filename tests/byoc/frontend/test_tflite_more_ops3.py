@@ -17,7 +17,7 @@ from byoc.errors import ByocError
 from byoc.frontend import from_tflite
 from byoc.testing import TFLiteWriter
 
-from tflite_oracles import litert_run, random_inputs
+from tflite_oracles import check_against_litert as check, litert_run
 
 pytest.importorskip("ai_edge_litert")
 
@@ -45,21 +45,6 @@ def _values(rng, shape, dtype):
     info = np.iinfo(dtype)
     lo, hi = max(int(info.min), -(1 << 20)), min(int(info.max), 1 << 20)
     return rng.integers(lo, hi + 1, shape, dtype=np.int64).astype(dtype)
-
-
-def check(data: bytes, rng, inputs=None, samples: int = 2) -> None:
-    mod, _ = from_tflite(data)
-    exe = byoc.build(mod, target="llvm")
-    names = [p.name_hint for p in mod["main"].params]
-    for _ in range(samples):
-        ins = inputs(rng) if inputs else random_inputs(mod, rng)
-        ref = litert_run(data, ins)[0][0]
-        ours = byoc.evaluate(mod, dict(zip(names, ins)))[0]
-        got = exe.run(dict(zip(names, ins)))[0]
-        assert ours.shape == ref.shape and ours.dtype == ref.dtype, (ours.shape, ref.shape, ours.dtype, ref.dtype)
-        assert got.shape == ours.shape and got.dtype == ours.dtype
-        assert np.array_equal(ours, ref), f"{int((ours != ref).sum())}/{ref.size} mismatches vs LiteRT"
-        assert np.array_equal(got, ours), f"{int((got != ours).sum())}/{ref.size} CPU mismatches"
 
 
 DTYPES = ("int8", "uint8", "float32", "int32")
