@@ -6,7 +6,7 @@ import numpy as np
 from byoc import relay
 
 __all__ = ["partition", "conv_composite", "dense_composite", "requant_scales", "rng_scale", "litert_outputs",
-           "npu_composites"]
+           "npu_composites", "simulate_on_presets"]
 
 
 def partition(params: list, body, name: str = "tvmgen_default_npu_main_0") -> relay.Function:
@@ -182,3 +182,25 @@ def npu_composites(mod) -> list[str]:
     return sorted(str(n.op.attrs["Composite"]) for _, f in mod.sorted_items() if f.attrs.get("Compiler") == "npu"
                   for n in post_order(f.body)
                   if isinstance(n, Call) and isinstance(n.op, Function) and "Composite" in n.op.attrs)
+
+
+def simulate_on_presets(fn, inputs: dict, presets=None) -> dict:
+    """Compile and simulate ``fn`` on every preset: each output must equal byoc.evaluate's bit for bit and each
+    layer take at least its roofline. Returns {preset: (program, stats, outputs)}."""
+    import byoc
+    import npu_sim
+    ref = byoc.evaluate(fn, inputs)
+    runs = {}
+    for preset in (tuple(npu_sim.PRESETS) if presets is None else presets):
+        prog = npu_sim.compile(fn, preset)
+        got, st = npu_sim.simulate(prog, inputs)
+        assert len(got) == len(ref)
+        for g, r in zip(got, ref):
+            assert g.dtype == r.dtype and g.shape == r.shape, (preset, g.shape, r.shape)
+            if not np.array_equal(g, r):
+                raise AssertionError(f"{preset}: {int(np.sum(g != r))}/{g.size} outputs differ, tiles "
+                                     f"{[layer.tile for layer in prog.layers]}\n{fn.astext()}")
+        for layer in st.per_layer:
+            assert layer.cycles >= layer.roofline_cycles > 0, (preset, layer)
+        runs[preset] = (prog, st, got)
+    return runs

@@ -19,10 +19,8 @@ from byoc.errors import NPUError
 from npu_sim.isa import BCAST_C, BCAST_H, BCAST_W, Load, Ppu, PpuOp
 from npu_sim.program import Program
 
-from npu_builders import (_s, _z, clip_composite, composite, litert_outputs, npu_composites,
-                          partition)
-
-PRESETS = tuple(npu_sim.PRESETS)
+from npu_builders import (_s, _z, clip_composite, composite, litert_outputs, npu_composites, partition,
+                          simulate_on_presets)
 
 
 def _data(rng, shape, dtype):
@@ -55,22 +53,6 @@ def broadcast_fn(kind, full, small, *, dtype="int8", swap=False, const=None, sca
     return partition(params, comp(*args))
 
 
-def _check(fn, inputs, presets=PRESETS):
-    ref = byoc.evaluate(fn, inputs)
-    stats = {}
-    for preset in presets:
-        prog = npu_sim.compile(fn, preset)
-        (out,), st = npu_sim.simulate(prog, inputs)
-        assert out.dtype == ref[0].dtype and out.shape == ref[0].shape
-        if not np.array_equal(out, ref[0]):
-            raise AssertionError(f"{preset}: {int(np.sum(out != ref[0]))}/{out.size} outputs differ, tile "
-                                 f"{prog.layers[0].tile}\n{fn.astext()}")
-        for layer in st.per_layer:
-            assert layer.cycles >= layer.roofline_cycles > 0, (preset, layer)
-        stats[preset] = (prog, st)
-    return stats
-
-
 # Small-operand shapes for a (1, H, W, C) output: per-channel vectors, scalars, and single-axis broadcasts.
 def _small_shape(rng, h, w, c):
     return [(1, 1, 1, c), (c,), (1, 1, 1, 1), (1,), (), (1, 1, w, c), (1, h, 1, c), (1, h, w, 1),
@@ -101,7 +83,7 @@ def make_case(seed):
 @pytest.mark.parametrize("chunk", range(12))
 def test_random_broadcast_composites_bit_exact(chunk):
     for seed in range(chunk * 12, (chunk + 1) * 12):
-        _check(*make_case(seed))
+        simulate_on_presets(*make_case(seed))
 
 
 @pytest.mark.parametrize("kind,dtype,swap,small", [("mul", "int8", False, (1, 1, 1, 96)),
@@ -115,8 +97,8 @@ def test_tiled_large_shapes_bit_exact(kind, dtype, swap, small):
     fn = broadcast_fn(kind, full, small, dtype=dtype, swap=swap, scales=(0.03, 0.011, 0.02),
                       zps=(_zp(rng, dtype), _zp(rng, dtype), _zp(rng, dtype)), clip=(20, 250) if dtype == "uint8"
                       else (-90, 127))
-    stats = _check(fn, {"p0": _data(rng, full, dtype), "p1": _data(rng, small, dtype)})
-    tiles = {p: prog.layers[0].tile for p, (prog, _) in stats.items()}
+    runs = simulate_on_presets(fn, {"p0": _data(rng, full, dtype), "p1": _data(rng, small, dtype)})
+    tiles = {p: prog.layers[0].tile for p, (prog, _, _) in runs.items()}
     assert any(t[2] < 96 for t in tiles.values()) and all(t[0] < 40 for t in tiles.values()), tiles
 
 

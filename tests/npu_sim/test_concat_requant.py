@@ -18,7 +18,7 @@ from byoc import relay
 from byoc.errors import NPUError
 from npu_sim.isa import Load, Ppu, PpuOp, Store, TileKind
 
-from npu_builders import composite, litert_outputs, npu_composites, partition
+from npu_builders import composite, litert_outputs, npu_composites, partition, simulate_on_presets
 
 PRESETS = tuple(npu_sim.PRESETS)
 
@@ -38,22 +38,6 @@ def concat_fn(shapes, axis, quant, out_quant, *, dtype="int8", clip=None):
         y = relay.clip(y, clip[0], clip[1])
     ps = [relay.var(f"p{i}", shape=s, dtype=dtype) for i, s in enumerate(shapes)]
     return partition(ps, composite("npu.qnn_concatenate", xs, y)(*ps))
-
-
-def _check(fn, inputs, presets=PRESETS):
-    ref = byoc.evaluate(fn, inputs)
-    out = {}
-    for preset in presets:
-        prog = npu_sim.compile(fn, preset)
-        (got,), st = npu_sim.simulate(prog, inputs)
-        assert got.dtype == ref[0].dtype and got.shape == ref[0].shape
-        if not np.array_equal(got, ref[0]):
-            raise AssertionError(f"{preset}: {int(np.sum(got != ref[0]))}/{got.size} outputs differ, tiles "
-                                 f"{[layer.tile for layer in prog.layers]}\n{fn.astext()}")
-        for layer in st.per_layer:
-            assert layer.cycles >= layer.roofline_cycles > 0, (preset, layer)
-        out[preset] = (prog, st, got)
-    return out
 
 
 def make_case(seed):
@@ -93,7 +77,7 @@ def make_case(seed):
 def test_random_concat_with_requant_bit_exact(chunk):
     for seed in range(chunk * 20, chunk * 20 + 20):
         fn, inputs, quant, out_q = make_case(seed)
-        runs = _check(fn, inputs)
+        runs = simulate_on_presets(fn, inputs)
         prog = runs["ethos-u55-256-like"][0]
         # one layer per input, no intermediate tensor: a LUT exactly where the parameters differ
         kinds = [layer.kind for layer in prog.layers]
@@ -142,7 +126,7 @@ def test_tiled_large_shapes_bit_exact(axis, shapes):
     out_q = (0.05, 4)
     quant = [(0.02, -7), out_q, (0.11, 20)][:n]
     fn = concat_fn(shapes, axis, quant, out_q, clip=(-100, 120))
-    runs = _check(fn, {f"p{i}": _data(rng, s, "int8") for i, s in enumerate(shapes)})
+    runs = simulate_on_presets(fn, {f"p{i}": _data(rng, s, "int8") for i, s in enumerate(shapes)})
     tiled = [(p, layer) for p, _, _ in runs.values() for layer in p.layers
              if layer.tile[0] * layer.tile[1] * layer.tile[2] < layer.ppu_elements]
     assert any(layer.kind == "lut" for _, layer in tiled), "no LUT layer was tiled"

@@ -15,9 +15,7 @@ from byoc import relay
 from byoc.errors import NPUError
 from npu_sim.isa import Load, Ppu, PpuOp, Store, TileKind
 
-from npu_builders import litert_outputs, partition
-
-PRESETS = tuple(npu_sim.PRESETS)
+from npu_builders import litert_outputs, partition, simulate_on_presets
 
 
 def _data(rng, shape, dtype):
@@ -28,23 +26,6 @@ def _data(rng, shape, dtype):
 def _fn(shape, dtype, make):
     x = relay.var("x", shape=shape, dtype=dtype)
     return partition([x], make(x))
-
-
-def _run_all(fn, x, presets=PRESETS):
-    """Outputs of every preset (asserting they agree with byoc.evaluate) and the last stats."""
-    ref = byoc.evaluate(fn, {"x": x})
-    for preset in presets:
-        prog = npu_sim.compile(fn, preset)
-        got, st = npu_sim.simulate(prog, {"x": x})
-        assert len(got) == len(ref)
-        for g, r in zip(got, ref):
-            assert g.dtype == r.dtype and g.shape == r.shape, (preset, g.shape, r.shape)
-            if not np.array_equal(g, r):
-                raise AssertionError(f"{preset}: {int(np.sum(g != r))}/{g.size} differ, tiles "
-                                     f"{[layer.tile for layer in prog.layers]}\n{fn.astext()}")
-        for layer in st.per_layer:
-            assert layer.cycles >= layer.roofline_cycles > 0, (preset, layer)
-    return ref, prog, st
 
 
 # -- random cases against numpy written here ----------------------------------------------------------------
@@ -109,7 +90,8 @@ def test_random_ops_bit_exact_on_every_preset(chunk):
     for seed in range(chunk * 12, chunk * 12 + 12):
         shape, dtype, make, oracle = _random_case(seed)
         x = _data(np.random.default_rng(seed + 100), tuple(shape), dtype)
-        ref, _, _ = _run_all(_fn(tuple(shape), dtype, make), x)
+        runs = simulate_on_presets(_fn(tuple(shape), dtype, make), {"x": x})  # every preset equals evaluate
+        ref = runs["ethos-u55-256-like"][2]
         want = oracle(x)
         assert len(ref) == len(want), seed
         for r, w in zip(ref, want):
@@ -124,7 +106,8 @@ def test_random_ops_bit_exact_on_every_preset(chunk):
 ])
 def test_tiled_large_shapes_bit_exact(make, shape):
     x = _data(np.random.default_rng(1), shape, "int8")
-    _, prog, _ = _run_all(_fn(shape, "int8", make), x, presets=("ethos-u55-256-like", "vta-default"))
+    runs = simulate_on_presets(_fn(shape, "int8", make), {"x": x}, presets=("ethos-u55-256-like", "vta-default"))
+    prog = runs["vta-default"][0]
     # the windows are cut into several tiles (small local SRAM)
     assert sum(isinstance(c, Store) for c in prog.commands) > len(prog.layers)
 
