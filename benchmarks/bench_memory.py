@@ -18,11 +18,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "..", "shared", "models", "mobilenet_v2_quantized_1x3x224x224.tflite")
 
-_PRELUDE = """
-import json, resource, sys
-import numpy as np
-import byoc, byoc.build, runtime.artifact, npu_sim
-from byoc.frontend import from_tflite
+# The child's peak resident set, and its reading right after the imports every child script starts with.
+_PEAK = """
 def rss_mb():
     # VmHWM belongs to this address space; ru_maxrss would carry over the parent's peak across fork + exec.
     for line in open("/proc/self/status"):
@@ -31,6 +28,13 @@ def rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 base = rss_mb()
 """
+
+_PRELUDE = """
+import json, resource, sys
+import numpy as np
+import byoc, byoc.build, runtime.artifact, npu_sim
+from byoc.frontend import from_tflite
+""" + _PEAK
 
 _COMPILE = _PRELUDE + """
 mod, params = from_tflite(sys.argv[1], semantics="tflm")
@@ -80,13 +84,7 @@ _LITERT = """
 import json, resource, sys
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
-def rss_mb():
-    # VmHWM belongs to this address space; ru_maxrss would carry over the parent's peak across fork + exec.
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024.0
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-base = rss_mb()
+""" + _PEAK + """
 it = Interpreter(model_path=sys.argv[1], experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
 it.allocate_tensors()
 d = it.get_input_details()[0]
