@@ -14,9 +14,8 @@ from llvmlite import ir
 from .cgutils import (I32, I64, alloca_once, const_int, for_range, int_min_max, is_signed, llvm_type, rdbpot,
                       saturate, srdhm)
 from .kernel import ERROR_MESSAGES
-from .lower_elemwise import int_max
 from .lower_qnn import scalar_int
-from .lower_reduce import _row_loops
+from .lower_reduce import _row_loops, int_row_max
 from .lowering import lower_element, lower_kernel
 
 ERROR_RSQRT_NEGATIVE = 4
@@ -114,10 +113,7 @@ def _qnn_log_softmax(ctx, builder, node, args):
     sm = alloca_once(builder, I32, name="sum")
     out = ctx.output_buffer(0)
     with _row_loops(ctx, builder, x.shape, axis) as at:
-        builder.store(const_int(I64, lo), mx)
-        with for_range(builder, 0, L, name="k") as k:
-            builder.store(int_max(builder, builder.load(mx), ext(x.load(builder, at(k.index)), I64), True), mx)
-        m = builder.load(mx)
+        m = int_row_max(builder, x, at, L, mx)
         builder.store(_c(0), sm)
         with for_range(builder, 0, L, name="k") as k:
             nd = builder.sub(m, ext(x.load(builder, at(k.index)), I64))

@@ -280,6 +280,15 @@ def _row_loops(ctx, builder, shape, axis):
         yield index_at
 
 
+def int_row_max(builder, x, at, length: int, slot) -> ir.Value:
+    """The maximum of one row of an integer tensor, as i64; ``slot`` is an i64 alloca made outside the loops."""
+    ext = builder.sext if is_signed(x.dtype) else builder.zext
+    builder.store(const_int(I64, int_min_max(x.dtype)[0]), slot)
+    with for_range(builder, 0, length, name="k") as k:
+        builder.store(int_max(builder, builder.load(slot), ext(x.load(builder, at(k.index)), I64), True), slot)
+    return builder.load(slot)
+
+
 def _float_softmax(log: bool):
     @lower_kernel("nn.log_softmax" if log else "nn.softmax", epilogue=False)
     def _lower(ctx, builder, node, args):
@@ -395,10 +404,7 @@ def _onnx_softmax(ctx, builder, node, args):
     sm = alloca_once(builder, F32, name="sum")
     out = ctx.output_buffer(0)
     with _row_loops(ctx, builder, x.shape, axis) as at:
-        builder.store(const_int(I64, lo), mx)
-        with for_range(builder, 0, L, name="k") as kk:
-            builder.store(int_max(builder, builder.load(mx), ext(x.load(builder, at(kk.index)), I64), True), mx)
-        base = builder.sub(const_int(I64, 255), builder.load(mx))  # table index of x: x − max + 255
+        base = builder.sub(const_int(I64, 255), int_row_max(builder, x, at, L, mx))  # table index: x − max + 255
 
         def entry(i):
             return table.load(builder, [builder.add(base, ext(x.load(builder, at(i)), I64))])
@@ -428,10 +434,7 @@ def _tflite_softmax(ctx, builder, node, args):
     lo, hi = int_min_max(out_dtype)
     out_bits = np.dtype(out_dtype).itemsize * 8
     with _row_loops(ctx, builder, x.shape, axis) as at:
-        builder.store(const_int(I64, int_min_max(x.dtype)[0]), mx)
-        with for_range(builder, 0, L, name="k") as k:
-            builder.store(int_max(builder, builder.load(mx), ext(x.load(builder, at(k.index)), I64), True), mx)
-        m = builder.load(mx)
+        m = int_row_max(builder, x, at, L, mx)
         builder.store(const_int(I32, 0), sm)
         with for_range(builder, 0, L, name="k") as k:
             nd = builder.sub(m, ext(x.load(builder, at(k.index)), I64))
