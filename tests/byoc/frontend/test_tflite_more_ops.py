@@ -20,7 +20,7 @@ from byoc.errors import ByocError
 from byoc.frontend import from_tflite
 from byoc.testing import TFLiteWriter
 
-from tflite_oracles import litert_run, random_inputs
+from tflite_oracles import check_against_litert, litert_run, random_inputs
 
 pytest.importorskip("ai_edge_litert")
 DTYPES = ("int8", "uint8", "float32")
@@ -43,29 +43,7 @@ def _shape(rng, rank, lo=1, hi=5):
 
 
 def check(data: bytes, seed: int, cpu: bool = True, exact_float: bool = False) -> None:
-    mod, _ = from_tflite(data)
-    rng = np.random.default_rng(seed)
-    exe = byoc.build(mod, target="llvm") if cpu else None
-    names = [p.name_hint for p in mod["main"].params]
-    for _ in range(SAMPLES):
-        inputs = random_inputs(mod, rng)
-        ref, _ = litert_run(data, inputs)
-        ours = byoc.evaluate(mod, dict(zip(names, inputs)))
-        assert len(ours) == len(ref)
-        for o, r in zip(ours, ref):
-            assert o.shape == r.shape and o.dtype == r.dtype, (o.shape, r.shape, o.dtype, r.dtype)
-            if r.dtype.kind == "f" and not exact_float:
-                np.testing.assert_allclose(o, r, rtol=2e-6, atol=2e-6)
-            else:
-                assert np.array_equal(o, r), f"{int((o != r).sum())}/{o.size} mismatches\n{o}\n{r}"
-        if exe is not None:
-            got = exe.run(dict(zip(names, inputs)))
-            for g, o in zip(got, ours):
-                assert g.dtype == o.dtype and g.shape == o.shape
-                if o.dtype.kind == "f" and not exact_float:  # float sums: the CPU adds sequentially, numpy pairwise
-                    np.testing.assert_allclose(g, o, rtol=2e-6, atol=2e-6)
-                else:
-                    assert np.array_equal(g, o), f"CPU differs from evaluate\n{g}\n{o}"
+    check_against_litert(data, np.random.default_rng(seed), exact_float=exact_float, samples=SAMPLES, cpu=cpu)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

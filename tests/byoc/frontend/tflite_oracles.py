@@ -110,22 +110,27 @@ def patch_bias_quantized_dimension(data: bytes) -> tuple[bytes, int]:
     return bytes(buf), patched
 
 
-def check_against_litert(data: bytes, rng, inputs=None, exact_float: bool = True, samples: int = 2) -> None:
-    """``data`` through byoc.evaluate and the LLVM build vs LiteRT BUILTIN_REF (first output), ``samples`` times;
-    floats exactly unless ``exact_float`` is False (then within 2e-6: transcendental float ops)."""
+def check_against_litert(data: bytes, rng, inputs=None, exact_float: bool = True, samples: int = 2,
+                         cpu: bool = True) -> None:
+    """``data`` through byoc.evaluate (and the LLVM build unless ``cpu`` is False) vs LiteRT BUILTIN_REF, every
+    output, ``samples`` times; floats exactly unless ``exact_float`` is False (then within 2e-6: transcendental
+    float ops, and float sums the CPU adds sequentially where numpy adds pairwise)."""
     mod, _ = byoc.frontend.from_tflite(data)
-    exe = byoc.build(mod, target="llvm")
+    exe = byoc.build(mod, target="llvm") if cpu else None
     names = [p.name_hint for p in mod["main"].params]
     for _ in range(samples):
         ins = inputs(rng) if inputs else random_inputs(mod, rng)
-        ref = litert_run(data, ins)[0][0]
-        ours = byoc.evaluate(mod, dict(zip(names, ins)))[0]
-        got = exe.run(dict(zip(names, ins)))[0]
-        assert ours.shape == ref.shape and ours.dtype == ref.dtype, (ours.shape, ref.shape, ours.dtype, ref.dtype)
-        assert got.shape == ours.shape and got.dtype == ours.dtype
-        if ref.dtype.kind == "f" and not exact_float:
-            np.testing.assert_allclose(ours, ref, rtol=2e-6, atol=2e-6)
-            np.testing.assert_allclose(got, ours, rtol=2e-6, atol=2e-6)
-        else:
-            assert np.array_equal(ours, ref), f"{int((ours != ref).sum())}/{ref.size} mismatches vs LiteRT"
-            assert np.array_equal(got, ours), f"{int((got != ours).sum())}/{ref.size} CPU mismatches"
+        feed = dict(zip(names, ins))
+        refs, _ = litert_run(data, ins)
+        ours = byoc.evaluate(mod, feed)
+        got = exe.run(feed) if exe is not None else ours
+        assert len(ours) == len(refs) == len(got)
+        for ref, o, g in zip(refs, ours, got):
+            assert o.shape == ref.shape and o.dtype == ref.dtype, (o.shape, ref.shape, o.dtype, ref.dtype)
+            assert g.shape == o.shape and g.dtype == o.dtype
+            if ref.dtype.kind == "f" and not exact_float:
+                np.testing.assert_allclose(o, ref, rtol=2e-6, atol=2e-6)
+                np.testing.assert_allclose(g, o, rtol=2e-6, atol=2e-6)
+            else:
+                assert np.array_equal(o, ref), f"{int((o != ref).sum())}/{ref.size} mismatches vs LiteRT"
+                assert np.array_equal(g, o), f"{int((g != o).sum())}/{ref.size} CPU mismatches"
