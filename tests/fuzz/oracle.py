@@ -8,6 +8,7 @@ header. A child that dies mid-request is reported as ``OracleDied`` and replaced
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 import struct
@@ -114,15 +115,10 @@ class LiteRTOracle:
             self._proc = None
 
 
-_DEFAULT: LiteRTOracle | None = None
-
-
+@functools.cache
 def default_oracle() -> LiteRTOracle:
-    """One oracle child per process, started on first use."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = LiteRTOracle()
-    return _DEFAULT
+    """One oracle per process; its child starts on the first request."""
+    return LiteRTOracle()
 
 
 def _serve() -> None:
