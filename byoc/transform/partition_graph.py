@@ -405,6 +405,16 @@ def partition_direct(func: Function, walk: tuple[list[Expr], dict[Expr, list[int
         new: dict[Expr, Expr] = {}
         seen: set[Expr] = set()
         stack: list[tuple] = [(0, o, 0) for o in reversed(outputs)]
+
+        def param_for(a: Expr) -> Var:
+            """The partition parameter fed by ``a`` (one per distinct producer), typed like it."""
+            v = params.get(a)
+            if v is None:
+                t = a._checked_type  # type: ignore[attr-defined]
+                v = params[a] = Var(f"{target}_{counter - 1}_i{len(params)}", t)
+                if t is not None:
+                    v._set_checked_type(t)
+            return v
         if len(outputs) == 1:
             (o,) = outputs
             if not any(type(a) is Call and cls[a] == c for a in o.args):
@@ -414,13 +424,7 @@ def partition_direct(func: Function, walk: tuple[list[Expr], dict[Expr, list[int
                     if bind_constants and type(a) is Constant:
                         kids.append(a)
                         continue
-                    v = params.get(a)
-                    if v is None:
-                        t = a._checked_type  # type: ignore[attr-defined]
-                        v = params[a] = Var(f"{target}_{counter - 1}_i{len(params)}", t)
-                        if t is not None:
-                            v._set_checked_type(t)
-                    kids.append(v)
+                    kids.append(param_for(a))
                 new[o] = typed_like(rebuild(o, tuple(kids)), o)
                 stack = []
         while stack:
@@ -430,13 +434,7 @@ def partition_direct(func: Function, walk: tuple[list[Expr], dict[Expr, list[int
                 if bind_constants and type(a) is Constant:
                     edge_value[(n, i)] = a
                     continue
-                v = params.get(a)
-                if v is None:
-                    t = a._checked_type  # type: ignore[attr-defined]
-                    v = params[a] = Var(f"{target}_{counter - 1}_i{len(params)}", t)
-                    if t is not None:
-                        v._set_checked_type(t)
-                edge_value[(n, i)] = v
+                edge_value[(n, i)] = param_for(a)
                 continue
             if kind == 1:  # all operands done
                 kids = [] if type(n.op) is Op else [n.op]
