@@ -125,6 +125,16 @@ class OpContext:
             raise self.fail(f"input {t.label} has shape {list(t.shape)}; expected a non-empty NHWC tensor")
         return t
 
+    def resize_options(self) -> tuple[list[int], bool, bool]:
+        """RESIZE_*'s positive (height, width) size input and its align_corners / half_pixel_centers flags."""
+        size = self.int_vector(1, "size", 2)
+        if min(size) <= 0:
+            raise self.fail(f"size {size} must be positive")
+        align, half = bool(self.options.get("align_corners", 0)), bool(self.options.get("half_pixel_centers", 0))
+        if align and half:
+            raise self.fail("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
+        return size, align, half
+
     # ------------------------------------------------------------ quantization
     def quant(self, t: TensorInfo, what: str) -> tuple[float, int]:
         """(scale, zero point) of a per-tensor quantized activation, validated."""

@@ -329,12 +329,7 @@ def convert_resize_bilinear(ctx: OpContext) -> list[Expr]:
     _same_dtype(ctx, x_t, ctx.out_tensor())
     if x_t.dtype not in LINEAR_DTYPES:
         raise ctx.fail(f"input {x_t.label} is {x_t.dtype}; RESIZE_BILINEAR takes " + ", ".join(LINEAR_DTYPES))
-    size = ctx.int_vector(1, "size", 2)
-    if min(size) <= 0:
-        raise ctx.fail(f"size {size} must be positive")
-    align, half = bool(ctx.options.get("align_corners", 0)), bool(ctx.options.get("half_pixel_centers", 0))
-    if align and half:
-        raise ctx.fail("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
+    size, align, half = ctx.resize_options()
     mode = "align_corners" if align else "half_pixel" if half else "asymmetric"
     if x_t.dtype in ("int8", "int16"):
         for axis, (out, inn) in enumerate(zip(size, x_t.shape[1:3])):

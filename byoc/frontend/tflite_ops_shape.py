@@ -216,12 +216,7 @@ def convert_strided_slice(ctx: OpContext) -> list[Expr]:
 def convert_resize_nearest(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(2)
     ctx.nhwc_input(0)
-    size = ctx.int_vector(1, "size", 2)
-    if min(size) <= 0:
-        raise ctx.fail(f"size {size} must be positive")
-    align, half = bool(ctx.options.get("align_corners", 0)), bool(ctx.options.get("half_pixel_centers", 0))
-    if align and half:
-        raise ctx.fail("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
+    size, align, half = ctx.resize_options()
     mode, rounding = (("align_corners", "") if align else ("half_pixel", "round_prefer_ceil") if half
                       else ("asymmetric", ""))
     return [ctx.call("image.resize2d", [ctx.input(0)], {
