@@ -14,6 +14,20 @@ def _init(name, arr, dtype=np.float32):
     return nh.from_array(np.asarray(arr, dtype), name)
 
 
+def scale_init(name, v):
+    """A float32 scale initializer (QLinear* operands)."""
+    return nh.from_array(np.asarray(v, np.float32), name)
+
+
+def zp_init(name, v, dt):
+    """A zero-point initializer of numpy dtype ``dt``."""
+    return nh.from_array(np.asarray(v, dt), name)
+
+
+def value_info(name, shape, dt):
+    return h.make_tensor_value_info(name, dt, shape)
+
+
 def make_model(nodes, inputs, outputs, inits, opset=OPSET, ms=False):
     g = h.make_graph(nodes, "g", inputs, outputs, inits)
     ops = [h.make_opsetid("", opset)] + ([h.make_opsetid("com.microsoft", 1)] if ms else [])

@@ -20,7 +20,8 @@ from byoc.ir.expr import Call
 from byoc.ir.traversal import post_order
 from byoc.quant import onnxrt
 
-from onnx_models import cnn, concat_pool_cnn, make_model, ort_run, quantize_qoperator
+from onnx_models import (cnn, concat_pool_cnn, make_model, ort_run, quantize_qoperator,
+                         scale_init as _sc, value_info as _vi, zp_init as _zp)
 
 pytest.importorskip("onnxruntime")
 
@@ -33,18 +34,6 @@ def _calls(mod) -> list[Call]:
 
 def _ops(mod) -> list[str]:
     return [n.op.name for n in _calls(mod)]
-
-
-def _sc(name, v):
-    return nh.from_array(np.asarray(v, np.float32), name)
-
-
-def _zp(name, v, dt):
-    return nh.from_array(np.asarray(v, dt), name)
-
-
-def _vi(name, shape, dt):
-    return h.make_tensor_value_info(name, dt, shape)
 
 
 def _param_sets(rng, dtype, n):

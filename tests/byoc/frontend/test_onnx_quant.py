@@ -22,7 +22,8 @@ from byoc.ir.expr import Call
 from byoc.ir.traversal import post_order
 from byoc.quant import onnxrt
 
-from onnx_models import cnn, make_model, ort_fused_op_types, ort_run, quantize_qdq
+from onnx_models import (cnn, make_model, ort_fused_op_types, ort_run, quantize_qdq,
+                         scale_init as _sc, value_info as _vi, zp_init as _zp)
 
 pytest.importorskip("onnxruntime")
 
@@ -109,16 +110,6 @@ def test_qdq_bn_relu_model_runs_in_float_where_onnxruntime_does(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ QLinear* ops
-def _sc(name, v):
-    return nh.from_array(np.asarray(v, np.float32), name)
-
-
-def _zp(name, v, dt):
-    return nh.from_array(np.asarray(v, dt), name)
-
-
-def _vi(name, shape, dt):
-    return h.make_tensor_value_info(name, dt, shape)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
