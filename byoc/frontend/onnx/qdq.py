@@ -346,17 +346,23 @@ def _qdq_concat(imp, node, attrs, out):
     return _qout(_call("concatenate", (Tuple(tuple(parts)),), {"axis": int(attrs["axis"])}, node), out)
 
 
+def table_activation(op: str, node, attrs, x: QTensor, params, out) -> QTensor:
+    """``qnn.sigmoid`` / ``qnn.leaky_relu`` with ``rounding="ONNX"``: QLinearSigmoid / QLinearLeakyRelu's 256-entry
+    table; ``params`` are (s_x, zp_x, s_y, zp_y), per tensor."""
+    sx, zx, sy, zy = params
+    a = {"rounding": "ONNX"}
+    if op == "qnn.leaky_relu":
+        a["alpha"] = float(np.float32(attrs.get("alpha", 0.01)))  # a float32 attribute; the kernel is float32
+    return _qout(_call(op, (x.expr, _f32(sx), _i32(zx), _f32(sy), _i32(zy)), a, node), out)
+
+
 def _qdq_table_activation(op):
     def conv(imp, node, attrs, out):
         x = _dq_input(imp, node.input[0])
         if x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8"):
             return None
         sx, zx = _scalar_params(x, node, "the input")
-        a = {"rounding": "ONNX"}
-        if op == "qnn.leaky_relu":
-            a["alpha"] = float(np.float32(attrs.get("alpha", 0.01)))
-        sy, zy = out[0].reshape(-1)[0], out[1].reshape(-1)[0]
-        return _qout(_call(op, (x.expr, _f32(sx), _i32(zx), _f32(sy), _i32(zy)), a, node), out)
+        return table_activation(op, node, attrs, x, (sx, zx, out[0].reshape(-1)[0], out[1].reshape(-1)[0]), out)
     return conv
 
 

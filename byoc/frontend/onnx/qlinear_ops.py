@@ -29,8 +29,8 @@ from ...errors import ModelError
 from ...ir.expr import Constant, Tuple
 from .importer import QTensor
 from .model import node_label
-from .qdq import (_call, _const_q, _f32, _i32, _out, _qout, _qtensor, _requantize, _same_params,
-                  _scalar_params, avg_pool_chain, dense_acc, quantize_expr, softmax_chain)
+from .qdq import (_call, _const_q, _i32, _out, _qout, _qtensor, _requantize, _same_params,
+                  _scalar_params, avg_pool_chain, dense_acc, quantize_expr, softmax_chain, table_activation)
 
 __all__ = ["QLINEAR_CONVERTERS", "UNSUPPORTED_REASONS"]
 
@@ -50,26 +50,19 @@ def _same_dtype(node, x: QTensor, out) -> None:
 
 
 # ------------------------------------------------------------------------------------------ lookup tables
-def _qlinear_sigmoid(imp, node, attrs):
-    x = _qtensor(imp, node, 0, 1, 2, "input X")
-    out = _out(imp, node, 3, 4, x.dtype)
-    sx, zx = _scalar_params(x, node, "input X")
-    sy, zy = _per_tensor_out(node, out)
-    _same_dtype(node, x, out)
-    y = _call("qnn.sigmoid", (x.expr, _f32(sx), _i32(zx), _f32(sy), _i32(zy)), {"rounding": "ONNX"}, node)
-    return _qout(y, out)
+def _qlinear_table_activation(op: str):
+    def convert(imp, node, attrs):
+        x = _qtensor(imp, node, 0, 1, 2, "input X")
+        out = _out(imp, node, 3, 4, x.dtype)
+        sx, zx = _scalar_params(x, node, "input X")
+        sy, zy = _per_tensor_out(node, out)
+        _same_dtype(node, x, out)
+        return table_activation(op, node, attrs, x, (sx, zx, sy, zy), out)
+    return convert
 
 
-def _qlinear_leaky_relu(imp, node, attrs):
-    x = _qtensor(imp, node, 0, 1, 2, "input X")
-    out = _out(imp, node, 3, 4, x.dtype)
-    sx, zx = _scalar_params(x, node, "input X")
-    sy, zy = _per_tensor_out(node, out)
-    _same_dtype(node, x, out)
-    alpha = float(np.float32(attrs.get("alpha", 0.01)))  # a float32 attribute; the kernel multiplies in float32
-    y = _call("qnn.leaky_relu", (x.expr, _f32(sx), _i32(zx), _f32(sy), _i32(zy)),
-              {"alpha": alpha, "rounding": "ONNX"}, node)
-    return _qout(y, out)
+_qlinear_sigmoid = _qlinear_table_activation("qnn.sigmoid")
+_qlinear_leaky_relu = _qlinear_table_activation("qnn.leaky_relu")
 
 
 def _qlinear_concat(imp, node, attrs):
