@@ -107,6 +107,17 @@ class NpuPartition:
                                           float(fm.bytes_per_cycle) * float(cfg.clock_hz))
         return self._profile
 
+    def device_timeline(self) -> tuple[tuple[str, str, str, int, int], ...]:
+        """Every command of one run as (engine, command, layer, start cycle, end cycle), in issue order (the
+        schedule does not depend on the data). DMA engines keep several transfers in flight, so one engine's
+        commands may overlap; ``runtime.profile`` lays them out on one track per channel."""
+        from npu_sim.isa import ENGINE_NAMES
+        stats = self.stats
+        s, layers = stats._schedule, stats.per_layer  # noqa: SLF001 - the simulator's own schedule of this program
+        return tuple((ENGINE_NAMES[int(s.engine[i])], stats._labels[i],  # noqa: SLF001
+                      layers[int(s.layer[i])].name if 0 <= int(s.layer[i]) < len(layers) else "",
+                      int(s.start[i]), int(s.end[i])) for i in range(len(s.start)))
+
     @property
     def stats(self):
         """The simulator's full ``Stats`` (per-engine busy time, roofline, trace)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LayerFigure", "NodeProfile", "Estimate", "ProfileReport", "profile_module"]
+__all__ = ["LayerFigure", "DeviceSlice", "NodeProfile", "Estimate", "ProfileReport", "profile_module"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,16 @@ class LayerFigure:
     kind: str
     cycles: int
     macs: int
+
+
+@dataclass(frozen=True)
+class DeviceSlice:
+    """One device command of a partition's run: its engine, what it does, its layer, start and end cycle."""
+    engine: str
+    name: str
+    layer: str
+    start: int
+    end: int
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,8 @@ class NodeProfile:
     bytes_out: int = 0            # device → host
     transfer_seconds: float = 0.0
     layers: tuple[LayerFigure, ...] = ()
+    device_model: str = ""                   # e.g. "npu (ethos-u55-256-like)"
+    timeline: tuple[DeviceSlice, ...] = ()   # the device's commands (runners with ``device_timeline()``)
 
     @property
     def on_device(self) -> bool:
@@ -125,6 +137,12 @@ class ProfileReport:
         out.append(self.estimate.summary())
         return "\n".join(out)
 
+    def trace_json(self) -> str:
+        """The modelled inference as a Chrome/Perfetto trace (``runtime/trace.py``): executor steps in order
+        on the host track, each partition's device commands on one track per engine channel."""
+        from .trace import trace_json
+        return trace_json(self)
+
     def to_json(self) -> dict:
         return {"runs": self.runs, "host_seconds": self.host_seconds,
                 "nodes": [{"index": n.index, "name": n.name, "device": n.device, "ops": list(n.ops),
@@ -177,11 +195,13 @@ def profile_module(executable, inputs: dict | None = None, repeat: int = 1) -> P
             nodes.append(NodeProfile(i, step.name, step.compiler, ops, wall, _macs(calls)))
             continue
         layers = tuple(LayerFigure(x.name, x.kind, x.cycles, x.macs) for x in prof.layers)
+        timeline = tuple(DeviceSlice(*x) for x in step.run.device_timeline()) \
+            if hasattr(step.run, "device_timeline") else ()
         moved = bytes_in + bytes_out
         nodes.append(NodeProfile(i, step.name, step.compiler, ops, wall, _macs(calls), int(prof.cycles),
                                  float(prof.clock_hz), bytes_in, bytes_out,
                                  moved / prof.transfer_bytes_per_second if prof.transfer_bytes_per_second else 0.0,
-                                 layers))
+                                 layers, str(prof.device), timeline))
     return ProfileReport(tuple(nodes), repeat, _estimate(nodes))
 
 

@@ -5,10 +5,10 @@ import csv
 import os
 
 from ..errors import ByocError, ExecutionError
-from .adapters import resolve_npu_config
+from .adapters import build_module, resolve_npu_config
 from .cmd_model import add_input_args, add_model_args, add_target_args, offload_target, partition_model
 from .common import EXIT_MISMATCH, Output, UsageError, format_table, human, load_model, make_inputs
-from .summary import layer_rows, merged_trace, offload_summary, profile_partitions
+from .summary import layer_rows, offload_summary, profile_partitions
 
 __all__ = ["register", "profile_table", "compare_tables"]
 
@@ -126,6 +126,13 @@ def run_profile(args, model, out: Output, partitioned=None):
     return pmod, report, cfg, profiles
 
 
+def run_trace(args, model, pmod, cfg) -> str:
+    """Build the heterogeneous module, run it once on the seeded inputs and return its trace: CPU kernels at
+    their measured times and NPU partitions at their simulated cycles, in the order the executor runs them."""
+    exe, _ = build_module(pmod, "npu,llvm", cfg)
+    return exe.profile(make_inputs(model.mod["main"], args.input, args.seed)).trace_json()
+
+
 def cmd_profile(args, out: Output) -> int:
     model = load_model(args.model, args.semantics)
     pmod, report, cfg, profiles = run_profile(args, model, out)
@@ -137,8 +144,8 @@ def cmd_profile(args, out: Output) -> int:
         _write(args.csv, _csv_text(rows, areas))
         out.note(f"wrote {args.csv}")
     if args.trace:
-        _write(args.trace, merged_trace(profiles))
-        out.note(f"wrote {args.trace} (open in ui.perfetto.dev or chrome://tracing)")
+        _write(args.trace, run_trace(args, model, pmod, cfg))
+        out.note(f"wrote {args.trace} (one inference: open in ui.perfetto.dev or chrome://tracing)")
     total = sum(int(p.stats.total_cycles) for p in profiles)
     out.json({"model": model.path, "npu_config": cfg.name, "clock_hz": cfg.config.clock_hz, "layers": rows,
               "total_cycles": total, "partitions": [{"name": p.partition, "cycles": int(p.stats.total_cycles),
@@ -209,7 +216,10 @@ def register(sub) -> None:
     add_target_args(p)
     p.add_argument("--npu-config", metavar="PRESET|FILE", help="NPU preset name or TOML file")
     p.add_argument("--csv", metavar="F.csv", help="write the per-layer table as CSV")
-    p.add_argument("--trace", metavar="F.json", help="write a Chrome/Perfetto trace")
+    p.add_argument("--trace", metavar="F.json",
+                   help="build the model, run one inference and write its Chrome/Perfetto trace (CPU kernels as "
+                        "measured, NPU partitions per engine channel as simulated, in execution order)")
+    add_input_args(p)
     p.set_defaults(handler=cmd_profile)
 
     p = sub.add_parser("report", help="write a self-contained HTML report (graph, profile, comparison)")

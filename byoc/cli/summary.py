@@ -1,7 +1,6 @@
 """Numbers the commands and the HTML report share: MACs per op, the offload summary, NPU profiles."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +10,7 @@ from ..ir.module import IRModule
 from ..ir.traversal import post_order
 from ..ops.macs import macs_of
 
-__all__ = ["macs_of", "OffloadRow", "offload_summary", "PartitionProfile", "profile_partitions", "merged_trace",
+__all__ = ["macs_of", "OffloadRow", "offload_summary", "PartitionProfile", "profile_partitions",
            "layer_rows"]
 
 def _op_calls(func: Function) -> list[Call]:
@@ -80,21 +79,3 @@ def layer_rows(profiles: list[PartitionProfile]) -> list[dict]:
                          "utilisation": round(float(s.utilisation), 4), "bound": s.bound,
                          "roofline_cycles": int(s.roofline_cycles)})
     return rows
-
-
-def merged_trace(profiles: list[PartitionProfile]) -> str:
-    """One Chrome/Perfetto trace: each partition is a process, partitions placed one after another in time."""
-    events: list[dict] = []
-    offset_us = 0.0
-    for pid, p in enumerate(profiles):
-        doc = json.loads(p.stats.to_trace_json())
-        for e in doc.get("traceEvents", []):
-            e = dict(e, pid=pid)
-            if e.get("ph") == "M" and e.get("name") == "process_name":
-                e["args"] = {"name": f"{p.partition} ({p.stats.config_name})"}
-            if "ts" in e:
-                e["ts"] = round(e["ts"] + offset_us, 4)
-            events.append(e)
-        offset_us += p.stats.total_cycles / p.stats.clock_hz * 1e6
-    return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":"))
-
