@@ -13,11 +13,12 @@ from html import escape
 from typing import Any
 
 from ..errors import ExecutionError
-from .graph import layered_layout, model_graph
-from .html import page, table_html
+from .graph import distinct_reasons, model_graph, short_name
+from .html import Raw, name_cell, page, table_html
+from .layout import layout_graph
 from .svg import cycles_chart_svg, graph_svg, placement_colors
 
-__all__ = ["ReportData", "render_report", "write_report"]
+__all__ = ["ReportData", "render_report", "write_report", "cpu_reason_rows"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,35 +33,53 @@ class ReportData:
     problems: tuple[str, ...] = ()
 
 
+def _targets(data: ReportData) -> dict[str, str]:
+    return {p.name: p.target for p in data.report.partitions}
+
+
 def _graph_section(data: ReportData) -> str:
-    from ..compare import _placement_by_name  # noqa: PLC2701 - one definition of "which partition"
     from ..transform.infer_type import InferType
-    placement = _placement_by_name(data.report, data.partitioned)
-    reasons: dict[str, str] = {}
-    for n in data.report.cpu_ops():
-        if n.name:
-            reasons[n.name] = "; ".join(x for x in (reasons.get(n.name), n.reason) if x)
-    graph = model_graph(InferType()(data.model.mod), placement, reasons)
-    layout = layered_layout(graph)
+    graph = model_graph(InferType()(data.model.mod), data.report)
+    targets = _targets(data)
+    layout = layout_graph(graph, targets)
     colors = placement_colors(graph)
     legend = "".join(f'<span><i class="sw" style="background:{c}"></i>'
                      f'{escape("CPU (host)" if k == "cpu" else "model input" if k == "input" else "@" + k)}</span>'
                      for k, c in colors.items() if any(n.placement == k for n in graph.nodes))
     return (f'<p class="legend">{legend}</p><div class="graphbox"><div class="scroll">'
-            f'{graph_svg(graph, layout, colors)}</div><div id="details" class="muted">Hover over or click a node '
-            f'for its ops, output shape, placement and, for CPU ops, why they were not offloaded.</div></div>'
-            f'<p class="muted">{len(graph.nodes)} tensors, {len(graph.edges)} edges.</p>')
+            f'{graph_svg(graph, layout, colors, targets)}</div><div id="details" class="muted">Hover over or click '
+            f'a node for its ops, output shape, placement and, for CPU ops, why they were not offloaded.</div></div>'
+            f'<p class="muted">{len(graph.nodes)} nodes, {len(graph.edges)} edges, '
+            f'{len(layout.clusters)} partition box(es); laid out by {escape(layout.engine)}.</p>')
+
+
+def cpu_reason_rows(report) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """One row per tensor left on the CPU (a refused composite's ops together), in graph order: its name, its
+    ops and its distinct reasons."""
+    rows: dict[str, tuple[list[str], list[str]]] = {}
+    for n in report.cpu_ops():
+        ops, reasons = rows.setdefault(n.name or "", ([], []))
+        ops.append(n.op)
+        reasons.append(n.reason or "no pattern or op rule of the target matches")
+    return [(name, tuple(ops), tuple(distinct_reasons(reasons))) for name, (ops, reasons) in rows.items()]
+
+
+def _reasons_html(reasons) -> Raw:
+    if len(reasons) == 1:
+        return Raw(escape(reasons[0]))
+    return Raw('<ul class="why">' + "".join(f"<li>{escape(r)}</li>" for r in reasons) + "</ul>")
 
 
 def _summary_section(data: ReportData) -> str:
     total = max(1, sum(r.macs for r in data.summary))
     rows = [[r.target, r.partitions, r.ops, f"{r.macs:,}", f"{100 * r.macs / total:.1f}%"] for r in data.summary]
     out = [table_html(["target", "partitions", "ops", "MACs", "MAC share"], rows, (1, 2, 3, 4), "offload")]
-    cpu = data.report.cpu_ops()
+    cpu = cpu_reason_rows(data.report)
     if cpu:
         out.append("<h3>Why these ops stay on the CPU</h3>")
-        out.append(table_html(["op", "tensor", "reason"], [[n.op, n.name or "-", n.reason or "no rule matches"]
-                                                            for n in cpu], (), "cpu-reasons"))
+        out.append(table_html(["tensor", "ops", "reason"],
+                              [[name_cell(name, short_name(name, 40)) if name else "-", ", ".join(ops), _reasons_html(why)]
+                               for name, ops, why in cpu], (), "cpu-reasons"))
     for note in data.report.notes:
         out.append(f'<p class="muted">{escape(note)}</p>')
     return "".join(out)
@@ -80,7 +99,7 @@ def _profile_section(data: ReportData) -> str:
     areas = sorted({a for r in rows for a in r["bytes"]})
     table = table_html(["layer", "kind", "cycles", "MACs"] + [f"{a} bytes" for a in areas] +
                        ["utilisation", "bound", "roofline"],
-                       [[r["layer"], r["kind"], f'{r["cycles"]:,}', f'{r["macs"]:,}'] +
+                       [[name_cell(r["layer"], short_name(r["layer"], 40)), r["kind"], f'{r["cycles"]:,}', f'{r["macs"]:,}'] +
                         [f'{r["bytes"].get(a, 0):,}' for a in areas] +
                         [f'{r["utilisation"]:.2f}', r["bound"], f'{r["roofline_cycles"]:,}'] for r in rows],
                        tuple(range(2, 4 + len(areas) + 1)) + (6 + len(areas),), "layers")
@@ -106,13 +125,13 @@ def _compare_section(data: ReportData) -> str:
                           [[e.name, e.description, f"{e.seconds:.2f}", e.note] for e in r.executors], (2,)))
     out.append("<h3>Outputs</h3>")
     out.append(table_html(["output", "shape", "dtype", "placement"] + execs,
-                          [[t.name, "x".join(map(str, t.shape)), t.dtype, t.placement] + [cell(t, x) for x in execs]
+                          [[name_cell(t.name, short_name(t.name, 40)), "x".join(map(str, t.shape)), t.dtype, t.placement] + [cell(t, x) for x in execs]
                            for t in r.outputs], (), "outputs"))
     bad = [t for t in r.intermediates if t.differs]
     out.append(f"<h3>Intermediate tensors</h3><p>{len(r.intermediates)} compared, {len(bad)} differ.</p>")
     if bad:
         out.append(table_html(["tensor", "shape", "placement"] + execs,
-                              [[t.name, "x".join(map(str, t.shape)), t.placement] + [cell(t, x) for x in execs]
+                              [[name_cell(t.name, short_name(t.name, 40)), "x".join(map(str, t.shape)), t.placement] + [cell(t, x) for x in execs]
                                for t in bad[:200]], ()))
     for n in r.notes:
         out.append(f'<p class="muted">{escape(n)}</p>')
