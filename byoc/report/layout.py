@@ -13,6 +13,7 @@ Coordinates are SVG pixels (1 px = 1 pt), origin top left; ``x``/``y`` are a nod
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -37,9 +38,10 @@ class Layout:
     engine: str = ""
 
 
-def layout_graph(graph: ModelGraph, targets: dict[str, str] | None = None, engine: str = "auto") -> Layout:
-    """``engine``: "dot", "builtin" or "auto" (dot when it is installed and succeeds); ``targets``: partition →
-    target, for the partition boxes' labels."""
+def layout_graph(graph: ModelGraph, targets: dict[str, str] | None = None, engine: str | None = None) -> Layout:
+    """``engine``: "dot", "builtin" or "auto" (dot when it is installed and succeeds; the default, or the
+    ``BYOC_REPORT_LAYOUT`` environment variable); ``targets``: partition → target, for the boxes' labels."""
+    engine = engine or os.environ.get("BYOC_REPORT_LAYOUT", "auto")
     if engine in ("auto", "dot"):
         found = dot_layout(graph, targets)
         if found is not None or engine == "dot":

@@ -28,7 +28,8 @@ def test_report_is_self_contained(report):
     urls = set(re.findall(r"(?:https?:)?//[^\s\"'<>)]+", html))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls
     assert not re.search(r"<(link|img|iframe)\b", html) and " src=" not in html
-    assert html.count('class="node"') == html.count("<title>", html.index('id="graph"'), html.index("</svg>"))
+    assert html.count('class="node"') + html.count('class="cluster"') == \
+        html.count("<title>", html.index('id="graph"'), html.index("</svg>"))
     assert 'data-placement="tvmgen_' in html and 'data-placement="cpu"' in html
     assert 'id="cycles-chart"' in html and 'class="roof"' in html and 'id="verdict"' in html
 
@@ -59,9 +60,10 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
 
 
 def test_layout_of_a_100k_node_chain_with_skips():
-    from byoc.report.graph import GraphNode, ModelGraph, layered_layout
+    from byoc.report.graph import GraphNode, ModelGraph
+    from byoc.report.layout import layered_layout
     n = 100_000
-    nodes = tuple(GraphNode(i, f"t{i}", ("add",), (1, 4), "int8", "cpu") for i in range(n))
+    nodes = tuple(GraphNode(i, f"t{i}", f"t{i}", "add", ("add",), (1, 4), "int8", "cpu") for i in range(n))
     edges = tuple((i, i + 1) for i in range(n - 1)) + tuple((i, i + 3) for i in range(0, n - 3, 10))
     lay = layered_layout(ModelGraph(nodes, edges), sweeps=2)
     assert lay.layer[n - 1] == n - 1 and lay.y[n - 1] > lay.y[0]
@@ -69,7 +71,8 @@ def test_layout_of_a_100k_node_chain_with_skips():
 
 
 def test_layout_separates_parallel_branches():
-    from byoc.report.graph import GraphNode, ModelGraph, layered_layout
-    nodes = tuple(GraphNode(i, f"t{i}", ("op",), (), "", "cpu") for i in range(4))
+    from byoc.report.graph import GraphNode, ModelGraph
+    from byoc.report.layout import layered_layout
+    nodes = tuple(GraphNode(i, f"t{i}", f"t{i}", "op", ("op",), (), "", "cpu") for i in range(4))
     lay = layered_layout(ModelGraph(nodes, ((0, 1), (0, 2), (1, 3), (2, 3))))
     assert lay.layer == (0, 1, 1, 2) and lay.y[1] == lay.y[2] and lay.x[1] != lay.x[2]
