@@ -73,6 +73,8 @@ def cmd_compare(args, out: Output) -> int:
 
 
 def profile_table(profiles) -> str:
+    """Per-layer rows (long TFLite names shortened as in the report; --json and --csv keep them whole)."""
+    from ..report.graph import short_name
     areas: list[str] = []
     for p in profiles:
         for a in p.program.config.memory_areas:
@@ -80,7 +82,7 @@ def profile_table(profiles) -> str:
                 areas.append(a.name)
     rows = []
     for r in layer_rows(profiles):
-        rows.append([r["layer"], r["kind"], r["cycles"], human(r["macs"])] +
+        rows.append([short_name(r["layer"], 48), r["kind"], r["cycles"], human(r["macs"])] +
                     [human(r["bytes"].get(a, 0)) for a in areas] +
                     [f"{r['utilisation']:.2f}", r["bound"], r["roofline_cycles"]])
     head = ["layer", "kind", "cycles", "MACs"] + [f"{a} bytes" for a in areas] + ["util", "bound", "roofline"]

@@ -52,28 +52,40 @@ class Output:
 
 
 class Progress:
-    """A one-line bar on a terminal's stderr; silent when stderr is not a TTY or output is JSON."""
+    """A progress bar (rich) on a terminal's stderr; silent when stderr is not a TTY or output is JSON, so piped
+    and captured output stays deterministic."""
 
     def __init__(self, total: int, label: str, stream=None):
         self.total = max(1, total)
         self.done = 0
         self.label = label
         self.stream = stream
+        self._bar = None
+        self._task = None
+
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+        console = Console(file=self.stream, force_terminal=True, highlight=False)
+        self._bar = Bar(TextColumn("{task.fields[label]}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.description}"), console=console, transient=True)
+        self._task = self._bar.add_task("", total=self.total, label=self.label)
+        self._bar.start()
 
     def step(self, what: str) -> None:
+        """About to do ``what`` (the bar shows the steps done so far)."""
         if self.stream is None:
             return
-        width = 24
-        filled = width * self.done // self.total
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                          f"{self.done}/{self.total} {what[:40]:40s}")
-        self.stream.flush()
+        if self._bar is None:
+            self._start()
+        self._bar.update(self._task, completed=self.done, description=what[:60])
         self.done += 1
 
     def close(self) -> None:
-        if self.stream is not None:
-            self.stream.write("\r" + " " * 100 + "\r")
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.total)
+            self._bar.stop()
+            self._bar = None
 
     def __enter__(self) -> "Progress":
         return self
@@ -105,19 +117,34 @@ def human(n: float) -> str:
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
-    """An aligned plain-text table; ``align`` is one char per column ('l' or 'r'), numbers default to right."""
+    """A plain-text table (rich, no colour, never wrapped: the same text on a terminal, in a pipe or in a test);
+    ``align`` is one char per column ('l' or 'r'), numbers default to right."""
+    import io
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
     cells = [[_cell(v) for v in r] for r in rows]
     if align is None:
         align = "".join("r" if rows and all(isinstance(r[i], (int, float, np.number)) for r in rows) else "l"
                         for i in range(len(headers)))
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-
-    def line(vals):
-        out = [v.rjust(w) if a == "r" else v.ljust(w) for v, w, a in zip(vals, widths, align)]
-        return "  ".join(out).rstrip()
-
-    sep = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), sep] + [line(r) for r in cells])
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1), collapse_padding=True)
+    for h, a in zip(headers, align):
+        table.add_column(Text(str(h), justify="right" if a == "r" else "left"), justify="right" if a == "r" else "left", no_wrap=True)
+    just = ["right" if a == "r" else "left" for a in align]
+    for r in cells:
+        table.add_row(*(Text(c, justify=j) for c, j in zip(r, just)))
+    width = sum(max([len(str(h))] + [len(r[i]) for r in cells]) + 2 for i, h in enumerate(headers)) + 4
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None, force_terminal=False, highlight=False,
+            emoji=False).print(table)
+    lines = [line.rstrip() for line in buf.getvalue().splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
 
 
 def _cell(v) -> str:
