@@ -125,21 +125,30 @@ def short_name(name: str, limit: int = 28) -> str:
 
 def _call_placements(calls: list[Call], report) -> dict[int, tuple[str, str]]:
     """Call id → (placement, reason): each call takes the report's decision for its tensor name that holds its
-    op (a composite's decision holds all its inner ops, each once)."""
+    op (a composite's decision holds all its inner ops, each once). A composite's op from another tensor (a
+    ``pad`` named apart from the ``conv`` it feeds) then joins the decision of the call it feeds."""
     pending: dict[str, list[list]] = {}       # name -> [[remaining ops], placement, reason]
     for d in getattr(report, "nodes", ()):
         where = "cpu" if d.on_cpu else (d.partition or d.target)
         ops = list(d.inner_ops) if d.inner_ops else [d.op]
         pending.setdefault(d.name, []).append([ops, where, d.reason if d.on_cpu else ""])
-    out = {}
+    entry_of: dict[int, list] = {}
     for c in calls:
         key = c.span.source if isinstance(c.span, Span) else ""
         for entry in pending.get(key, ()):
             if c.op.name in entry[0]:
                 entry[0].remove(c.op.name)
-                out[id(c)] = (entry[1], entry[2])
+                entry_of[id(c)] = entry
                 break
-    return out
+    for c in reversed(calls):                 # consumers before producers
+        entry = entry_of.get(id(c))
+        if entry is None:
+            continue
+        for a in c.args:
+            if isinstance(a, Call) and isinstance(a.op, Op) and id(a) not in entry_of and a.op.name in entry[0]:
+                entry[0].remove(a.op.name)
+                entry_of[id(a)] = entry
+    return {k: (e[1], e[2]) for k, e in entry_of.items()}
 
 
 def distinct_reasons(reasons) -> list[str]:

@@ -188,3 +188,30 @@ def test_graphviz_lays_out_a_1000_node_graph_quickly():
     assert lay is not None and time.perf_counter() - t < 30
     assert all(lay.y[b] > lay.y[a] for a, b in edges)
     assert np.isfinite(lay.width) and len(lay.clusters) == len({x.placement for x in nodes} - {"cpu"})
+
+
+@pytest.mark.parametrize("model", sorted(p.name for p in TINY.glob("*.tflite")) + ["mobilenet_v2"])
+def test_every_op_is_drawn_in_the_partition_that_runs_it(model, small_model):
+    """Per partition (and the CPU), the ops the graph draws there are the op calls of that partition's function
+    in the partitioned module (a composite's pad named apart from its conv included)."""
+    import argparse
+    from collections import Counter
+
+    from byoc.cli.cmd_model import partition_model
+    from byoc.cli.common import load_model
+    from byoc.ir.expr import Call, Op
+    from byoc.ir.traversal import post_order
+    from byoc.report.graph import model_graph
+    from byoc.transform.infer_type import InferType
+    m = load_model(str(small_model if model == "mobilenet_v2" else TINY / model))
+    pmod, report = partition_model(m, "npu", argparse.Namespace())
+    expected = Counter()
+    for gv, func in pmod.sorted_items():
+        where = gv.name_hint if func.attrs.get("Compiler") else "cpu" if gv.name_hint == "main" else None
+        if where:
+            expected[where] += sum(1 for n in post_order(func.body) if isinstance(n, Call) and isinstance(n.op, Op))
+    drawn = Counter()
+    for n in model_graph(InferType()(m.mod), report).nodes:
+        if n.placement != "input":
+            drawn[n.placement] += len(n.ops)
+    assert drawn == expected
