@@ -46,7 +46,7 @@ def layout_graph(graph: ModelGraph, targets: dict[str, str] | None = None, engin
         found = dot_layout(graph, targets)
         if found is not None or engine == "dot":
             return found
-    return layered_layout(graph)
+    return layered_layout(graph, targets)
 
 
 def _quote(s: str) -> str:
@@ -152,8 +152,8 @@ def _topological(n: int, edges) -> list[int]:
     return order
 
 
-def layered_layout(graph: ModelGraph, gap_x: float = 24, gap_y: float = 30, sweeps: int = 4,
-                   margin_right: float = 110) -> Layout:
+def layered_layout(graph: ModelGraph, targets: dict[str, str] | None = None, gap_x: float = 24,
+                   gap_y: float = 30, sweeps: int = 4, margin_right: float = 110) -> Layout:
     """Longest-path layering top to bottom, then barycentre ordering sweeps within layers."""
     node_w, node_h = NODE_W, NODE_H
     n = len(graph.nodes)
@@ -199,8 +199,11 @@ def layered_layout(graph: ModelGraph, gap_x: float = 24, gap_y: float = 30, swee
             ys[v] = gap_y / 2 + li * (node_h + gap_y)
     height = depth * (node_h + gap_y) + gap_y / 2
     clusters = {}
-    for p in graph.partitions:
+    for p in graph.partitions:      # bounding boxes: room above for the label, and as wide as the label
         mine = [v.id for v in graph.nodes if v.placement == p]
-        clusters[p] = (min(xs[v] for v in mine) - pad, min(ys[v] for v in mine) - pad - 4,
-                       max(xs[v] for v in mine) + node_w + pad, max(ys[v] for v in mine) + node_h + pad)
+        label = "@" + p + (f" ({targets[p]})" if p in (targets or {}) else "")
+        x0, y0 = min(xs[v] for v in mine) - pad, min(ys[v] for v in mine) - min(gap_y - 6, 24)
+        x1 = max(max(xs[v] for v in mine) + node_w + pad, x0 + 7.5 * len(label) + 16)
+        clusters[p] = (x0, y0, x1, max(ys[v] for v in mine) + node_h + pad)
+        width = max(width, x1 + pad)
     return Layout(tuple(xs), tuple(ys), width, height, tuple(layer), {}, clusters, "built-in layered layout")

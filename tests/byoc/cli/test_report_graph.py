@@ -154,6 +154,7 @@ def test_one_row_and_each_reason_once_per_cpu_tensor(kws):
 _MEASURE = """<script>
 (function(){
   var bad=[], vw=document.documentElement.clientWidth;
+  document.querySelectorAll('details').forEach(function(d){d.open=true;});
   document.querySelectorAll('table').forEach(function(t){
     var box=t.closest('section').getBoundingClientRect(), r=t.getBoundingClientRect();
     if(r.right>box.right+1){bad.push((t.id||'table')+':'+Math.round(r.right)+'>'+Math.round(box.right));}
