@@ -113,3 +113,29 @@ def test_an_all_cpu_model_gives_a_non_empty_trace(small_model, tmp_path):
     assert spans and all(e["pid"] == 1 and e["args"]["device"] == "cpu" for e in spans)
     assert "qnn.conv2d" in " ".join(e["args"]["ops"] for e in spans)
     assert partial_overlaps(ev) == []
+
+
+def test_the_host_track_adds_up_to_the_estimate_and_layers_tile_each_partition():
+    import byoc
+    from byoc.cli.common import load_model, make_inputs
+    from byoc.partition import partition_for
+    m = load_model(str(REPO / "tests" / "data" / "mlcommons_tiny" / "kws_ref_model.tflite"))
+    pmod = partition_for("npu", m.mod, m.params)
+    exe = byoc.build(pmod, target="npu,llvm", npu_config="ethos-u55-256-like")
+    report = exe.profile(make_inputs(m.mod["main"]))
+    ev = json.loads(report.trace_json())["traceEvents"]
+    assert partial_overlaps(ev) == []
+    steps = [e for e in ev if e["ph"] == "X" and e["pid"] == 1 and "step" in e.get("args", {})]
+    assert len(steps) == len(exe.steps)
+    total_ns = sum(round(e["dur"] * 1000) for e in steps)
+    assert abs(total_ns - report.estimate.total_seconds * 1e9) <= 2 * len(steps)
+    for n in report.nodes:
+        if not n.on_device:
+            continue
+        part = next(e for e in ev if e["ph"] == "X" and e["pid"] > 1 and e["tid"] == 0 and e["name"] == f"@{n.name}")
+        start, end = round(part["ts"] * 1000), round((part["ts"] + part["dur"]) * 1000)
+        assert end - start == round(n.cycles / n.clock_hz * 1e9)
+        layers = sorted((round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in ev
+                        if e["ph"] == "X" and e["pid"] == part["pid"] and e["tid"] == 1 and start <= e["ts"] * 1000 < end)
+        assert layers[0][0] == start and all(a[0] + a[1] == b[0] for a, b in zip(layers, layers[1:]))
+        assert layers[-1][0] + layers[-1][1] == end
