@@ -1,8 +1,9 @@
 """A self-contained HTML report of one model: ``write_report(path, ReportData(...))``.
 
-One file with no external resources (open it from disk, mail it, attach it to a bug): the graph with NPU
-partitions and CPU ops coloured (inline SVG, layered layout computed here; hover or click a node for its op
-chain, shape and why it stayed on the CPU), the offload summary, the per-layer cycles chart with each layer's
+One file with no external resources (open it from disk, mail it, attach it to a bug): the graph with each
+partition a box around its ops and CPU ops in grey (inline SVG drawn here from Graphviz's layout, or the built-in
+one without Graphviz: ``layout.py``; hover or click a node for its full name, op chain, shape and why it stayed on
+the CPU), the offload summary with one reason row per CPU tensor, the per-layer cycles chart with each layer's
 roofline, and the comparison verdict with the first diverging tensor.
 """
 from __future__ import annotations
