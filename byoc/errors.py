@@ -6,7 +6,7 @@ offset or pass involved, say what was expected and what was found, and where pos
 from __future__ import annotations
 
 __all__ = [
-    "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError",
+    "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError", "PatternCheckError",
     "PartitionError", "ModelError", "CodegenError", "NPUError", "ConfigError", "ArtifactError",
     "ExecutionError", "UnsupportedOpsError",
 ]
@@ -59,6 +59,18 @@ class PassError(ByocError):
 
 class PatternError(ByocError):
     """Bad pattern construction or a rewrite that did not reach a fixed point."""
+
+
+class PatternCheckError(PatternError):
+    """A pattern table's check (or a ``target.<name>`` predicate) raised: names the entry and the op; the
+    original exception is ``cause`` (and ``__cause__``)."""
+
+    def __init__(self, message: str, *, entry: str = "", op: str = "", cause: BaseException | None = None,
+                 hint: str | None = None, notes: tuple[str, ...] = ()):
+        self.entry = entry
+        self.op = op
+        self.cause = cause
+        super().__init__(message, hint=hint, notes=notes)
 
 
 class PartitionError(ByocError):
