@@ -6,9 +6,9 @@ offset or pass involved, say what was expected and what was found, and where pos
 from __future__ import annotations
 
 __all__ = [
-    "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError", "PatternCheckError",
+    "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError",
     "PartitionError", "ModelError", "CodegenError", "NPUError", "ConfigError", "ArtifactError",
-    "ExecutionError", "UnsupportedOpsError",
+    "ExecutionError", "UnsupportedOpsError", "UnsupportedAPIError",
 ]
 
 
@@ -73,6 +73,9 @@ class PatternCheckError(PatternError):
         super().__init__(message, hint=hint, notes=notes)
 
 
+__all__.append("PatternCheckError")
+
+
 class PartitionError(ByocError):
     """Partitioning produced or was given an invalid graph."""
 
@@ -103,3 +106,12 @@ class ArtifactError(ByocError):
 
 class ExecutionError(ByocError):
     """Running a module failed because of its inputs (missing input, wrong shape or dtype)."""
+
+
+class UnsupportedAPIError(ByocError):
+    """A TVM API this project deliberately does not provide (C source codegen, DNNL/TensorRT, the Prelude)."""
+
+    def __init__(self, api: str, why: str, *, hint: str | None = None):
+        self.api = api
+        super().__init__(f"{api} is not provided by byoc: {why}",
+                         hint=hint or "see docs/porting-from-tvm.md for what to use instead")
