@@ -203,6 +203,6 @@ def get(op_name: str):
 def __getattr__(name):
     # relay.op.nn / relay.op.op / relay.op.annotation load on first use (relay.nn imports this package).
     import importlib
-    if name in ("nn", "op", "annotation", "contrib", "strategy"):
+    if name in ("nn", "op", "annotation", "contrib", "strategy", "op_attrs"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
