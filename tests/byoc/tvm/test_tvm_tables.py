@@ -78,3 +78,21 @@ def test_ethosu_elementwise_check_error_propagates_with_entry_and_op(tables):
     with pytest.raises(PatternCheckError, match=r"ethos-u\.add check raised ValueError on qnn\.add") as info:
         tables["tvm_ethosu"].partition_for_ethosu(mod, params)
     assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_ethosu_offloads_every_conv_once_weights_use_tvms_layouts(tables):
+    """The plan for the importer: with TVM's weight layouts (conv HWIO, depthwise HWOI) and nothing else
+    changed, Ethos-U's patterns match and its checks accept every convolution of kws, and the relaid-out
+    module computes the same bits."""
+    import byoc
+    from byoc import relay
+    from .table_offload import count_kinds, random_inputs, to_tvm_kernel_layouts
+    mod, params = relay.frontend.from_tflite((MODELS / "kws_ref_model.tflite").read_bytes())
+    tmod = relay.transform.InferType()(to_tvm_kernel_layouts(mod))
+    x = random_inputs(mod)
+    ref = byoc.evaluate(mod, x)
+    assert [a.tobytes() for a in byoc.evaluate(tmod, x)] == [a.tobytes() for a in ref]
+    out = tables["tvm_ethosu"].partition_for_ethosu(tmod, params)
+    total, offloaded = count_kinds(out)
+    assert offloaded == total and total["conv2d"] == 5 and total["depthwise"] == 4
+    assert [a.tobytes() for a in byoc.evaluate(out, x)] == [a.tobytes() for a in ref]
