@@ -186,3 +186,32 @@ def test_from_tflite_shape_dict_names_are_checked():
         relay.frontend.from_tflite(buf, {"input": (1, 16, 16, 3)})
     mod, _ = relay.frontend.from_tflite(buf, {"input": (1, 32, 32, 3)}, {"input": "int8"})
     assert mod["main"].params[0].type_annotation.shape == (1, 32, 32, 3)
+
+
+def test_create_executor_debug_and_graph_agree_with_numpy():
+    x = relay.var("x", shape=(3,), dtype="float32")
+    y = relay.var("y", shape=(3,), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x, y], relay.subtract(x, y)))
+    a = np.array([1.5, -2.0, 3.25], dtype="float32")
+    b = np.array([0.5, 0.5, -1.0], dtype="float32")
+    for kind in ("debug", "graph"):
+        out = relay.create_executor(kind, mod=mod, device=tvm.cpu(0), target="llvm").evaluate()(a, b)
+        np.testing.assert_array_equal(out.numpy(), a - b)
+
+
+def test_graph_json_edges_follow_the_data():
+    import json
+    x = relay.var("x", shape=(4,), dtype="float32")
+    y = relay.exp(relay.negative(x))
+    z = relay.add(y, relay.sqrt(relay.abs(x)))
+    lib = relay.build(tvm.IRModule.from_expr(relay.Function([x], z)), "llvm")
+    g = json.loads(lib.get_graph_json())
+    nodes = g["nodes"]
+    assert nodes[0] == {"op": "null", "name": "x", "inputs": []} and g["arg_nodes"][0] == 0
+    assert all(n["op"] == "tvm_op" for n in nodes[1:] if n["name"] != "x" and not n["name"].startswith("p"))
+    head = g["heads"][0][0]
+    # every tvm_op reads only nodes that come before it, and the head is the last kernel
+    for i, n in enumerate(nodes):
+        assert all(e[0] < i for e in n["inputs"])
+    assert nodes[head]["op"] == "tvm_op" and len(g["attrs"]["shape"][1]) == len(nodes)
+    assert g["attrs"]["shape"][1][head] == [4] and g["attrs"]["dltype"][1][head] == "float32"

@@ -20,6 +20,7 @@ PERSON_DETECT = Path("/work/shared/models/person_detect.tflite")
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
+    pytest.importorskip("ethosu.vela", reason="TVM's Ethos-U table needs ethos-u-vela (a test dependency)")
     return tvm_tables.load_tables(tmp_path_factory.mktemp("tvm_tables"))
 
 
