@@ -112,6 +112,9 @@ def test_intimm_as_function_attribute():
     x = relay.var("x", shape=(2,), dtype="float32")
     f = relay.Function([x], relay.negative(x)).with_attr("Primitive", tvm.tir.IntImm("int32", 1))
     assert f.attrs["Primitive"] == 1 and f.attrs["Primitive"].dtype == "int32"
+    from byoc.errors import IRError
+    with pytest.raises(IRError, match="integer type"):
+        tvm.tir.IntImm("float32", 1)
     text = tvm.IRModule.from_expr(f).astext()
     assert "Primitive=1" in text                                   # prints as the number, round-trips
     assert tvm.parse(text)["main"].attrs["Primitive"] == 1
