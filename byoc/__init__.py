@@ -21,6 +21,19 @@ _LAZY = {
     "build": ("byoc.build", "build"),
     "load": ("runtime.artifact", "load"),
     "testing": ("byoc.testing", None),
+    # TVM's top-level names (``import byoc as tvm``): docs/porting-from-tvm.md
+    "transform": ("byoc.transform", None),
+    "nd": ("byoc.nd", None),
+    "target": ("byoc.target", None),
+    "tir": ("byoc.tir", None),
+    "runtime": ("byoc.runtime", None),
+    "contrib": ("byoc.contrib", None),
+    "_ffi": ("byoc._ffi", None),
+    "cpu": ("byoc.nd", "cpu"),
+    "device": ("byoc.nd", "device"),
+    "register_func": ("byoc._ffi", "register_func"),
+    "get_global_func": ("byoc._ffi", "get_global_func"),
+    "porting": ("byoc.porting", None),
 }
 
 
@@ -30,4 +43,9 @@ def __getattr__(name):
         mod_name, attr = _LAZY[name]
         mod = importlib.import_module(mod_name)
         return mod if attr is None else getattr(mod, attr)
+    if not name.startswith("__"):
+        from .porting import unsupported_reason
+        why = unsupported_reason(f"tvm.{name}")
+        if why is not None:
+            raise UnsupportedAPIError(f"tvm.{name}", why)
     raise AttributeError(f"module 'byoc' has no attribute {name!r}")

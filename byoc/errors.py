@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError",
     "PartitionError", "ModelError", "CodegenError", "NPUError", "ConfigError", "ArtifactError",
-    "ExecutionError", "UnsupportedOpsError",
+    "ExecutionError", "UnsupportedOpsError", "UnsupportedAPIError",
 ]
 
 
@@ -61,6 +61,21 @@ class PatternError(ByocError):
     """Bad pattern construction or a rewrite that did not reach a fixed point."""
 
 
+class PatternCheckError(PatternError):
+    """A pattern table's check (or a ``target.<name>`` predicate) raised: names the entry and the op; the
+    original exception is ``cause`` (and ``__cause__``)."""
+
+    def __init__(self, message: str, *, entry: str = "", op: str = "", cause: BaseException | None = None,
+                 hint: str | None = None, notes: tuple[str, ...] = ()):
+        self.entry = entry
+        self.op = op
+        self.cause = cause
+        super().__init__(message, hint=hint, notes=notes)
+
+
+__all__.append("PatternCheckError")
+
+
 class PartitionError(ByocError):
     """Partitioning produced or was given an invalid graph."""
 
@@ -91,3 +106,12 @@ class ArtifactError(ByocError):
 
 class ExecutionError(ByocError):
     """Running a module failed because of its inputs (missing input, wrong shape or dtype)."""
+
+
+class UnsupportedAPIError(ByocError):
+    """A TVM API this project deliberately does not provide (C source codegen, DNNL/TensorRT, the Prelude)."""
+
+    def __init__(self, api: str, why: str, *, hint: str | None = None):
+        self.api = api
+        super().__init__(f"{api} is not provided by byoc: {why}",
+                         hint=hint or "see docs/porting-from-tvm.md for what to use instead")

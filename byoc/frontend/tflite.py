@@ -50,10 +50,11 @@ def supported_ops() -> list[str]:
     return sorted(CONVERTERS)
 
 
-def from_tflite(model, *, semantics: str = "litert", shape_dict=None, dtype_dict=None):
+def from_tflite(model, shape_dict=None, dtype_dict=None, *, semantics: str = "litert"):
     """Import a TFLite model (path, bytes, or a ``tflite.Model``); returns ``(IRModule, params)``.
 
-    ``shape_dict``/``dtype_dict`` are accepted for TVM compatibility; if given they must agree with the file.
+    ``shape_dict``/``dtype_dict`` (TVM's positional order) are keyed by input tensor name (as in the file, or as
+    sanitised into the parameter name); if given they must agree with the file.
     """
     if semantics not in SEMANTICS:
         raise ModelError(f"from_tflite: unknown semantics {semantics!r}", hint="one of " + ", ".join(SEMANTICS))
@@ -229,11 +230,22 @@ class _Importer:
             self.producer[j] = op.index
 
     def check_user_shapes(self, shape_dict, dtype_dict) -> None:
+        by_name = {}
         for p in self.params:
-            t = p.type_annotation
-            if shape_dict and p.name_hint in shape_dict and tuple(shape_dict[p.name_hint]) != t.shape:
-                raise ModelError(f"shape_dict gives input {p.name_hint} shape {tuple(shape_dict[p.name_hint])}, "
-                                 f"the model has {t.shape}", hint="TFLite models have static input shapes")
-            if dtype_dict and p.name_hint in dtype_dict and str(dtype_dict[p.name_hint]) != t.dtype:
-                raise ModelError(f"dtype_dict gives input {p.name_hint} dtype {dtype_dict[p.name_hint]}, "
-                                 f"the model has {t.dtype}")
+            by_name[p.name_hint] = p
+            if p.span is not None:  # the tensor's name as written in the file
+                by_name.setdefault(p.span.source, p)
+        for what, given in (("shape_dict", shape_dict), ("dtype_dict", dtype_dict)):
+            unknown = [k for k in (given or {}) if k not in by_name]
+            if unknown:
+                raise ModelError(f"{what} names {', '.join(map(repr, unknown))}, which the model does not have as "
+                                 f"an input", hint="inputs: " + ", ".join(p.name_hint for p in self.params))
+        for k, shape in (shape_dict or {}).items():
+            t = by_name[k].type_annotation
+            if tuple(int(d) for d in shape) != t.shape:
+                raise ModelError(f"shape_dict gives input {k} shape {tuple(shape)}, the model has {t.shape}",
+                                 hint="TFLite models have static input shapes")
+        for k, dtype in (dtype_dict or {}).items():
+            t = by_name[k].type_annotation
+            if str(dtype) != t.dtype:
+                raise ModelError(f"dtype_dict gives input {k} dtype {dtype}, the model has {t.dtype}")

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import IRError
 from .attrs import Attrs, FrozenDict
 from .types import TensorType, TupleType, Type, normalize_dtype
+from ..nd import NDArray
 
 __all__ = [
     "Span", "Expr", "Op", "Var", "Constant", "Call", "Tuple", "TupleGetItem", "Let", "If", "Function",
@@ -174,7 +175,8 @@ class Constant(Expr):
         if arr.flags.writeable or not arr.flags.c_contiguous:
             arr = np.array(arr, order="C", copy=True)
             arr.setflags(write=False)
-        object.__setattr__(self, "data", arr)
+        # TVM's NDArray methods (.numpy(), .asnumpy()) on a read-only numpy view: tables ported from TVM read them
+        object.__setattr__(self, "data", arr if type(arr) is NDArray else arr.view(NDArray))
 
     @property
     def type(self) -> TensorType:

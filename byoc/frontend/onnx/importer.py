@@ -55,14 +55,43 @@ class Dequantized:
     q: QTensor
 
 
-def from_onnx(model_or_path, shape: dict | None = None):
+def from_onnx(model_or_path, shape: dict | None = None, dtype="float32", opset=None, freeze_params=True):
     """Import an ONNX model (path, bytes or ``onnx.ModelProto``). Returns ``(IRModule, params)``.
 
     ``shape`` gives static shapes for inputs with symbolic dimensions. Weights are embedded as constants
-    (what the pattern tables match), so ``params`` is empty; it is returned for TVM's signature.
+    (what the pattern tables match, as TVM's ``freeze_params=True``), so ``params`` is empty; it is returned for
+    TVM's signature. ``dtype`` (TVM's input dtype: one string, or a dict by input name) must agree with the
+    model's declared input types where it names an input; ``opset`` overrides the model's default-domain opset.
     """
     model = load_model(model_or_path)
-    return Importer(model, shape).run(), {}
+    importer = Importer(model, shape)
+    if opset is not None:
+        importer.opset = int(opset)
+    mod = importer.run()
+    _check_dtypes(mod, dtype)
+    return mod, {}
+
+
+def _check_dtypes(mod, dtype) -> None:
+    """A dtype dict must agree with the declared input types (a single string is TVM's default for untyped
+    inputs, and every ONNX input here is typed)."""
+    if isinstance(dtype, str) or dtype is None:
+        return
+    if not isinstance(dtype, dict):
+        raise ModelError(f"from_onnx: dtype must be a string or a dict of input name -> dtype, got "
+                         f"{type(dtype).__name__}")
+    params = {p.name_hint: p for p in mod["main"].params}
+    for p in mod["main"].params:
+        if p.span is not None:
+            params.setdefault(p.span.source, p)
+    for name, want in dtype.items():
+        p = params.get(name)
+        if p is None:
+            raise ModelError(f"from_onnx: dtype names {name!r}, which the model does not have as an input",
+                             hint="inputs: " + ", ".join(q.name_hint for q in mod["main"].params))
+        have = p.type_annotation.dtype
+        if str(want) != have:
+            raise ModelError(f"from_onnx: dtype gives input {name} dtype {want}, the model declares {have}")
 
 
 def _sanitize(name: str) -> str:

@@ -108,8 +108,9 @@ def evaluate_check(check, root: Expr, captures: Mapping[str, Expr] | None = None
                    label: str = "check") -> Support:
     """Run a TVM-style ``check(root) -> bool``, a ``Support``-returning callable or a ``Check``.
 
-    A check that raises is a refusal whose reason names the exception: partitioning stays safe (the node
-    stays on the CPU) and the report shows what went wrong.
+    A check that raises propagates, as in TVM: a ``PatternCheckError`` naming the table entry (``label``) and
+    the op, chained to the original exception. Swallowing it into a refusal once kept every convolution of a
+    ported table on the CPU without a word (a check that called a missing method).
     """
     if check is None:
         return _YES
@@ -118,14 +119,23 @@ def evaluate_check(check, root: Expr, captures: Mapping[str, Expr] | None = None
             out = check(MatchContext(root, dict(captures or {})))
         else:
             out = check(root)
-    except Exception as e:  # noqa: BLE001 - a faulty check refuses; the reason carries the error
-        return Support(False, f"{label} raised {type(e).__name__}: {e}")
+    except Exception as e:  # noqa: BLE001 - re-raised with the entry and op named
+        raise check_error(label, root, e) from e
     if isinstance(out, Support):
         return out
     if out:
         return _YES
     name = getattr(check, "__name__", None) or type(check).__name__
     return Support(False, f"{label} {name} returned {out!r}")
+
+
+def check_error(label: str, root: Expr, error: Exception) -> Exception:
+    """The error for a check that raised: names the table entry and the matched op."""
+    from ...errors import PatternCheckError
+    op = getattr(getattr(root, "op", None), "name", None) or type(root).__name__
+    return PatternCheckError(f"{label} raised {type(error).__name__} on {op}: {error}",
+                             hint="the check function itself failed (not a refusal); fix the check or return False",
+                             entry=label, op=op, cause=error)
 
 
 def describe_check(check) -> list[str]:

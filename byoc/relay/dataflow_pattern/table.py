@@ -26,6 +26,16 @@ class CompositePattern:
     def rules(self) -> list[str]:
         return describe_check(self.check)
 
+    # TVM's tables are lists of (name, pattern, check) tuples: an entry unpacks and indexes the same way
+    def __iter__(self):
+        return iter((self.name, self.pattern, self.check))
+
+    def __getitem__(self, index):
+        return (self.name, self.pattern, self.check)[index]
+
+    def __len__(self) -> int:
+        return 3
+
 
 def normalize_table(table) -> tuple[CompositePattern, ...]:
     """A list of entries in priority order; every malformed entry is reported at once."""

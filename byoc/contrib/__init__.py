@@ -1,0 +1,12 @@
+"""``tvm.contrib``: ``graph_executor`` only. Other TVM contrib modules (cuDNN, TensorRT, MXNet helpers, ...)
+raise ``UnsupportedAPIError``."""
+
+
+def __getattr__(name):
+    import importlib
+    if name in ("graph_executor", "graph_runtime"):
+        return importlib.import_module(f"{__name__}.graph_executor")
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from ..errors import UnsupportedAPIError
+    raise UnsupportedAPIError(f"tvm.contrib.{name}", "only tvm.contrib.graph_executor is provided")

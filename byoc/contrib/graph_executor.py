@@ -1,0 +1,92 @@
+"""``tvm.contrib.graph_executor``: ``GraphModule(lib["default"](dev))`` with TVM's methods.
+
+Inputs are set by name or index (``set_input("x", a)``, ``set_input(x=a)``, ``set_input(**params)``), outputs
+come back as ``NDArray``s (``get_output(i)``, or copied into ``out``); ``module.time_evaluator("run", dev,
+number, repeat)`` measures ``run``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ExecutionError
+from ..nd import NDArray, as_ndarray
+from ..runtime.factory import ExecutorModule, GraphExecutorFactoryModule
+
+__all__ = ["GraphModule", "create"]
+
+
+class GraphModule:
+    def __init__(self, module):
+        if isinstance(module, GraphExecutorFactoryModule):
+            module = module.module
+        if not isinstance(module, ExecutorModule):
+            raise ExecutionError(f"GraphModule expects lib['default'](dev), got {type(module).__name__}",
+                                 hint="lib = relay.build(mod, 'llvm'); GraphModule(lib['default'](byoc.cpu(0)))")
+        self.module = module
+        self._gm = module.graph_module
+        self._inputs: dict[str, np.ndarray] = {}
+
+    @property
+    def _names(self) -> list[str]:
+        return list(self._gm.input_names)
+
+    def _name(self, key) -> str:
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= int(key) < len(self._names):
+                raise ExecutionError(f"input index {key} out of range ({len(self._names)} inputs)")
+            return self._names[int(key)]
+        return str(key)
+
+    def set_input(self, key=None, value=None, **params) -> None:
+        if key is not None:
+            params = {self._name(key): value, **params}
+        for name, v in params.items():
+            if name not in self._names:
+                raise ExecutionError(f"the module has no input named {name!r}",
+                                     hint=f"inputs: {', '.join(self._names)} (constants are bound at build time)")
+            arr = np.asarray(v)
+            self._gm.set_input(name, arr)
+            self._inputs[name] = arr
+
+    def run(self, **input_dict) -> None:
+        if input_dict:
+            self.set_input(**input_dict)
+        self._gm.run()
+
+    def get_output(self, index: int, out=None) -> NDArray:
+        value = self._gm.get_output(int(index))
+        if out is None:
+            return as_ndarray(np.array(value, copy=True))
+        target = out if isinstance(out, np.ndarray) else None
+        if target is None or target.shape != value.shape:
+            raise ExecutionError(f"get_output({index}, out): out must be an array of shape {value.shape}")
+        np.copyto(target, value.astype(target.dtype, copy=False))
+        return out
+
+    def get_num_outputs(self) -> int:
+        return self._gm.get_num_outputs()
+
+    def get_num_inputs(self) -> int:
+        return len(self._names)
+
+    def get_input_index(self, name: str) -> int:
+        try:
+            return self._names.index(name)
+        except ValueError:
+            raise ExecutionError(f"the module has no input named {name!r}") from None
+
+    def get_input(self, index) -> NDArray:
+        name = self._name(index)
+        if name not in self._inputs:
+            raise ExecutionError(f"input {name!r} has not been set")
+        return as_ndarray(np.array(self._inputs[name], copy=True))
+
+    def __getitem__(self, name: str):
+        return getattr(self, name)
+
+
+def create(graph_json_str, libmod, device) -> GraphModule:
+    """``graph_executor.create(graph_json, lib, dev)``: the graph is the one ``lib`` was built from."""
+    if not isinstance(libmod, GraphExecutorFactoryModule):
+        raise ExecutionError(f"create expects the module relay.build returned, got {type(libmod).__name__}")
+    return GraphModule(libmod[libmod.libmod_name](device))

@@ -1,0 +1,172 @@
+"""How many convolutions, depthwise convolutions and fully connected layers TVM's own pattern tables offload
+on a model imported by byoc, and whether partitioning changed the result (it must not, bit for bit).
+
+Run as a script for the measurement table: ``python tests/byoc/tvm/table_offload.py MODEL.tflite ...``."""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+KINDS = ("conv2d", "depthwise", "dense")
+_HERE = Path(__file__).parent
+
+
+def op_kind(node) -> str | None:
+    from byoc.ir.expr import Call, Op
+    if not isinstance(node, Call) or not isinstance(node.op, Op):
+        return None
+    name = node.op.name
+    if name in ("qnn.conv2d", "nn.conv2d"):
+        return "depthwise" if int(node.attrs.groups) > 1 else "conv2d"
+    if name in ("qnn.dense", "nn.dense"):
+        return "dense"
+    return None
+
+
+def count_kinds(mod) -> tuple[Counter, Counter]:
+    """(all, offloaded): ops of each kind in the module, and those inside ``Compiler`` functions."""
+    from byoc.ir.expr import Function
+    from byoc.ir.traversal import post_order
+    total, offloaded = Counter(), Counter()
+    for gv, func in mod.functions.items():
+        if not isinstance(func, Function):
+            continue
+        external = "Compiler" in func.attrs
+        for n in post_order(func.body):
+            k = op_kind(n)
+            if k:
+                total[k] += 1
+                if external:
+                    offloaded[k] += 1
+            if isinstance(n, Function) and "Compiler" in n.attrs:  # inline partitions (not lifted)
+                for m in post_order(n.body):
+                    k = op_kind(m)
+                    if k:
+                        offloaded[k] += 1
+    return total, offloaded
+
+
+@dataclass
+class Result:
+    table: str
+    total: Counter
+    offloaded: Counter
+    partitions: int
+    identical: bool | None = None
+    error: str = ""
+    failed_checks: Counter = field(default_factory=Counter)
+
+
+def random_inputs(mod, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in mod["main"].params:
+        t = p.type_annotation
+        if np.dtype(t.dtype).kind in "iu":
+            info = np.iinfo(t.dtype)
+            out[p.name_hint] = rng.integers(info.min, int(info.max) + 1, size=t.shape, dtype=t.dtype)
+        else:
+            out[p.name_hint] = rng.standard_normal(t.shape).astype(t.dtype)
+    return out
+
+
+def partition_functions(mods) -> dict[str, object]:
+    return {"cmsis-nn": mods["tvm_cmsisnn"].partition_for_cmsisnn,
+            "ethos-u": mods["tvm_ethosu"].partition_for_ethosu,
+            "arm_compute_lib": mods["tvm_arm_compute_lib"].partition_for_arm_compute_lib}
+
+
+def track_failed_checks(table) -> tuple[list, Counter]:
+    """Wrap each entry's check to count the entries whose check returned False (TVM checks give no reason)."""
+    failed: Counter = Counter()
+    wrapped = []
+    for name, pattern, check in table:
+        if check is None:
+            wrapped.append((name, pattern))
+            continue
+
+        def w(expr, _check=check, _name=name):
+            ok = _check(expr)
+            if not ok:
+                failed[_name] += 1
+            return ok
+        wrapped.append((name, pattern, w))
+    return wrapped, failed
+
+
+def measure(model_path, mods, check_outputs: bool = True) -> list[Result]:
+    import byoc
+    from byoc import relay
+    mod, params = relay.frontend.from_tflite(Path(model_path).read_bytes())
+    inputs = random_inputs(mod)
+    ref = byoc.evaluate(mod, inputs) if check_outputs else None
+    results = []
+    for table, fn in partition_functions(mods).items():
+        total, _ = count_kinds(mod)
+        try:
+            out = fn(mod.copy(), params)
+        except Exception as e:  # noqa: BLE001 - reported in the measurement table
+            results.append(Result(table, total, Counter(), 0, None, f"{type(e).__name__}: {e}"))
+            continue
+        _, offloaded = count_kinds(out)
+        parts = sum(1 for f in out.functions.values() if "Compiler" in getattr(f, "attrs", {}))
+        identical = None
+        if check_outputs:
+            got = byoc.evaluate(out, inputs)
+            identical = len(got) == len(ref) and all(
+                a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes() for a, b in zip(got, ref))
+        results.append(Result(table, total, offloaded, parts, identical))
+    return results
+
+
+def main(argv: list[str]) -> None:
+    from tvm_tables import load_tables
+    import tempfile
+    mods = load_tables(Path(tempfile.mkdtemp(prefix="tvm_tables_")))
+    print("| model | table | conv2d | depthwise | dense | partitions | bit-identical |")
+    print("|---|---|---|---|---|---|---|")
+    for path in argv:
+        for r in measure(path, mods):
+            cells = [f"{r.offloaded[k]}/{r.total[k]}" for k in KINDS]
+            print(f"| {Path(path).name} | {r.table} | {' | '.join(cells)} | {r.partitions} | "
+                  f"{r.identical if not r.error else r.error[:60]} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+
+
+def to_tvm_kernel_layouts(mod):
+    """What-if for planning the importer change: the module with TVM's TFLite-importer weight layouts
+    (conv2d OHWI → HWIO, depthwise HWIO [KH, KW, 1, C] → HWOI [KH, KW, C, 1]), weights transposed to match."""
+    import numpy as np
+    from byoc.ir.expr import Call, Constant, Op
+    from byoc.ir.traversal import rewrite_post_order
+
+    def fn(orig, new):
+        if not (isinstance(new, Call) and isinstance(new.op, Op) and new.op.name == "qnn.conv2d"):
+            return None
+        w = new.args[1]
+        if not isinstance(w, Constant):
+            return None
+        layout = new.attrs.kernel_layout
+        if layout == "OHWI" and int(new.attrs.groups) == 1:
+            data, to = np.transpose(w.data, (1, 2, 3, 0)), "HWIO"
+        elif layout == "HWIO" and int(new.attrs.groups) > 1 and w.data.shape[2] == 1:
+            data, to = np.transpose(w.data, (0, 1, 3, 2)), "HWOI"
+        else:
+            return None
+        attrs = {k: new.attrs[k] for k in new.attrs.keys()}
+        attrs["kernel_layout"] = to
+        return Call(new.op, (new.args[0], Constant(np.ascontiguousarray(data))) + tuple(new.args[2:]), attrs,
+                    new.span)
+
+    out = mod.copy()
+    out["main"] = out["main"].replace(body=rewrite_post_order(out["main"].body, fn))
+    return out

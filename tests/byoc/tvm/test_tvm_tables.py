@@ -1,0 +1,99 @@
+"""TVM's own CMSIS-NN, Ethos-U and Arm Compute Library pattern tables, import lines changed and nothing else,
+load and partition real models; partitioning never changes a result (bit for bit, reference interpreter).
+
+The tables are read from a local copy of apache/tvm (``BYOC_TVM_TABLES``); without it these tests skip."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from . import tvm_tables
+from .table_offload import measure
+
+pytestmark = pytest.mark.skipif(not tvm_tables.available(),
+                                reason=f"TVM's table files are not at {tvm_tables.TVM_TABLES}")
+
+MODELS = Path(__file__).resolve().parents[2] / "data" / "mlcommons_tiny"
+PERSON_DETECT = Path("/work/shared/models/person_detect.tflite")
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    pytest.importorskip("ethosu.vela", reason="TVM's Ethos-U table needs ethos-u-vela (a test dependency)")
+    return tvm_tables.load_tables(tmp_path_factory.mktemp("tvm_tables"))
+
+
+def test_only_import_lines_are_changed():
+    for f in tvm_tables.FILES:
+        src = (tvm_tables.TVM_TABLES / f).read_text()
+        changed = tvm_tables.changed_lines(src, tvm_tables.rewrite_imports(src))
+        assert changed, f
+        for old, new in changed:
+            assert old.lstrip().startswith(("import ", "from ")), (f, old)
+            assert "byoc" in new or "ethosu_util" in new or "ethosu_backend" in new, (f, new)
+
+
+def test_tables_load_and_register(tables):
+    from byoc.relay.op.contrib import get_pattern_table
+    assert {"tvm_cmsisnn", "tvm_ethosu", "tvm_arm_compute_lib"} <= set(tables)
+    for target in ("cmsis-nn", "ethos-u"):
+        names = [e[0] for e in get_pattern_table(target)]
+        assert names and all(n.startswith(target + ".") for n in names)
+    # ACL registers its op predicates as target.arm_compute_lib attributes
+    from byoc.ops.registry import get_op_attr
+    assert get_op_attr("nn.conv2d", "target.arm_compute_lib") is not None
+
+
+def test_partition_for_tables_on_kws(tables):
+    results = {r.table: r for r in measure(MODELS / "kws_ref_model.tflite", tables)}
+    assert set(results) == {"cmsis-nn", "ethos-u", "arm_compute_lib"}
+    for r in results.values():
+        assert not r.error, r.error
+        assert r.identical is True, r.table
+    # CMSIS-NN's checks do not depend on the weight layout: every conv, depthwise conv and FC is offloaded
+    cm = results["cmsis-nn"]
+    assert cm.offloaded == cm.total and sum(cm.total.values()) == 10
+    # the FC layer is offloaded by all three (its form matches TVM's importer)
+    assert all(r.offloaded["dense"] == 1 for r in results.values())
+
+
+@pytest.mark.skipif(not PERSON_DETECT.is_file(), reason="shared models are not present")
+def test_partition_for_tables_on_person_detect(tables):
+    results = {r.table: r for r in measure(PERSON_DETECT, tables)}
+    for r in results.values():
+        assert not r.error and r.identical is True, r.table
+    cm = results["cmsis-nn"]
+    assert cm.offloaded == cm.total and cm.total["conv2d"] + cm.total["depthwise"] == 28
+
+
+def test_ethosu_elementwise_check_error_propagates_with_entry_and_op(tables):
+    """Ethos-U's binary-elementwise check calls np.dtype() on an object whose .dtype is a string, which
+    NumPy 2 refuses: the error now reaches the caller, naming the entry and the op (it used to be swallowed)."""
+    import numpy as np
+    from byoc import relay
+    from byoc.errors import PatternCheckError
+    if int(np.__version__.split(".")[0]) < 2:
+        pytest.skip("NumPy < 2 accepts the table's np.dtype() call")
+    mod, params = relay.frontend.from_tflite((MODELS / "pretrainedResnet_quant.tflite").read_bytes())
+    with pytest.raises(PatternCheckError, match=r"ethos-u\.add check raised ValueError on qnn\.add") as info:
+        tables["tvm_ethosu"].partition_for_ethosu(mod, params)
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_ethosu_offloads_every_conv_once_weights_use_tvms_layouts(tables):
+    """The plan for the importer: with TVM's weight layouts (conv HWIO, depthwise HWOI) and nothing else
+    changed, Ethos-U's patterns match and its checks accept every convolution of kws, and the relaid-out
+    module computes the same bits."""
+    import byoc
+    from byoc import relay
+    from .table_offload import count_kinds, random_inputs, to_tvm_kernel_layouts
+    mod, params = relay.frontend.from_tflite((MODELS / "kws_ref_model.tflite").read_bytes())
+    tmod = relay.transform.InferType()(to_tvm_kernel_layouts(mod))
+    x = random_inputs(mod)
+    ref = byoc.evaluate(mod, x)
+    assert [a.tobytes() for a in byoc.evaluate(tmod, x)] == [a.tobytes() for a in ref]
+    out = tables["tvm_ethosu"].partition_for_ethosu(tmod, params)
+    total, offloaded = count_kinds(out)
+    assert offloaded == total and total["conv2d"] == 5 and total["depthwise"] == 4
+    assert [a.tobytes() for a in byoc.evaluate(out, x)] == [a.tobytes() for a in ref]

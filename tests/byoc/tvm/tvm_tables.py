@@ -1,0 +1,117 @@
+"""Load TVM's own pattern tables (CMSIS-NN, Ethos-U with its util.py, Arm Compute Library) with only their
+import lines changed, from a local copy that is never part of this repository.
+
+``TVM_TABLES`` (env ``BYOC_TVM_TABLES``, default ``/work/ext/tvm_tables``) holds the files as they are in
+apache/tvm 513c2be0c3 (python/tvm/relay/op/contrib/ and relay/backend/contrib/ethosu/util.py). ``load_tables``
+copies them to a temporary directory rewriting import lines only (``IMPORT_REWRITES``), checks that nothing
+else changed, and imports them.
+
+What the Ethos-U table imports from TVM's Ethos-U backend (not part of byoc) comes from ``ethosu_backend.py``
+beside this file: ``codegen.replicate_pads`` (written here), ``preprocess.preprocess_ext_io`` (identity: it
+reshapes partition inputs/outputs for the NPU's calling convention, after partitioning) and ``_ffi_api``.
+CMSIS-NN's four C++ codegen-preparation passes (``relay.ext.cmsisnn.transform.*``) run after PartitionGraph;
+``register_cmsisnn_passes`` registers identity passes under their names so ``partition_for_cmsisnn`` runs.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from pathlib import Path
+
+TVM_TABLES = Path(os.environ.get("BYOC_TVM_TABLES", "/work/ext/tvm_tables"))
+
+# file in TVM_TABLES -> module name it is imported as (ethosu.py would shadow Vela's ``ethosu`` package)
+FILES = {"cmsisnn.py": "tvm_cmsisnn", "ethosu.py": "tvm_ethosu", "ethosu_util.py": "ethosu_util",
+         "arm_compute_lib.py": "tvm_arm_compute_lib"}
+
+# (regex on an import line, replacement): ``import tvm`` -> ``import byoc as tvm``, ``from tvm.X`` ->
+# ``from byoc.X``, relative imports to their absolute byoc module, the Ethos-U backend to ethosu_backend.py
+IMPORT_REWRITES = [
+    (r"^(\s*)from tvm\.relay\.backend\.contrib\.ethosu\.util import", r"\1from ethosu_util import"),
+    (r"^(\s*)from tvm\.relay\.backend\.contrib\.ethosu import", r"\1from ethosu_backend import"),
+    (r"^(\s*)from \. import _ffi_api", r"\1from ethosu_backend import _ffi_api"),
+    (r"^(\s*)from \.\.\.dataflow_pattern import", r"\1from byoc.relay.dataflow_pattern import"),
+    (r"^(\s*)from \.register import", r"\1from byoc.relay.op.contrib.register import"),
+    (r"^(\s*)from \.\.strategy\.generic import", r"\1from byoc.relay.op.strategy.generic import"),
+    (r"^(\s*)import tvm(\.ir)?(\s|$)", r"\1import byoc as tvm\3"),
+    (r"^(\s*)from tvm(\.|\s)", r"\1from byoc\2"),
+]
+_IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
+
+
+def available() -> bool:
+    return all((TVM_TABLES / f).is_file() for f in FILES)
+
+
+def rewrite_imports(text: str) -> str:
+    out = []
+    for line in text.splitlines(keepends=True):
+        if _IMPORT_LINE.match(line):
+            for pattern, repl in IMPORT_REWRITES:
+                new = re.sub(pattern, repl, line)
+                if new != line:
+                    line = new
+                    break
+        out.append(line)
+    return "".join(out)
+
+
+def changed_lines(old: str, new: str) -> list[tuple[str, str]]:
+    a, b = old.splitlines(), new.splitlines()
+    assert len(a) == len(b)
+    return [(x, y) for x, y in zip(a, b) if x != y]
+
+
+def _identity_pass(name: str):
+    from byoc.transform import module_pass
+
+    @module_pass(opt_level=0, name=name)
+    def identity(mod, ctx):
+        return mod
+    return identity
+
+
+def effective_conv2d_padding(conv2d, pad):
+    """CMSIS-NN's ``GetEffectiveConv2DPadding``: (top, left, bottom, right) of the conv's own padding plus the
+    preceding ``nn.pad``'s H and W padding (axes found in the conv's data layout)."""
+    from byoc.tir import IntImm
+    layout = str(conv2d.attrs.data_layout)
+    h, w = layout.index("H"), layout.index("W")
+    pw = pad.attrs.pad_width
+    top, left, bottom, right = (int(p) for p in conv2d.attrs.padding)
+    return [IntImm("int32", v) for v in (top + int(pw[h][0]), left + int(pw[w][0]),
+                                         bottom + int(pw[h][1]), right + int(pw[w][1]))]
+
+
+def register_cmsisnn_passes() -> None:
+    """Identity passes under the names partition_for_cmsisnn calls after PartitionGraph, and the padding
+    helper its conv2d check calls."""
+    from byoc._ffi import register_func
+    register_func("relay.ext.cmsisnn.transform.GetEffectiveConv2DPadding", effective_conv2d_padding,
+                  override=True)
+    for name in ("GenerateCMSISNNConstants", "CMSISNNFusePads", "ScalarToTensorConstants",
+                 "ExtractConstantsFromPartitionedFunction"):
+        register_func(f"relay.ext.cmsisnn.transform.{name}", lambda n=name: _identity_pass(n), override=True)
+
+
+def load_tables(workdir: Path) -> dict[str, object]:
+    """Write the rewritten copies to ``workdir`` and import them; returns module name -> module."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for f, mod_name in FILES.items():
+        src = (TVM_TABLES / f).read_text()
+        new = rewrite_imports(src)
+        for old_line, new_line in changed_lines(src, new):
+            assert _IMPORT_LINE.match(old_line), (f, old_line, new_line)
+        (workdir / f"{mod_name}.py").write_text(new)
+    here = str(Path(__file__).parent)
+    for p in (str(workdir), here):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    register_cmsisnn_passes()
+    mods = {}
+    for mod_name in ("ethosu_util", "tvm_cmsisnn", "tvm_ethosu", "tvm_arm_compute_lib"):
+        sys.modules.pop(mod_name, None)
+        mods[mod_name] = importlib.import_module(mod_name)
+    return mods
