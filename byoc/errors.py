@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError",
     "PartitionError", "ModelError", "CodegenError", "NPUError", "ConfigError", "ArtifactError",
-    "ExecutionError", "UnsupportedOpsError",
+    "ExecutionError", "UnsupportedOpsError", "PluginError",
 ]
 
 
@@ -91,3 +91,7 @@ class ArtifactError(ByocError):
 
 class ExecutionError(ByocError):
     """Running a module failed because of its inputs (missing input, wrong shape or dtype)."""
+
+
+class PluginError(ByocError):
+    """A user's target file (``--patterns FILE.py``) or a ``byoc.targets`` entry point could not be loaded."""
