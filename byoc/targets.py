@@ -133,9 +133,8 @@ def _check_tables(targets, source: str) -> None:
     for t in targets:
         try:
             get_pattern_table(t)
-        except ByocError as e:
-            raise PluginError(f"{source}: pattern table {t!r} is unusable: {e.message}", notes=e.notes,
-                              hint=e.hint) from None
+        except ByocError as e:  # the registry's message names the table function's file and line
+            raise PluginError(f"{source}: {e.message}", notes=e.notes, hint=e.hint) from None
 
 
 def _entry_points(name: str | None = None) -> list:
