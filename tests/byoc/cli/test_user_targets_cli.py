@@ -251,3 +251,16 @@ def test_vta_profile_uses_the_vta_preset():
     doc = run_json("profile", KWS, "--target", "vta")
     assert doc["npu_config"] == "vta-default" and doc["clock_hz"] == 100e6
     assert {r["composite"] for r in doc["layers"]} == {"vta.qnn_conv2d"} and doc["total_cycles"] > 0
+
+
+def test_the_documented_target_file_works(tmp_path):
+    """docs/targets.md's example file, as printed there: KWS's nine convolutions and its pool offloaded, MATCH."""
+    doc_text = (REPO / "docs" / "targets.md").read_text()
+    code = doc_text.split("```python\n# myacc_targets.py\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "myacc_targets.py"
+    path.write_text(code)
+    doc = run_json("compare", KWS, "--target", "myacc", "--patterns", path)
+    assert doc["ok"] and doc["verdict"].startswith("MATCH")
+    doc = run_json("partition", KWS, "--target", "myacc", "--patterns", path)
+    comps = sorted(c for p in doc["partitions"] for c in p["composites"])
+    assert comps == ["myacc.conv_block"] * 9 + ["myacc.pool"], comps
