@@ -39,6 +39,8 @@ def register_pattern_table(target: str, table: Callable[[], list] | None = None)
 
 def _load_builtin(target: str) -> None:
     import importlib
+    if not target.isidentifier():  # "foo.bar", "../x": no module of this package, never an import path
+        return
     try:
         importlib.import_module(f"patterns.{target}")
     except ModuleNotFoundError as e:

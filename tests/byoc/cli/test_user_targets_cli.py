@@ -147,6 +147,13 @@ def test_missing_target_file_and_unknown_target_hint(tmp_path):
     assert p.returncode == 3 and "no codegen registered" in p.stderr
 
 
+@pytest.mark.parametrize("name", ["foo.bar", "../x", ""])
+def test_target_names_that_are_no_module_name_are_unknown_targets(name):
+    # regression: "foo.bar" was imported as patterns.foo.bar and crashed with exit 4
+    p = run_cli("partition", KWS, "--target", name)
+    assert p.returncode in (2, 3) and "internal error" not in p.stderr, p.stderr
+
+
 def test_help_says_the_target_file_is_executed():
     p = run_cli("partition", "--help")
     assert p.returncode == 0 and "--patterns FILE.py" in p.stdout and "EXECUTED" in p.stdout
