@@ -46,6 +46,10 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
     LayerKind("relu", "npu.qnn_clip", "nn.relu → [clip], or clip", "the same lowering as clip"),
     LayerKind("concatenate", "npu.qnn_concatenate", "qnn.concatenate → [clip]",
               "PPU copies / lookup tables, one block per input; int8/uint8"),
+    LayerKind("lut", "elementwise_lut",
+              "any chain of elementwise ops on one input, every other operand one constant value (e.g. "
+              "qnn.hardswish, qnn.leaky_relu, qnn.dequantize → … → qnn.quantize)",
+              "PPU lookup table: the chain evaluated on all 256 values; int8 → int8 or uint8 → uint8, same shape"),
 )}
 
 

@@ -238,7 +238,7 @@ class _Lowerer:
         lowering = LAYER_KINDS[kind].lowering
         first = len(self.layers)
         try:
-            _COMPOSITES[lowering](self, _Body(call, self), lowering)
+            (_COMPOSITES.get(lowering) or _KIND_ONLY[lowering])(self, _Body(call, self), lowering)
         except NPUError as e:
             raise NPUError(f"{e.message} (lowered as layer kind {kind!r}, whose body is {LAYER_KINDS[kind].body})",
                            hint=e.hint) from None
@@ -645,6 +645,44 @@ def _unary_table(body: _Body, ops: dict[str, Call], core: Call, dtype: str, opna
     return np.clip(y, lo, hi).astype(dtype)
 
 
+def _elementwise_lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    """The ``lut`` layer kind: a chain of elementwise ops on one int8/uint8 input whose other operands are single
+    constants. Each output value depends only on its input value, so the chain evaluated by the ops' own compute
+    on all 256 input values is the table: exact by construction."""
+    from byoc.ops.registry import FusionKind
+    chain = body.chain()
+    if not chain:
+        raise body.fail("empty body", hint="a chain of elementwise ops")
+    not_elementwise = [c.op.name for c in chain if c.op.op_def.fusion != FusionKind.ELEMWISE]  # type: ignore[union-attr]
+    if not_elementwise:
+        raise body.fail(f"{', '.join(not_elementwise)} is not elementwise",
+                        hint="a lookup table holds ops whose outputs depend only on their own input value")
+    in_t, out_t = _tensor_type(chain[0].args[0]), _tensor_type(body.call)
+    if in_t.dtype not in ("int8", "uint8") or out_t.dtype != in_t.dtype or tuple(in_t.shape) != tuple(out_t.shape):
+        raise body.fail(f"a lookup table maps int8/uint8 to the same type and shape, found {in_t.dtype}"
+                        f"{list(in_t.shape)} → {out_t.dtype}{list(out_t.shape)}")
+    ifm = body.tensor(chain[0].args[0], "data")
+    info = np.iinfo(in_t.dtype)
+    v: Any = np.arange(int(info.min), int(info.max) + 1).astype(in_t.dtype).reshape(
+        (1,) * max(len(in_t.shape) - 1, 0) + (-1,))
+    for c in chain:
+        consts = [np.asarray(body.const(a, f"{c.op.name} operand {i}")) for i, a in enumerate(c.args[1:], 1)]  # type: ignore[union-attr]
+        wide = [i for i, k in enumerate(consts, 1) if k.size != 1]
+        if wide:
+            raise body.fail(f"{c.op.name} operand {wide[0]} has {consts[wide[0] - 1].size} values",  # type: ignore[union-attr]
+                            hint="per-channel operands make the op depend on the position, not only the value")
+        try:
+            v = c.op.op_def.compute([v] + consts, c.attrs)  # type: ignore[union-attr]
+        except ByocError as e:
+            raise body.fail(f"cannot evaluate {c.op.name} on every input value for its lookup table: "  # type: ignore[union-attr]
+                            f"{e.message}") from e
+    table = np.asarray(v).reshape(-1)
+    if table.size != 256 or table.dtype != np.dtype(out_t.dtype):
+        raise body.fail(f"the chain gave {table.size} {table.dtype} values for 256 {in_t.dtype} inputs")
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(info.min)), table=table))
+
+
 def _requant_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ops = body.expect(body.chain(), [("qnn.requantize", False), ("clip", True)])
     _requant_layer(low, body, ops, ops["qnn.requantize"], body.call, body.name, comp)
@@ -773,6 +811,10 @@ _COMPOSITES = {
     "npu.qnn_tanh": _lut_composite, "npu.qnn_requantize": _requant_composite, "npu.qnn_clip": _clip_composite,
     "npu.qnn_concatenate": _concat_composite,
 }
+
+
+# layer kinds other targets can map onto that no npu composite uses (npu_sim/layer_kinds.py)
+_KIND_ONLY = {"elementwise_lut": _elementwise_lut_composite}
 
 
 class _BareBody(_Body):

@@ -85,6 +85,47 @@ def test_a_composite_missing_from_the_map_is_named(target):
         byoc.build(byoc.partition_for(target, mod, params), target=f"{target},llvm")
 
 
+def _litert(data: bytes, x: np.ndarray) -> np.ndarray:
+    """LiteRT's reference kernels (BUILTIN_REF), the oracle of semantics='litert' imports."""
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    it = litert.Interpreter(model_content=data, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+@pytest.mark.parametrize("dtype, zp", [("int8", 3), ("uint8", 131)])
+def test_lut_kind_runs_any_elementwise_chain_bit_exact(target, dtype, zp):
+    from byoc.testing.tflite_writer import TFLiteWriter
+    w = TFLiteWriter()
+    x = w.input("x", (1, 4, 4, 8), dtype, scale=0.05, zero_point=zp)
+    y = w.hard_swish(x, out_scale=0.04, out_zp=zp - 8)
+    w.output(w.leaky_relu(y, 0.3, out_scale=0.03, out_zp=zp + 2))
+    data = w.finish()
+    one = lambda op: is_op(op)(wildcard(), *[is_constant() for _ in range(4)])  # noqa: E731
+    register_pattern_table(target, lambda: [(f"{target}.hswish", one("qnn.hardswish")),
+                                            (f"{target}.leaky", one("qnn.leaky_relu"))])
+    register_simulator_codegen(target, {f"{target}.hswish": "lut", f"{target}.leaky": "lut"})
+    mod, params = from_tflite(data)
+    exe = byoc.build(byoc.partition_for(target, mod, params), target=f"{target},llvm")
+    assert [x.kind for p in exe.npu_programs.values() for x in p.layers] == ["lut", "lut"]
+    info = np.iinfo(dtype)
+    v = np.arange(info.min, info.max + 1).astype(dtype).reshape(1, 4, 8, 8)[:, :, :4, :].copy()
+    for feed in (v, np.arange(info.min, info.max + 1).astype(dtype).reshape(1, 4, 8, 8)[:, :, 4:, :].copy()):
+        np.testing.assert_array_equal(exe.run({"x": feed})[0], _litert(data, feed))
+
+
+def test_lut_kind_refuses_what_is_not_elementwise(target):
+    x = relay.var("x", shape=(1, 2, 2, 4), dtype="int8")
+    pool = relay.nn.max_pool2d(x, pool_size=(2, 2), layout="NHWC")
+    mod = byoc.IRModule.from_expr(relay.Function([x], pool))
+    register_pattern_table(target, lambda: [(f"{target}.pool", is_op("nn.max_pool2d")(wildcard()))])
+    register_simulator_codegen(target, {f"{target}.pool": "lut"})
+    with pytest.raises(CodegenError, match=rf"{target}\.pool.*nn\.max_pool2d is not elementwise"):
+        byoc.build(byoc.partition_for(target, mod), target=f"{target},llvm")
+
+
 def test_lowering_map_mistakes_are_reported_together(target):
     with pytest.raises(CodegenError) as e:
         register_simulator_codegen(target, {f"{target}.a": "dens", "x.b": "add", f"{target}.c": 3})
