@@ -100,6 +100,53 @@ def test_user_table_file_runs_through_every_command(user_file, tmp_path):
     assert [r["name"] for r in doc["targets"]["myacc"]] == ["myacc.conv_block", "myacc.fc", "myacc.pool"]
 
 
+# A port in the shape of TVM's CMSIS-NN table: its target name (with a hyphen) and composite names, conv2d
+# covering depthwise, the same bodies; softmax is left out (no simulator kind).
+CMSIS_PORT = '''
+from byoc.relay.dataflow_pattern import is_constant, is_op, wildcard
+from byoc.targets import register_pattern_table, register_simulator_codegen
+
+def conv():
+    data = wildcard()
+    c = is_op("qnn.conv2d")(is_op("nn.pad")(data, is_constant()) | data, *[is_constant() for _ in range(5)])
+    rq = is_op("qnn.requantize")(c | is_op("nn.bias_add")(c, is_constant()), *[is_constant() for _ in range(4)])
+    return rq.optional(is_op("clip"))
+
+def binary(op):
+    return is_op(op)(wildcard(), wildcard(), *[is_constant() for _ in range(6)]).optional(is_op("clip"))
+
+@register_pattern_table("cmsis-nn")
+def table():
+    return [("cmsis-nn.qnn_conv2d", conv()),
+            ("cmsis-nn.qnn_avg_pool2d", is_op("cast")(is_op("nn.avg_pool2d")(is_op("cast")(wildcard()))).optional(is_op("clip"))),
+            ("cmsis-nn.qnn_max_pool2d", is_op("nn.max_pool2d")(wildcard()).optional(is_op("clip"))),
+            ("cmsis-nn.qnn_add", binary("qnn.add")), ("cmsis-nn.qnn_mul", binary("qnn.mul"))]
+
+register_simulator_codegen("cmsis-nn", {"cmsis-nn.qnn_conv2d": "conv2d", "cmsis-nn.qnn_avg_pool2d": "avg_pool2d",
+                                        "cmsis-nn.qnn_max_pool2d": "max_pool2d", "cmsis-nn.qnn_add": "add",
+                                        "cmsis-nn.qnn_mul": "mul"})
+'''
+
+RESNET8 = REPO / "tests" / "data" / "mlcommons_tiny" / "pretrainedResnet_quant.tflite"
+
+
+def test_a_cmsis_nn_shaped_port_compiles_runs_and_matches(tmp_path):
+    path = tmp_path / "cmsis_port.py"
+    path.write_text(CMSIS_PORT)
+    pat = ("--patterns", path)
+    doc = run_json("partition", RESNET8, "--target", "cmsis-nn", *pat)
+    comps = sorted({c for p in doc["partitions"] for c in p["composites"]})
+    assert comps == ["cmsis-nn.qnn_add", "cmsis-nn.qnn_avg_pool2d", "cmsis-nn.qnn_conv2d"], comps
+    art = tmp_path / "r8.byoc"
+    assert run_cli("compile", RESNET8, "--target", "cmsis-nn,llvm", "-o", art, *pat).returncode == 0
+    x = np.random.default_rng(2).integers(-128, 128, size=(1, 32, 32, 3)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    assert run_cli("run", art, "--input", tmp_path / "x.npy", "-o", tmp_path / "y.npy", *pat).returncode == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), litert_reference(RESNET8.read_bytes(), x))
+    doc = run_json("compare", RESNET8, "--target", "cmsis-nn", *pat)
+    assert doc["ok"] and doc["verdict"].startswith("MATCH")
+
+
 def _bad(tmp_path, name: str, text: str):
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
