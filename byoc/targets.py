@@ -123,7 +123,7 @@ def load_target_file(path: str | os.PathLike) -> LoadedTargets:
         raise PluginError(f"target file {shown!r} registered no pattern table and no codegen",
                           hint="decorate a table function with @patterns.register_pattern_table('<target>') and "
                                "register its codegen with byoc.targets.register_simulator_codegen (docs/targets.md)")
-    _check_tables(loaded.tables, f"target file {shown!r}")
+    _check_tables(loaded.tables, shown)
     _FILES[real] = loaded
     return loaded
 
@@ -134,7 +134,9 @@ def _check_tables(targets, source: str) -> None:
         try:
             get_pattern_table(t)
         except ByocError as e:  # the registry's message names the table function's file and line
-            raise PluginError(f"{source}: {e.message}", notes=e.notes, hint=e.hint) from None
+            named = source in e.message or os.path.realpath(source) in e.message
+            raise PluginError(e.message if named else f"{source}: {e.message}", notes=e.notes,
+                              hint=e.hint) from None
 
 
 def _entry_points(name: str | None = None) -> list:

@@ -53,22 +53,26 @@ def table_functions() -> dict[str, Callable[[], list]]:
     return dict(_TABLE_FUNCS)
 
 
-def _call_table(target: str, fn: Callable[[], list]):
-    """The table function's entries; a user's table that raises is bad input naming its file and line (a
-    built-in table that raises is a bug and is not disguised)."""
+def _build_table(target: str, fn: Callable[[], list]) -> tuple[CompositePattern, ...]:
+    """The table function's entries, normalized. A user's table that raises or returns malformed entries is
+    bad input naming its file and line; a built-in table that does is a bug and is not disguised."""
     if getattr(fn, "__module__", "").startswith("patterns."):
-        return fn()
+        return normalize_table(fn())
+    code = getattr(fn, "__code__", None)
+    where = code.co_filename if code else repr(fn)
     try:
-        return fn()
+        entries = fn()
     except Exception as e:  # noqa: BLE001 - the user's code
         import traceback
-        code = getattr(fn, "__code__", None)
-        where = code.co_filename if code else repr(fn)
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if code and f.filename == code.co_filename]
-        line = frames[-1].lineno if frames else (code.co_firstlineno if code else None)
+        lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if code and f.filename == where]
+        line = lines[-1] if lines else (code.co_firstlineno if code else "?")
         msg = e.message if isinstance(e, PatternError) else f"{type(e).__name__}: {e}"
         raise PatternError(f"{where}:{line}: pattern table {target!r} ({getattr(fn, '__name__', fn)}) raised "
                            f"{msg}", hint="fix the table function") from None
+    try:
+        return normalize_table(entries)
+    except PatternError as e:
+        raise PatternError(f"{where}: pattern table {target!r}: {e.message}", hint=e.hint) from None
 
 
 def get_pattern_table(target: str) -> tuple[CompositePattern, ...] | None:
@@ -82,16 +86,7 @@ def get_pattern_table(target: str) -> tuple[CompositePattern, ...] | None:
     if target not in _TABLE_FUNCS:
         return None
     if target not in _TABLES:
-        fn = _TABLE_FUNCS[target]
-        table = _call_table(target, fn)
-        try:
-            table = normalize_table(table)
-        except PatternError as e:
-            if getattr(fn, "__module__", "").startswith("patterns."):
-                raise
-            code = getattr(fn, "__code__", None)
-            raise PatternError(f"{code.co_filename if code else fn!r}: pattern table {target!r}: {e.message}",
-                               hint=e.hint) from None
+        table = _build_table(target, _TABLE_FUNCS[target])
         wrong = [e.name for e in table if e.target != target]
         if wrong:
             raise PatternError(f"pattern table {target!r} has entries named for another target: {', '.join(wrong)}",
