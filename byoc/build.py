@@ -3,7 +3,9 @@
 The host target is the llvmlite CPU backend (byoc/backend/llvm). Functions that carry a ``Compiler`` attribute
 belong to another codegen, looked up by that name in a registry (``register_codegen``), so adding a target
 (e.g. ``target="npu,llvm"``) plugs in here without touching the CPU backend. The ``npu`` codegen (npu_sim's
-compiler and simulator, ``runtime/npu_codegen.py``) is registered here and imported on first use.
+compiler and simulator, ``runtime/npu_codegen.py``) and the ``vta`` one (the same simulator with the ``vta``
+table's lowering map, ``patterns/vta.py``) are registered by their modules, imported on first use; a name
+registered nowhere else is looked up among the ``byoc.targets`` entry points (``byoc/targets.py``).
 
 ``build`` takes the module as given: it does not partition. Partition first (``byoc.partition_for("npu", mod,
 params)``), then ``byoc.build(partitioned, target="npu,llvm", npu_config="ethos-u55-256-like")``. Building an
@@ -13,7 +15,8 @@ A codegen is ``fn(func, symbol)`` or ``fn(func, symbol, options)`` (when it has 
 build's keyword options, e.g. ``{"npu_config": ...}``) returning a runner ``runner(list[np.ndarray]) ->
 list[np.ndarray]``. Optional runner methods: ``to_bytes()`` (``module.export`` stores it; the codegen's
 ``loader(func, symbol, blob, options)`` rebuilds the runner from it on ``byoc.load`` without recompiling) and
-``device_profile()`` (cycles and per-layer figures for ``module.profile()``).
+``device_profile()`` (cycles and per-layer figures for ``module.profile()``). This is TVM's ``relay.ext.<compiler>``
+contract in Python; docs/targets.md describes it with a worked example.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from .ir.expr import Expr, Function
 from .ir.module import IRModule
 
 __all__ = ["build", "register_codegen", "unregister_codegen", "registered_codegens", "get_codegen_entry", "inline_composites",
-           "CodegenEntry", "HOST_TARGETS"]
+           "CodegenEntry", "HOST_TARGETS", "register_builtin_codegen", "codegen_entries"]
 
 HOST_TARGETS = ("llvm", "cpu")
 
@@ -48,8 +51,9 @@ class CodegenEntry:
 
 
 _CODEGENS: dict[str, CodegenEntry] = {}
-# Built-in codegens, imported on first use so ``import byoc.build`` stays light: name -> (module, fn, loader).
-_BUILTIN: dict[str, tuple[str, str, str]] = {"npu": ("runtime.npu_codegen", "npu_codegen", "load_npu_partition")}
+# Built-in codegens, imported on first use so ``import byoc.build`` stays light: name -> the module whose import
+# registers it (through ``register_builtin_codegen``).
+_BUILTIN: dict[str, str] = {"npu": "runtime.npu_codegen", "vta": "patterns.vta"}
 
 
 def _takes_options(fn: Callable) -> bool:
@@ -75,6 +79,20 @@ def register_codegen(name: str, fn: Callable, *, loader: Callable | None = None,
     return fn
 
 
+def register_builtin_codegen(name: str, fn: Callable, *, loader: Callable | None = None) -> Callable:
+    """How the project's own modules register their codegens on import: a codegen the user registered under
+    the same name first is kept."""
+    _BUILTIN.pop(name, None)
+    if name not in _CODEGENS:
+        _CODEGENS[name] = CodegenEntry(name, fn, loader, _takes_options(fn))
+    return fn
+
+
+def codegen_entries() -> dict[str, CodegenEntry]:
+    """The codegens registered so far (a copy; built-ins not yet imported are not in it)."""
+    return dict(_CODEGENS)
+
+
 def unregister_codegen(name: str) -> None:
     """Remove a user codegen (tests, plugins being reloaded); unknown names are ignored."""
     _CODEGENS.pop(name, None)
@@ -85,10 +103,13 @@ def registered_codegens() -> list[str]:
 
 
 def get_codegen_entry(name: str) -> CodegenEntry | None:
+    """The codegen registered for ``name``: a built-in is imported, an unknown name is looked up among the
+    ``byoc.targets`` entry points; None when there is none."""
     if name not in _CODEGENS and name in _BUILTIN:
-        module, fn, loader = _BUILTIN.pop(name)
-        m = importlib.import_module(module)
-        _CODEGENS[name] = CodegenEntry(name, getattr(m, fn), getattr(m, loader), _takes_options(getattr(m, fn)))
+        importlib.import_module(_BUILTIN.pop(name))
+    if name not in _CODEGENS and name not in HOST_TARGETS:
+        from .targets import load_entry_point
+        load_entry_point(name)
     return _CODEGENS.get(name)
 
 
@@ -127,11 +148,13 @@ def parse_target(target) -> list[str]:
              if str(t).strip()]
     if not names:
         raise CodegenError("empty target", hint='use target="llvm"')
-    known = registered_codegens()
-    unknown = [t for t in names if t not in HOST_TARGETS and t not in known]
+    unknown = [t for t in names if t not in HOST_TARGETS and get_codegen_entry(t) is None]
     if unknown:
-        raise CodegenError(f"unknown target(s) {', '.join(unknown)}",
-                           hint=f"known: {', '.join(HOST_TARGETS + tuple(known))}")
+        raise CodegenError(f"unknown target(s) {', '.join(unknown)}: no codegen registered",
+                           hint=f"known: {', '.join(HOST_TARGETS + tuple(registered_codegens()))}; a target's "
+                                f"pattern table partitions, its codegen builds and runs the partitions: register "
+                                f"one (byoc.targets.register_simulator_codegen or byoc.build.register_codegen) in "
+                                f"the file you pass with --patterns, or in a byoc.targets entry point")
     if not any(t in HOST_TARGETS for t in names):
         raise CodegenError(f"target {target!r} has no host target for the graph itself", hint='add "llvm"')
     return names
@@ -154,14 +177,18 @@ def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 
         raise CodegenError(f"build expects an IRModule, Function or expression, got {type(mod).__name__}")
     if "main" not in mod or not isinstance(mod["main"], Function):
         raise CodegenError("module has no main function")
-    if "npu" in names:  # resolve once (a TOML file is read once) and refuse a bad config even without partitions
+    entries = {n: get_codegen_entry(n) for n in names if n not in HOST_TARGETS}
+    if options.get("npu_config") is not None and any(_on_simulator(e) for e in entries.values()):
+        # resolve once (a TOML file is read once) and refuse a bad config even without partitions
         from runtime.npu_codegen import resolve_npu_config
-        options["npu_config"] = resolve_npu_config(options.get("npu_config"))
-    externs = {}
-    for n in names:
-        if n not in HOST_TARGETS:
-            externs[n] = get_codegen_entry(n).compile_with(options)
+        options["npu_config"] = resolve_npu_config(options["npu_config"])
+    externs = {n: e.compile_with(options) for n, e in entries.items()}
     return build_module(mod, names, params, externs, options, num_threads=num_threads)
+
+
+def _on_simulator(entry: CodegenEntry) -> bool:
+    from runtime.npu_codegen import SimulatorCodegen
+    return isinstance(entry.compile, SimulatorCodegen)
 
 
 def lower_for_host(mod: IRModule, params: dict | None) -> IRModule:

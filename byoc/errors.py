@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError",
     "PartitionError", "ModelError", "CodegenError", "NPUError", "ConfigError", "ArtifactError",
-    "ExecutionError", "UnsupportedOpsError", "UnsupportedAPIError",
+    "ExecutionError", "UnsupportedOpsError", "UnsupportedAPIError", "PluginError",
 ]
 
 
@@ -115,3 +115,7 @@ class UnsupportedAPIError(ByocError):
         self.api = api
         super().__init__(f"{api} is not provided by byoc: {why}",
                          hint=hint or "see docs/porting-from-tvm.md for what to use instead")
+
+
+class PluginError(ByocError):
+    """A user's target file (``--patterns FILE.py``) or a ``byoc.targets`` entry point could not be loaded."""

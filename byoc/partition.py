@@ -267,7 +267,9 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     if table is None:
         raise PartitionError(f"no pattern table registered for target {target!r}",
                              hint=f"known targets: {', '.join(registered_targets())}; register one with "
-                                  f"@patterns.register_pattern_table('{target}')")
+                                  f"@patterns.register_pattern_table('{target}') in a Python file and pass it "
+                                  f"with --patterns FILE.py (byoc.targets.load_target_file), or install a "
+                                  f"package with a byoc.targets entry point named {target!r}")
     if not isinstance(min_partition_size, int) or min_partition_size < 1:
         raise PartitionError(f"min_partition_size must be a positive integer, got {min_partition_size!r}")
     if params is not None and not isinstance(params, dict):

@@ -140,11 +140,13 @@ def _ppu_params(op: PpuOp, values: dict) -> tuple[int, ...]:
     return tuple(p + [0] * (N_PPU_PARAMS - len(p)))
 
 
-def compile(func, config: NPUConfig | str | None = None, name: str | None = None) -> Program:  # noqa: A001
-    """Compile a partitioned ``Compiler="npu"`` function for ``config`` (a preset name or an NPUConfig)."""
+def compile(func, config: NPUConfig | str | None = None, name: str | None = None,  # noqa: A001
+            composites: dict[str, str] | None = None) -> Program:
+    """Compile a partitioned ``Compiler="npu"`` function for ``config`` (a preset name or an NPUConfig).
+    ``composites`` lowers another target's partition: ``{its composite name: layer kind}`` (``layer_kinds``)."""
     cfg = preset(config) if isinstance(config, str) else (config or preset("ethos-u55-256-like"))
     cfg.validate()
-    graph = lower_function(func, name or "npu_func")
+    graph = lower_function(func, name or "npu_func", composites)
     return _Codegen(cfg, graph).run()
 
 

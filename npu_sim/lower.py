@@ -129,9 +129,10 @@ def _tensor_type(e: Expr) -> TensorType:
 
 
 class _Lowerer:
-    def __init__(self, func: Function, name: str):
+    def __init__(self, func: Function, name: str, kinds: dict[str, str] | None = None):
         self.func = func
         self.name = name
+        self.kinds = kinds                 # composite name → layer kind (another target's lowering map)
         self.tensors: list[TensorInfo] = []
         self.layers: list[Any] = []
         self.value: dict[int, int] = {}    # id(expr) → tensor id
@@ -204,6 +205,9 @@ class _Lowerer:
     def lower_call(self, call: Call) -> None:
         if isinstance(call.op, Function):
             comp = call.op.attrs.get("Composite")
+            if self.kinds is not None:
+                self.lower_mapped(call, comp)
+                return
             if not isinstance(comp, str) or not comp.startswith("npu."):
                 raise NPUError(f"call to a function literal without an npu Composite attribute ({comp!r})",
                                hint="the NPU compiler takes composites named npu.<pattern>")
@@ -222,6 +226,23 @@ class _Lowerer:
             handler(self, call)
             return
         raise NPUError(f"{_describe(call)}: calls to {type(call.op).__name__} are not supported")
+
+    def lower_mapped(self, call: Call, comp) -> None:
+        """A composite of another target: lowered as the layer kind its lowering map gives it; the layers keep
+        the target's composite name (profiles and traces show it)."""
+        from .layer_kinds import LAYER_KINDS
+        kind = self.kinds.get(comp) if isinstance(comp, str) else None  # type: ignore[union-attr]
+        if kind is None:
+            raise NPUError(f"composite {comp!r} has no layer kind in the target's lowering map",
+                           hint="map it to one of: " + ", ".join(LAYER_KINDS))
+        lowering = LAYER_KINDS[kind].lowering
+        first = len(self.layers)
+        try:
+            (_COMPOSITES.get(lowering) or _KIND_ONLY[lowering])(self, _Body(call, self), lowering)
+        except NPUError as e:
+            raise NPUError(f"{e.message} (lowered as layer kind {kind!r}, whose body is {LAYER_KINDS[kind].body})",
+                           hint=e.hint) from None
+        self.layers[first:] = [dataclasses.replace(x, composite=comp) for x in self.layers[first:]]
 
     def copy_if_input_view(self, tid: int, inputs: list[int]) -> int:
         """An output that is only a view (reshape/squeeze) of an input has no memory of its own: the partition
@@ -624,6 +645,44 @@ def _unary_table(body: _Body, ops: dict[str, Call], core: Call, dtype: str, opna
     return np.clip(y, lo, hi).astype(dtype)
 
 
+def _elementwise_lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    """The ``lut`` layer kind: a chain of elementwise ops on one int8/uint8 input whose other operands are single
+    constants. Each output value depends only on its input value, so the chain evaluated by the ops' own compute
+    on all 256 input values is the table: exact by construction."""
+    from byoc.ops.registry import FusionKind
+    chain = body.chain()
+    if not chain:
+        raise body.fail("empty body", hint="a chain of elementwise ops")
+    not_elementwise = [c.op.name for c in chain if c.op.op_def.fusion != FusionKind.ELEMWISE]  # type: ignore[union-attr]
+    if not_elementwise:
+        raise body.fail(f"{', '.join(not_elementwise)} is not elementwise",
+                        hint="a lookup table holds ops whose outputs depend only on their own input value")
+    in_t, out_t = _tensor_type(chain[0].args[0]), _tensor_type(body.call)
+    if in_t.dtype not in ("int8", "uint8") or out_t.dtype != in_t.dtype or tuple(in_t.shape) != tuple(out_t.shape):
+        raise body.fail(f"a lookup table maps int8/uint8 to the same type and shape, found {in_t.dtype}"
+                        f"{list(in_t.shape)} → {out_t.dtype}{list(out_t.shape)}")
+    ifm = body.tensor(chain[0].args[0], "data")
+    info = np.iinfo(in_t.dtype)
+    v: Any = np.arange(int(info.min), int(info.max) + 1).astype(in_t.dtype).reshape(
+        (1,) * max(len(in_t.shape) - 1, 0) + (-1,))
+    for c in chain:
+        consts = [np.asarray(body.const(a, f"{c.op.name} operand {i}")) for i, a in enumerate(c.args[1:], 1)]  # type: ignore[union-attr]
+        wide = [i for i, k in enumerate(consts, 1) if k.size != 1]
+        if wide:
+            raise body.fail(f"{c.op.name} operand {wide[0]} has {consts[wide[0] - 1].size} values",  # type: ignore[union-attr]
+                            hint="per-channel operands make the op depend on the position, not only the value")
+        try:
+            v = c.op.op_def.compute([v] + consts, c.attrs)  # type: ignore[union-attr]
+        except ByocError as e:
+            raise body.fail(f"cannot evaluate {c.op.name} on every input value for its lookup table: "  # type: ignore[union-attr]
+                            f"{e.message}") from e
+    table = np.asarray(v).reshape(-1)
+    if table.size != 256 or table.dtype != np.dtype(out_t.dtype):
+        raise body.fail(f"the chain gave {table.size} {table.dtype} values for 256 {in_t.dtype} inputs")
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(info.min)), table=table))
+
+
 def _requant_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ops = body.expect(body.chain(), [("qnn.requantize", False), ("clip", True)])
     _requant_layer(low, body, ops, ops["qnn.requantize"], body.call, body.name, comp)
@@ -653,10 +712,19 @@ def _requant_layer(low, body, ops, rq: Call, out_call: Call, name: str, comp: st
 
 
 def _clip_composite(low: _Lowerer, body: _Body, comp: str) -> None:
-    ops = body.expect(body.chain(), [("clip", False)])
-    in_t = _tensor_type(ops["clip"].args[0])
-    ifm = body.tensor(ops["clip"].args[0], "data")
+    """clip, or nn.relu (a clamp at 0 on the raw integers, as the op computes it) with an optional clip."""
+    chain = body.chain()
+    ops = body.expect(chain, [("nn.relu", True), ("clip", True)])
+    if not ops:
+        raise body.fail("empty body", hint="clip, or nn.relu → [clip]")
+    first = chain[0]
+    in_t = _tensor_type(first.args[0])
+    if in_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"{first.op.name} of {in_t.dtype} is not supported", hint="int8 or uint8")  # type: ignore[union-attr]
+    ifm = body.tensor(first.args[0], "data")
     lo, hi = _clamp(body, ops, in_t.dtype)
+    if "nn.relu" in ops:
+        lo = max(lo, 0)
     ofm = low.out_tensor(body.call, body.name)
     low.layers.append(PpuLayer(body.name, comp, "copy", (ifm,), ofm, dict(act_min=lo, act_max=hi)))
 
@@ -745,6 +813,10 @@ _COMPOSITES = {
 }
 
 
+# layer kinds other targets can map onto that no npu composite uses (npu_sim/layer_kinds.py)
+_KIND_ONLY = {"elementwise_lut": _elementwise_lut_composite}
+
+
 class _BareBody(_Body):
     """A bare op call treated like a one-op composite (its operands are already outer expressions)."""
 
@@ -796,17 +868,21 @@ from .lower_move import MOVE_OPS  # noqa: E402 - the data-movement handlers buil
 _BARE_OPS.update(MOVE_OPS)
 
 
-def lower_function(func: Function, name: str = "npu_func") -> Graph:
-    """Check the function is an NPU partition and lower it; raises one NPUError listing every problem."""
+def lower_function(func: Function, name: str = "npu_func", composites: dict[str, str] | None = None) -> Graph:
+    """Check the function is an NPU partition and lower it; raises one NPUError listing every problem.
+
+    ``composites`` (another target's lowering map, ``{composite name: layer kind}``, ``npu_sim.layer_kinds``)
+    lowers a partition whose composites carry that target's names; without it the composites must be ``npu.*``."""
     if not isinstance(func, Function):
         raise NPUError(f"npu_sim.compile takes a relay Function, got {type(func).__name__}")
     compiler = func.attrs.get("Compiler")
-    if compiler not in (None, "npu"):
+    if composites is None and compiler not in (None, "npu"):
         raise NPUError(f"function {name!r} is for compiler {compiler!r}, not 'npu'",
-                       hint="pass a function partitioned with Compiler='npu'")
+                       hint="pass a function partitioned with Compiler='npu', or give the NPU compiler that "
+                            "target's lowering map (byoc.targets.register_simulator_codegen)")
     from byoc.transform.infer_type import infer_expr
     try:
         infer_expr(func)
     except ByocError as e:
         raise NPUError(f"type inference of {name!r} failed before NPU compilation: {e.message}") from e
-    return _Lowerer(func, str(func.attrs.get("global_symbol", name))).run()
+    return _Lowerer(func, str(func.attrs.get("global_symbol", name)), composites).run()

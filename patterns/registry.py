@@ -1,7 +1,8 @@
 """Pattern-table registry (TVM's ``register_pattern_table`` / ``get_pattern_table``) and the rule listing.
 
 A table function is registered under a target name and called once, lazily, on first use (op names in its
-patterns are validated then). ``describe_rules(target)`` turns the table's checks and the target's op
+patterns are validated then). Tables come from ``patterns/<target>.py``, from a user's file (``--patterns``,
+``byoc.targets.load_target_file``) or from an installed package's ``byoc.targets`` entry point. ``describe_rules(target)`` turns the table's checks and the target's op
 predicates into sentences — the same objects that decide are the ones that explain.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from byoc.relay.dataflow_pattern.table import CompositePattern, normalize_table
 
 __all__ = ["register_pattern_table", "get_pattern_table", "registered_targets", "describe_rules", "RuleText",
            "CompositePattern", "Check", "Rule", "Support", "MatchContext", "rule", "register_op_predicate",
-           "op_predicates"]
+           "op_predicates", "table_functions"]
 
 _TABLE_FUNCS: dict[str, Callable[[], list]] = {}
 _TABLES: dict[str, tuple[CompositePattern, ...]] = {}
@@ -38,6 +39,8 @@ def register_pattern_table(target: str, table: Callable[[], list] | None = None)
 
 def _load_builtin(target: str) -> None:
     import importlib
+    if not target.isidentifier():  # "foo.bar", "../x": no module of this package, never an import path
+        return
     try:
         importlib.import_module(f"patterns.{target}")
     except ModuleNotFoundError as e:
@@ -45,14 +48,45 @@ def _load_builtin(target: str) -> None:
             raise
 
 
+def table_functions() -> dict[str, Callable[[], list]]:
+    """The registered table functions by target (a copy)."""
+    return dict(_TABLE_FUNCS)
+
+
+def _build_table(target: str, fn: Callable[[], list]) -> tuple[CompositePattern, ...]:
+    """The table function's entries, normalized. A user's table that raises or returns malformed entries is
+    bad input naming its file and line; a built-in table that does is a bug and is not disguised."""
+    if getattr(fn, "__module__", "").startswith("patterns."):
+        return normalize_table(fn())
+    code = getattr(fn, "__code__", None)
+    where = code.co_filename if code else repr(fn)
+    try:
+        entries = fn()
+    except Exception as e:  # noqa: BLE001 - the user's code
+        import traceback
+        lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if code and f.filename == where]
+        line = lines[-1] if lines else (code.co_firstlineno if code else "?")
+        msg = e.message if isinstance(e, PatternError) else f"{type(e).__name__}: {e}"
+        raise PatternError(f"{where}:{line}: pattern table {target!r} ({getattr(fn, '__name__', fn)}) raised "
+                           f"{msg}", hint="fix the table function") from None
+    try:
+        return normalize_table(entries)
+    except PatternError as e:
+        raise PatternError(f"{where}: pattern table {target!r}: {e.message}", hint=e.hint) from None
+
+
 def get_pattern_table(target: str) -> tuple[CompositePattern, ...] | None:
-    """The table registered for ``target`` (built-in tables load on first request), or None."""
+    """The table registered for ``target`` (built-in tables load on first request, then ``byoc.targets`` entry
+    points), or None."""
     if target not in _TABLE_FUNCS:
         _load_builtin(target)
     if target not in _TABLE_FUNCS:
+        from byoc.targets import load_entry_point
+        load_entry_point(target)
+    if target not in _TABLE_FUNCS:
         return None
     if target not in _TABLES:
-        table = normalize_table(_TABLE_FUNCS[target]())
+        table = _build_table(target, _TABLE_FUNCS[target])
         wrong = [e.name for e in table if e.target != target]
         if wrong:
             raise PatternError(f"pattern table {target!r} has entries named for another target: {', '.join(wrong)}",
@@ -62,9 +96,12 @@ def get_pattern_table(target: str) -> tuple[CompositePattern, ...] | None:
 
 
 def registered_targets() -> list[str]:
+    """Targets with a pattern table: the built-in ones, those registered so far, and the names of installed
+    ``byoc.targets`` entry points (loaded when their table is asked for)."""
+    from byoc.targets import entry_point_names
     for t in ("npu", "vta", "example_accelerator"):
         _load_builtin(t)
-    return sorted(_TABLE_FUNCS)
+    return sorted(set(_TABLE_FUNCS) | set(entry_point_names()))
 
 
 def register_op_predicate(target: str, op_name: str, predicate) -> None:

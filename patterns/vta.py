@@ -3,6 +3,12 @@
 VTA's loads pad with at most 15 elements per side (4-bit fields), its GEMM runs ordinary convolutions and dense
 layers, and its ALU does add, min/max and shifts — so the table offloads convolutions, dense layers, additions
 and ReLU/clip, nothing else.
+
+Codegen: ``vta`` partitions run on the NPU simulator with the ``vta-default`` preset (1×16×16 int8 GEMM, 100 MHz,
+VTA's inp/wgt/acc/out buffers; npu_sim/config.py): ``VTA_LOWERING`` maps each composite onto a simulator layer
+kind. One honest difference from real VTA: the simulator requantizes with TFLite's fixed-point multiplier (so the
+results are bit-exact with the reference), while VTA's ALU has only add/min/max/shift and would need a
+power-of-two rescale; the requantization's cycles are modelled on the ALU (``shares_mac_engine``).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from .common import (batch_one_rule, capture, clip_range_rule, conv_chain, dtype
                      input_of, layout_rule, optional_clip, per_tensor_rule, root, ttype)
 from .registry import CompositePattern, register_pattern_table
 
-__all__ = ["pattern_table", "MAX_PAD"]
+__all__ = ["pattern_table", "MAX_PAD", "VTA_LOWERING", "VTA_PRESET"]
 
 MAX_PAD = 15
 
@@ -61,7 +67,7 @@ def _same(ctx):
 ADD_CHECK = Check((dtype_rule("inputs and output", [input_of("core", 0), input_of("core", 1), root], ("int8",)),
                    _same, per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                    clip_range_rule()), summary="addition on the ALU")
-ACT_CHECK = Check((dtype_rule("input", [input_of("act", 0)], ("int8", "int32")),), summary="ReLU / clip on the ALU")
+ACT_CHECK = Check((dtype_rule("input", [input_of("act", 0)], ("int8", "uint8")),), summary="ReLU / clip on the ALU")
 
 
 @register_pattern_table("vta")
@@ -75,3 +81,16 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern("vta.qnn_add", add, ADD_CHECK),
         CompositePattern("vta.relu", act, ACT_CHECK),
     ]
+
+
+VTA_PRESET = "vta-default"
+# composite → the NPU simulator's layer kind (npu_sim/layer_kinds.py)
+VTA_LOWERING = {"vta.qnn_conv2d": "conv2d", "vta.qnn_dense": "dense", "vta.qnn_add": "add", "vta.relu": "relu"}
+
+
+def _register_codegen() -> None:
+    from runtime.npu_codegen import register_simulator_codegen
+    register_simulator_codegen("vta", VTA_LOWERING, npu_config=VTA_PRESET, builtin=True)
+
+
+_register_codegen()

@@ -276,7 +276,7 @@ def _check_meta(meta: dict, sections: dict[str, bytes], source: str) -> None:
 def _load(meta: dict, sections, source: str, trust_native_code: bool, num_threads: int):
     """``sections`` maps names to bytes (or read-only views); it may read each one only when asked."""
     from byoc.backend.llvm import get_codegen
-    from byoc.build import HOST_TARGETS, get_codegen_entry, registered_codegens
+    from byoc.build import HOST_TARGETS, get_codegen_entry
     from byoc.text.parser import parse
     from .module import build_module
 
@@ -313,10 +313,11 @@ def _load(meta: dict, sections, source: str, trust_native_code: bool, num_thread
 
     # Targets and partitions must be exactly the graph's.
     target = list(meta["target"])
-    missing = [t for t in target if t not in HOST_TARGETS and t not in registered_codegens()]
+    missing = [t for t in target if t not in HOST_TARGETS and get_codegen_entry(t) is None]
     if missing:
         raise ArtifactError(f"{source}: artifact needs codegen(s) {', '.join(missing)}, not registered here",
-                            hint="import the package that registers them (byoc.build.register_codegen) first")
+                            hint="load the file that registers them (byoc ... --patterns FILE.py), install the "
+                                 "package whose byoc.targets entry point provides them, or import it first")
     if not any(t in HOST_TARGETS for t in target):
         raise ArtifactError(f"{source}: target {target} has no host target")
     graph_parts = {gv.name_hint: f for gv, f in mod.sorted_items() if "Compiler" in f.attrs}

@@ -1,4 +1,4 @@
-"""The ``npu`` codegen of ``byoc.build``: ``Compiler="npu"`` partitions compiled by npu_sim and run on its simulator.
+"""Codegens on the NPU simulator: ``npu`` (the ``npu`` table's composites) and any target with a lowering map.
 
 ``byoc.build(mod, target="npu,llvm", npu_config=...)`` hands every ``Compiler="npu"`` function to
 ``npu_codegen``, which compiles it once (``npu_sim.compile``) into an ``NpuPartition``: a runner the CPU graph
@@ -6,8 +6,13 @@ executor calls with the partition's input arrays. The partition keeps its ``Prog
 encoding by ``module.export``; ``load_npu_partition`` decodes it again without recompiling) and, computed once
 because NPU timing does not depend on the data, its cycle statistics.
 
+Another target runs on the same simulator through a ``SimulatorCodegen`` with its lowering map (``{its composite
+name: layer kind}``, ``npu_sim.layer_kinds``): ``register_simulator_codegen("myacc", {"myacc.conv_block":
+"conv2d"}, npu_config="vta-default")`` registers it as the codegen of ``Compiler="myacc"`` functions. A partition
+the simulator cannot run is a ``CodegenError`` naming the composite. docs/targets.md has the whole contract.
+
 ``npu_config`` is a preset name (``npu_sim.PRESETS``), the path of a TOML file, an ``npu_sim.NPUConfig`` or None
-(the default preset, ``ethos-u55-256-like``).
+(the codegen's default: ``ethos-u55-256-like`` for ``npu``).
 """
 from __future__ import annotations
 
@@ -17,10 +22,10 @@ from typing import Callable
 
 import numpy as np
 
-from byoc.errors import ArtifactError, ConfigError, NPUError
+from byoc.errors import ArtifactError, CodegenError, ConfigError, NPUError
 
 __all__ = ["DEFAULT_PRESET", "resolve_npu_config", "NpuPartition", "npu_codegen", "load_npu_partition",
-           "check_program_matches"]
+           "check_program_matches", "SimulatorCodegen", "register_simulator_codegen", "simulator_codegen_for"]
 
 DEFAULT_PRESET = "ethos-u55-256-like"
 # A decoded program may not claim more NPU memory than this (a corrupt region table must not allocate GiBs).
@@ -128,11 +133,76 @@ class NpuPartition:
         return f"NpuPartition({self.symbol}, {len(self.program.commands)} commands, {self.program.config.name})"
 
 
-def npu_codegen(func, symbol: str, options: dict | None = None) -> NpuPartition:
-    """``register_codegen("npu", ...)``: compile one partition for ``options["npu_config"]``."""
-    import npu_sim
-    cfg = resolve_npu_config((options or {}).get("npu_config"))
-    return NpuPartition(npu_sim.compile(func, cfg, symbol), symbol)
+@dataclass(frozen=True)
+class SimulatorCodegen:
+    """The codegen of ``target`` on the NPU simulator: ``codegen(func, symbol, options) -> NpuPartition``.
+
+    ``composites`` is the lowering map as (composite name, layer kind) pairs, or None for the ``npu`` table's own
+    ``npu.*`` composites; ``npu_config`` is the default configuration (build's ``npu_config`` option wins)."""
+    target: str
+    composites: tuple[tuple[str, str], ...] | None = None
+    npu_config: object = None
+
+    @property
+    def composite_map(self) -> dict[str, str] | None:
+        return None if self.composites is None else dict(self.composites)
+
+    def config(self, options: dict | None = None):
+        spec = (options or {}).get("npu_config")
+        return resolve_npu_config(self.npu_config if spec is None else spec)
+
+    def program(self, func, symbol: str, config):
+        """The partition compiled for ``config``; a partition the simulator cannot run is refused with its
+        composites named (NPUError for ``npu``, CodegenError for another target)."""
+        import npu_sim
+        try:
+            return npu_sim.compile(func, config, symbol, composites=self.composite_map)
+        except NPUError as e:
+            if self.composites is None:
+                raise
+            raise CodegenError(f"target {self.target!r}: partition @{symbol} cannot run on the NPU simulator: "
+                               f"{e.message}", notes=e.notes,
+                               hint=f"map each composite to the layer kind whose body it has (docs/targets.md), "
+                                    f"or refuse these cases in the {self.target!r} pattern table's checks") from None
+
+    def __call__(self, func, symbol: str, options: dict | None = None) -> NpuPartition:
+        return NpuPartition(self.program(func, symbol, self.config(options)), symbol)
+
+    def load(self, func, symbol: str, blob: bytes, options: dict | None = None) -> NpuPartition:
+        return load_npu_partition(func, symbol, blob, options)
+
+    def __repr__(self) -> str:
+        cfg = getattr(self.npu_config, "name", self.npu_config) or DEFAULT_PRESET
+        kinds = "npu.* composites" if self.composites is None else f"{len(self.composites)} mapped composite(s)"
+        return f"SimulatorCodegen({self.target!r}, {kinds}, default config {cfg})"
+
+
+npu_codegen = SimulatorCodegen("npu")
+
+
+def register_simulator_codegen(target: str, composites, *, npu_config=None, override: bool = False,
+                               builtin: bool = False) -> SimulatorCodegen:
+    """Register the codegen of ``Compiler=target`` partitions: each composite is lowered as the layer kind
+    ``composites`` maps it to (``{"myacc.conv_block": "conv2d", ...}``; kinds: ``npu_sim.layer_kinds.
+    LAYER_KINDS``) and runs on the NPU simulator, by default with ``npu_config`` (a preset name, TOML path or
+    NPUConfig; None: ``ethos-u55-256-like``). ``builtin``: a registration made by the project's own modules,
+    which yields to one the user made first."""
+    from byoc.build import register_builtin_codegen, register_codegen
+    from npu_sim.layer_kinds import check_composite_map
+    kinds = check_composite_map(target, composites)
+    if npu_config is not None:
+        npu_config = resolve_npu_config(npu_config)
+    cg = SimulatorCodegen(target, tuple(kinds.items()), npu_config)
+    (register_builtin_codegen if builtin else register_codegen)(target, cg, loader=cg.load,
+                                                                **({} if builtin else {"override": override}))
+    return cg
+
+
+def simulator_codegen_for(target: str) -> SimulatorCodegen | None:
+    """The registered codegen of ``target`` when it runs on the NPU simulator, else None."""
+    from byoc.build import get_codegen_entry
+    entry = get_codegen_entry(target) if target else None
+    return entry.compile if entry is not None and isinstance(entry.compile, SimulatorCodegen) else None
 
 
 def load_npu_partition(func, symbol: str, blob: bytes, options: dict | None = None) -> NpuPartition:
@@ -173,3 +243,11 @@ def check_program_matches(prog, func, symbol: str) -> None:
     if problems:
         raise ArtifactError(f"NPU program for @{symbol} does not belong to this partition: " + "; ".join(problems),
                             hint="the artifact is corrupt or was assembled from different models")
+
+
+def _register() -> None:
+    from byoc.build import register_builtin_codegen
+    register_builtin_codegen("npu", npu_codegen, loader=load_npu_partition)
+
+
+_register()

@@ -12,6 +12,10 @@
 Every command takes ``--json`` (one JSON document on stdout; nothing else is written there). Progress goes to
 stderr, as a bar only when stderr is a terminal and ``--json`` is off.
 
+Your own targets: every command takes ``--patterns FILE.py`` (repeatable), a Python file that registers pattern
+tables and codegens (docs/targets.md); it is executed like an imported module, so pass only files you trust.
+Installed packages can offer targets through the ``byoc.targets`` entry-point group (``byoc/targets.py``).
+
 Exit codes: 0 ok; 1 a comparison found a mismatch (or a check failed); 2 usage error; 3 bad input (a
 ``ByocError``: bad model, artifact, config or input file; the message is printed without a traceback);
 4 internal error (a bug; set ``BYOC_TRACEBACK=1`` for the traceback).
@@ -28,8 +32,12 @@ from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Output, 
 
 __all__ = ["main", "build_parser"]
 
-_EPILOG = """exit codes: 0 ok, 1 comparison mismatch / check failed, 2 usage error,
-3 bad input (model, artifact, config or input file), 4 internal error"""
+_EPILOG = """your own targets: --patterns FILE.py (a Python file, executed) or a package's byoc.targets entry point
+exit codes: 0 ok, 1 comparison mismatch / check failed, 2 usage error,
+3 bad input (model, artifact, config, input or target file), 4 internal error"""
+
+_PATTERNS_HELP = ("a Python file registering your own targets' pattern tables and codegens (docs/targets.md); "
+                  "it is EXECUTED as Python code, so pass only files you trust; repeatable")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,7 +56,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for module in (cmd_model, cmd_build, cmd_analyze):
         module.register(sub)
+    for p in sub.choices.values():  # one shared option: a user's targets for every command
+        p.add_argument("--patterns", action="append", default=[], metavar="FILE.py", help=_PATTERNS_HELP)
     return parser
+
+
+def load_target_files(paths) -> None:
+    from ..targets import load_target_file
+    for path in paths or ():
+        load_target_file(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Output(getattr(args, "json", False))
     try:
+        load_target_files(getattr(args, "patterns", ()))
         return int(args.handler(args, out) or EXIT_OK)
     except UsageError as e:
         parser.print_usage(sys.stderr)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NpuConfigChoice", "resolve_npu_config", "NpuRecorder", "build_module", "export_module",
-           "load_artifact", "LoadedArtifact", "attach_recorder"]
+__all__ = ["NpuConfigChoice", "resolve_npu_config", "simulator_config", "NpuRecorder", "build_module",
+           "export_module", "load_artifact", "LoadedArtifact", "attach_recorder"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +35,20 @@ def resolve_npu_config(spec: str | None) -> NpuConfigChoice:
     cfg = resolve(spec)
     name = DEFAULT_PRESET if spec is None else spec
     return NpuConfigChoice(cfg, name if name in npu_sim.PRESETS else None, None if name in npu_sim.PRESETS else spec)
+
+
+def simulator_config(target: str, spec: str | None) -> NpuConfigChoice | None:
+    """``--npu-config`` (or the target codegen's default) for a target whose codegen is the NPU simulator
+    (``npu``, ``vta``, a user's ``register_simulator_codegen``); None for any other target."""
+    from runtime.npu_codegen import simulator_codegen_for
+    cg = simulator_codegen_for(target)
+    if cg is None:
+        return None
+    if spec is None and cg.npu_config is not None:
+        import npu_sim
+        name = cg.npu_config.name
+        return NpuConfigChoice(cg.npu_config, name if npu_sim.PRESETS.get(name) == cg.npu_config else None)
+    return resolve_npu_config(spec)
 
 
 @dataclass(eq=False)
@@ -63,12 +77,14 @@ def build_module(mod, target: str, npu_config: NpuConfigChoice | None = None,
                  recorder: NpuRecorder | None = None, prefer_simulator: bool = False):
     """Build ``mod`` for ``target``; returns ``(module, codegen description)``. (``prefer_simulator`` is kept
     for callers of the earlier adapter: the npu codegen is the simulator.)"""
-    from ..build import build
+    from ..build import HOST_TARGETS, build
     names = [t.strip() for t in target.split(",") if t.strip()]
-    if "npu" not in names:
-        return build(mod, target=target), "llvm"
-    cfg = (npu_config or resolve_npu_config(None)).config
-    module = build(mod, target=target, npu_config=cfg)
+    devices = [n for n in names if n not in HOST_TARGETS]
+    configs = [c for c in (simulator_config(n, None) for n in devices) if c is not None]
+    if not configs:
+        return build(mod, target=target), (f"the {', '.join(devices)} codegen" if devices else "llvm")
+    cfg = npu_config.config if npu_config is not None else configs[0].config
+    module = build(mod, target=target, **({"npu_config": npu_config.config} if npu_config is not None else {}))
     attach_recorder(module, recorder)
     return module, f"npu_sim ({cfg.name})"
 

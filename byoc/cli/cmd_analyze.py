@@ -4,8 +4,8 @@ from __future__ import annotations
 import csv
 import os
 
-from ..errors import ByocError, ExecutionError
-from .adapters import build_module, resolve_npu_config
+from ..errors import ByocError, CodegenError, ExecutionError
+from .adapters import build_module, simulator_config
 from .cmd_model import add_input_args, add_model_args, add_target_args, offload_target, partition_model
 from .common import EXIT_MISMATCH, Output, UsageError, format_table, human, load_model, make_inputs
 from .summary import layer_rows, offload_summary, profile_partitions
@@ -55,7 +55,7 @@ def compare_tables(result, show_all: bool = False) -> str:
 def run_compare(args, model, out: Output, partitioned=None):
     from ..compare import compare_model
     target = offload_target(args.target)   # "" (--target llvm): compare the CPU build and the oracle only
-    cfg = resolve_npu_config(getattr(args, "npu_config", None)) if target == "npu" else None
+    cfg = simulator_config(target, getattr(args, "npu_config", None)) if target else None
     inputs = make_inputs(model.mod["main"], args.input, args.seed)
     if partitioned is None and target:
         partitioned = partition_model(model, target, args)
@@ -118,9 +118,10 @@ def _csv_text(rows: list[dict], areas: list[str]) -> str:
 
 def run_profile(args, model, out: Output, partitioned=None):
     target = _target(args)
-    if target != "npu":
-        raise UsageError(f"profile simulates the npu target; got --target {args.target!r}")
-    cfg = resolve_npu_config(args.npu_config)
+    cfg = simulator_config(target, args.npu_config)
+    if cfg is None:
+        raise CodegenError(f"target {target!r} does not run on the NPU simulator: no per-layer cycle model",
+                           hint="byoc profile measures it through its codegen's runner instead")
     pmod, report = partitioned or partition_model(model, target, args)
     n = sum(1 for _, f in pmod.sorted_items() if f.attrs.get("Compiler") == target)
     with out.progress(n, "simulate") as bar:
@@ -131,12 +132,30 @@ def run_profile(args, model, out: Output, partitioned=None):
 def run_trace(args, model, pmod, cfg) -> str:
     """Build the heterogeneous module, run it once on the seeded inputs and return its trace: CPU kernels at
     their measured times and NPU partitions at their simulated cycles, in the order the executor runs them."""
-    exe, _ = build_module(pmod, "npu,llvm", cfg)
+    exe, _ = build_module(pmod, f"{_target(args)},llvm", cfg)
     return exe.profile(make_inputs(model.mod["main"], args.input, args.seed)).trace_json()
+
+
+def profile_device(args, model, target: str, out: Output) -> int:
+    """``byoc profile`` of a target whose codegen is not the NPU simulator: build ``<target>,llvm`` and time
+    every node (``module.profile()``: the runner's ``device_profile()`` cycles when it has one)."""
+    from ..build import build
+    pmod, _ = partition_model(model, target, args)
+    inputs = make_inputs(model.mod["main"], getattr(args, "input", ()), getattr(args, "seed", 0))
+    with out.progress(2, "profile") as bar:
+        bar.step("build")
+        module = build(pmod, target=f"{target},llvm")
+        bar.step("run")
+        prof = module.profile(inputs)
+    out.json({"model": model.path, "target": target, **prof.to_json()})
+    out.text(prof.table())
+    return 0
 
 
 def cmd_profile(args, out: Output) -> int:
     model = load_model(args.model, args.semantics)
+    if simulator_config(_target(args), None) is None:
+        return profile_device(args, model, _target(args), out)
     pmod, report, cfg, profiles = run_profile(args, model, out)
     rows = layer_rows(profiles)
     areas = [a.name for a in cfg.config.memory_areas]
@@ -170,7 +189,7 @@ def cmd_report(args, out: Output) -> int:
     partitioned = partition_model(model, target, args)
     pmod, report = partitioned
     profiles, profile_error = [], None
-    if target == "npu":
+    if simulator_config(target, None) is not None:
         try:
             profiles = run_profile(args, model, out, partitioned)[3]
         except ByocError as e:

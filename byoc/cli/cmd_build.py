@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from ..errors import ExecutionError
-from .adapters import NpuRecorder, build_module, export_module, load_artifact, resolve_npu_config
+from .adapters import NpuRecorder, build_module, export_module, load_artifact, simulator_config
 from .cmd_model import add_input_args, add_model_args, add_target_args, offload_target, partition_model
 from .common import Output, UsageError, format_table, load_model, load_npy, make_inputs
 from .summary import offload_summary
@@ -21,7 +21,7 @@ def cmd_compile(args, out: Output) -> int:
     if not any(n in ("llvm", "cpu") for n in names):
         raise UsageError(f"--target {args.target!r} has no host target; add llvm (e.g. --target npu,llvm)")
     target = offload_target(args.target)
-    cfg = resolve_npu_config(args.npu_config) if target == "npu" else None
+    cfg = simulator_config(target, args.npu_config) if target else None
     with out.progress(3, "compile") as bar:
         bar.step("partition")
         if target:

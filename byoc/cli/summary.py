@@ -52,16 +52,18 @@ class PartitionProfile:
 
 
 def profile_partitions(pmod: IRModule, target: str, config, progress=None) -> list[PartitionProfile]:
-    """Compile every ``target`` partition with npu_sim and simulate it (timing does not depend on the data,
-    so the inputs are zeros)."""
+    """Compile every ``target`` partition with npu_sim (through the target's lowering map) and simulate it
+    (timing does not depend on the data, so the inputs are zeros)."""
     import npu_sim
+    from runtime.npu_codegen import SimulatorCodegen, simulator_codegen_for
+    codegen = simulator_codegen_for(target) or SimulatorCodegen(target)
     out = []
     for gv, func in pmod.sorted_items():
         if func.attrs.get("Compiler") != target:
             continue
         if progress:
             progress(gv.name_hint)
-        prog = npu_sim.compile(func, config, gv.name_hint)
+        prog = codegen.program(func, gv.name_hint, config)
         zeros = {b.name: np.zeros(b.shape, b.dtype) for b in prog.inputs}
         _, stats = npu_sim.simulate(prog, zeros)
         out.append(PartitionProfile(gv.name_hint, prog, stats))

@@ -10,6 +10,8 @@ Executors (each skipped, with a note, when the feature it needs is missing from 
 * ``npu,llvm``            ``byoc.build(partitioned, "npu,llvm")`` when an ``npu`` codegen is registered, otherwise
                           ``npu_sim+llvm``: the CPU executor with each NPU partition compiled and simulated by
                           ``npu_sim`` directly;
+* ``vta,llvm``            ``byoc.build(partitioned, "vta,llvm")``: the vta codegen (npu_sim on the vta-default
+                          preset through patterns/vta.py's lowering map);
 * ``artifact``            ``module.export(path)`` → ``byoc.load(path)`` → run, when both exist.
 
 The oracle is ``ai_edge_litert`` with ``OpResolverType.BUILTIN_REF`` (never the default resolver), run in a child
@@ -34,7 +36,7 @@ __all__ = ["Finding", "CaseReport", "check_model", "litert_run", "ALL_EXECUTORS"
            "tflite_input_names"]
 
 ALL_EXECUTORS = ("interpreter", "partitioned:npu", "partitioned:vta", "llvm", "llvm-partitioned:npu",
-                 "llvm-partitioned:vta", "npu,llvm", "artifact")
+                 "llvm-partitioned:vta", "npu,llvm", "vta,llvm", "artifact")
 PARTITION_TARGETS = ("npu", "vta")
 # Modules that may register the "npu" codegen with byoc.build when imported (feature detection only).
 _NPU_CODEGEN_MODULES = ("byoc.backend.npu", "npu_sim.codegen", "npu_sim.byoc_codegen", "byoc.backend.npu_codegen")
@@ -397,6 +399,12 @@ def check_model(model: bytes, inputs, executors: tuple[str, ...] = ALL_EXECUTORS
                 rep.findings.append(Finding("npu_sim+llvm", "npu_sim.compile", "error", msg.split(": ", 1)[1]))
         else:
             rep.skipped["npu,llvm"] = "neither an npu codegen nor npu_sim is available"
+
+    if "vta,llvm" in executors and "vta" in partitioned:  # vta's codegen: npu_sim with the vta lowering map
+        pm_vta = partitioned["vta"]
+        box = {}
+        run("vta,llvm", [("build", lambda: box.setdefault("exe", byoc.build(pm_vta, target="vta,llvm"))),
+                         ("run", lambda: box["exe"].run(feed))])
 
     if "artifact" in executors:
         if exe is None:
