@@ -7,6 +7,8 @@ intermediate value is float32 or double:
 
 ``requant_params(input_scale, output_scale)``
     QuantizeMultiplier(double(s_in) / double(s_out)) per channel: CONV, DEPTHWISE, TRANSPOSE_CONV, QUANTIZE.
+``requant64_params(input_scale, output_scale)``
+    The same multipliers reduced to Q15 for the int64 MultiplyByQuantizedMultiplier (16x8 CONV, DEPTHWISE).
 ``add_params(lhs_scale, rhs_scale, output_scale, left_shift=20)``
     ADD / SUB: T = 2·max(s1, s2); three QuantizeMultiplierSmallerThanOneExp multipliers → ``AddParams``.
 ``mul_params(lhs_scale, rhs_scale, output_scale)``
@@ -38,9 +40,9 @@ import numpy as np
 
 from ..errors import IRError
 from .fixedpoint import (calculate_input_radius, downscale_int32_to_int16_multiplier, quantize_multiplier,
-                         quantize_multipliers, rha)
+                         quantize_multipliers, reduce_multiplier_int64, rha)
 
-__all__ = ["requant_params", "AddParams", "add_params", "mul_params", "SoftmaxParams", "softmax_params",
+__all__ = ["requant_params", "requant64_params", "AddParams", "add_params", "mul_params", "SoftmaxParams", "softmax_params",
            "mean_params", "HardSwishParams", "hardswish_params", "LeakyReluParams", "leaky_relu_params", "lut_for",
            "FixedPointActivationParams", "fixed_point_activation_params", "concat_params"]
 
@@ -79,6 +81,19 @@ def requant_params(input_scale, output_scale, op: str = "qnn.requantize") -> tup
     s_in = _checked(_vec64(input_scale), "the input scale", op, allow_zero=True)
     s_out = _checked(_vec64(output_scale)[:1], "the output scale", op)
     return quantize_multipliers(s_in / s_out[0])
+
+
+def requant64_params(input_scale, output_scale, op: str = "qnn.requantize") -> tuple[np.ndarray, np.ndarray]:
+    """(Q15 multiplier, total right shift 15 − shift) per channel for an int64 input (quant-semantics §1.6).
+
+    LiteRT asserts shift ≤ 7; its formula is defined up to shift 14 (a right shift of at least 1), so larger
+    multipliers (a rescale of 2^14 or more) are refused."""
+    m, s = requant_params(input_scale, output_scale, op)
+    if np.any(s > 14):
+        worst = float(np.max(_vec64(input_scale)) / _vec64(output_scale)[0])
+        raise IRError(f"{op}: the rescale {worst!r} of an int64 input is 2^14 or more",
+                      hint="LiteRT's int64 MultiplyByQuantizedMultiplier needs a multiplier below 2^7")
+    return reduce_multiplier_int64(m), 15 - s
 
 
 @dataclass(frozen=True)

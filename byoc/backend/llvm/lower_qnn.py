@@ -36,7 +36,15 @@ def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, inpu
     xi = builder.sub(xi, const_int(I64, scalar_int(input_zp)))
     scale_in = np.asarray(input_scale, np.float64).reshape(-1)
     ax = _axis(axis, len(ctx.index))
-    if rounding == "TFLITE":
+    if rounding == "TFLITE" and in_dtype == "int64":
+        # LiteRT's int64 MBQM: (x·M16 + 2^(t−1)) >> t, wrapping int64 arithmetic, then truncated to int32.
+        from ...quant.params import requant64_params
+        m16, total = requant64_params(scale_in, output_scale)
+        tv = channel_value(ctx, builder, total, "int64", ax)
+        rnd = channel_value(ctx, builder, np.int64(1) << (total - 1), "int64", ax)
+        v = builder.ashr(builder.add(builder.mul(xi, channel_value(ctx, builder, m16, "int64", ax)), rnd), tv)
+        y = builder.sext(builder.trunc(v, I32), I64)
+    elif rounding == "TFLITE":
         m, s = qnn_ops.requant_params(scale_in, output_scale)
         y = builder.sext(mbqm_per_channel(ctx, builder, builder.trunc(xi, I32), m, s, ax, x_bound), I64)
     elif rounding == "TFLITE_FLOAT":
