@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import IRError
 from ..ir.expr import Expr
+from ..ops.qnn_elemwise import add_left_shift
+from ..quant.params import checked_log2, pot_add_shifts
 from .tflite_context import QUANT_DTYPES, OpContext, converter
 from .tflite_quant import dtype_limits, quantize_float32, same_padding
 
@@ -36,19 +39,52 @@ def _binary(ctx: OpContext, qop: str, fop: str) -> list[Expr]:
     _same_dtype(ctx, a_t, b_t, out_t)
     a, b = ctx.input(0), ctx.input(1)
     if a_t.dtype in QUANT_DTYPES:
+        attrs = None
+        if a_t.dtype == "int16":
+            _zero_points_zero(ctx, a_t, b_t, out_t)
         if qop in ("qnn.add", "qnn.subtract"):
             s1, _ = ctx.quant(a_t, "input")
             s2, _ = ctx.quant(b_t, "input")
             so, _ = ctx.quant(out_t, "output")
-            real = 2.0 * max(float(s1), float(s2)) / (float(np.float32(2**20 * np.float32(so))))
-            if real >= 1.0:
-                raise ctx.fail(f"output scale {so} is too small for input scales {s1} and {s2} (TFLite needs "
-                               f"2·max(s1, s2) / (2^20·s_out) < 1, found {real:.3g})",
-                               hint="LiteRT aborts on this model")
-        y = ctx.call(qop, [a, b] + _q_operands(ctx, (a_t, "input"), (b_t, "input"), (out_t, "output")))
+            if a_t.dtype == "int16" and _pot_int16_path(ctx, s1, s2, so):
+                attrs = {"rounding": "TFLITE_POT"}
+            else:
+                ls = add_left_shift(a_t.dtype)
+                real = 2.0 * max(float(s1), float(s2)) / (float(np.float32(2**ls * np.float32(so))))
+                if real >= 1.0:
+                    raise ctx.fail(f"output scale {so} is too small for input scales {s1} and {s2} (TFLite needs "
+                                   f"2·max(s1, s2) / (2^{ls}·s_out) < 1, found {real:.3g})",
+                                   hint="LiteRT aborts on this model")
+        y = ctx.call(qop, [a, b] + _q_operands(ctx, (a_t, "input"), (b_t, "input"), (out_t, "output")), attrs)
     else:
         y = ctx.call(fop, [a, b])
     return [ctx.apply_activation(y, out_t)]
+
+
+def _zero_points_zero(ctx: OpContext, *tensors) -> None:
+    """LiteRT's int16 kernels are symmetric: every int16 operand and result has zero point 0 (ENSUREd)."""
+    for t in tensors:
+        zp = int(t.quant.zero_point[0]) if t.quant is not None and t.quant.zero_point.size else 0
+        if zp != 0:
+            raise ctx.fail(f"int16 {ctx.op.opcode} needs zero point 0 on every tensor, found {zp} on {t.label}",
+                           hint="LiteRT rejects this model too")
+
+
+def _pot_int16_path(ctx: OpContext, s1: float, s2: float, so: float) -> bool:
+    """LiteRT's choice (add.cc / sub.cc Prepare): the power-of-two int16 path when ``pot_scale_int16`` is set
+    (no options table: unset) and all three scales pass CheckedLog2; otherwise the general left-shift-15 path."""
+    if not int(ctx.options.get("pot_scale_int16", 0)):
+        return False
+    if not all(checked_log2(s)[1] for s in (s1, s2, so)):
+        return False
+    try:
+        pot_add_shifts(s1, s2, so, ctx.op.opcode)
+    except IRError as e:
+        raise ctx.fail(e.message, hint="LiteRT rejects this model too") from None
+    if ctx.op.opcode == "ADD" and ctx.tensor(0).shape != ctx.tensor(1).shape:
+        raise ctx.fail("int16 ADD on LiteRT's power-of-two path does not broadcast (its kernel reads past the "
+                       "smaller input)", hint="write pot_scale_int16 = false to take the general int16 path")
+    return True
 
 
 @converter("ADD", quant=("qnn.add", "clip"), float=("add", "clip"))

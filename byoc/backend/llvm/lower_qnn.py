@@ -152,6 +152,8 @@ def _binary_qnn(op_name: str):
         dt = ctx.arg_types[0].dtype
         if node.attrs.rounding == "ONNX":
             return _onnx_binary(ctx, builder, node, x, y, dt)
+        if node.attrs.rounding == "TFLITE_POT":
+            return _pot_binary(builder, op_name, x, y, s1, s2, so)
         axis = _binary_axis(node)
         ax = 0 if axis is None else axis
 
@@ -167,7 +169,8 @@ def _binary_qnn(op_name: str):
             raw = mbqm(builder, builder.mul(a32, b32), chan(m, "int32"), chan(e, "int32"),
                        m_may_be_min=bool(np.any(m == -(1 << 31))))
         else:
-            p = qnn_add_params(s1, s2, so, 20, op_name)
+            from ...ops.qnn_elemwise import add_left_shift
+            p = qnn_add_params(s1, s2, so, add_left_shift(dt), op_name)
             ls = const_int(I32, p.left_shift)
             zero = const_int(I32, 0)
 
@@ -192,6 +195,19 @@ def _binary_qnn(op_name: str):
         r = saturate(builder, builder.add(builder.sext(raw, I64), const_int(I64, scalar_int(zo))), lo, hi)
         return builder.trunc(r, x.type)
     return _lower
+
+
+def _pot_binary(builder, op_name: str, x, y, s1, s2, so):
+    """LiteRT's int16 power-of-two ADD/SUB: RDBPOT(q1, −sh1) ± RDBPOT(q2, −sh2), saturated to int16."""
+    from ...errors import CodegenError
+    from ...quant.params import pot_add_shifts
+    if op_name == "qnn.mul":
+        raise CodegenError("qnn.mul has no rounding='TFLITE_POT' semantics")
+    sh1, sh2 = pot_add_shifts(s1, s2, so, op_name)
+    a = rdbpot(builder, builder.sext(x, I32), const_int(I32, -sh1))
+    b = rdbpot(builder, builder.sext(y, I32), const_int(I32, -sh2))
+    raw = builder.add(a, b) if op_name == "qnn.add" else builder.sub(a, b)
+    return builder.trunc(saturate(builder, raw, -32768, 32767), x.type)
 
 
 def _operand_bound(dtype: str, zp) -> int | None:
