@@ -170,11 +170,24 @@ def convert_mean(ctx: OpContext) -> list[Expr]:
 
 
 # --------------------------------------------------------------------------------------------- activations
+# LiteRT's int16 kernels of these ops are their own algorithms (not the 8-bit ones widened): refused by name.
+_INT16_KERNELS = {"SOFTMAX": "a 513-entry exp table and a 1/(1+x) table with interpolation",
+                  "LOGISTIC": "input rescaling and interpolation in a 256-entry uint16 sigmoid table",
+                  "TANH": "input rescaling and interpolation in a 256-entry uint16 tanh table",
+                  "HARD_SWISH": None}  # LiteRT has no int16 HARD_SWISH either
+
+
 def _unary_quant_args(ctx: OpContext) -> tuple:
     ctx.check_arity(1)
     x_t, out_t = ctx.tensor(0), ctx.out_tensor()
     if x_t.dtype in QUANT_DTYPES and out_t.dtype not in QUANT_DTYPES:
         raise ctx.fail(f"output {out_t.label} is {out_t.dtype} but input {x_t.label} is {x_t.dtype}")
+    if "int16" in (x_t.dtype, out_t.dtype) and ctx.op.opcode in _INT16_KERNELS:
+        how = _INT16_KERNELS[ctx.op.opcode]
+        raise ctx.fail(f"int16 {ctx.op.opcode} is not supported ("
+                       + (f"LiteRT's int16 kernel uses {how})" if how else "LiteRT has no int16 kernel for it)"),
+                       hint="int16 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, PAD, LEAKY_RELU, "
+                            "CONCATENATION, QUANTIZE and DEQUANTIZE are supported")
     return x_t, out_t, ctx.input(0)
 
 
@@ -230,6 +243,8 @@ def convert_leaky_relu(ctx: OpContext) -> list[Expr]:
     if not np.isfinite(alpha):
         raise ctx.fail(f"alpha is {alpha}")
     if x_t.dtype in QUANT_DTYPES:
+        if x_t.dtype == "int16":
+            _zero_points_zero(ctx, x_t, out_t)
         args = [x] + _q_operands(ctx, (x_t, "input"), (out_t, "output"))
         return [ctx.call("qnn.leaky_relu", args, {"alpha": alpha})]
     return [ctx.call("nn.leaky_relu", [x], {"alpha": alpha})]
