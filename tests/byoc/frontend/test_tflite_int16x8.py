@@ -251,6 +251,31 @@ def test_16x8_network_every_intermediate():
         check(w.finish(), rng)
 
 
+_OTHER_INT16 = {
+    "average_pool2d": lambda w, x, r: w.average_pool2d(x, 3, 2, "SAME"),
+    "max_pool2d": lambda w, x, r: w.max_pool2d(x, 2, 2, "VALID"),
+    "mean": lambda w, x, r: w.mean(x, [1, 2], True, out_scale=x.scale[0] * float(r.uniform(0.3, 2.0)), out_zp=0),
+    "relu": lambda w, x, r: w.relu(x, out_scale=x.scale[0] * float(r.uniform(0.3, 2.0)), out_zp=0),
+    "relu6": lambda w, x, r: w.relu6(x, out_scale=float(r.uniform(1e-4, 4e-4)), out_zp=0),
+    "abs": lambda w, x, r: w.abs(x, out_scale=x.scale[0] * float(r.uniform(0.3, 2.0)), out_zp=0),
+    "resize_bilinear": lambda w, x, r: w.resize_bilinear(x, [7, 9]),
+    "resize_nearest": lambda w, x, r: w.resize_nearest_neighbor(x, [7, 9]),
+    "transpose": lambda w, x, r: w.transpose(x, [0, 2, 1, 3]),
+    "strided_slice": lambda w, x, r: w.strided_slice(x, [0, 1, 0, 0], [1, 3, 4, 2]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_OTHER_INT16))
+def test_other_int16_ops(op):
+    """Ops whose 8-bit lowering also covers LiteRT's int16 kernel (zero point 0)."""
+    rng = _rng("other16", op)
+    for _ in range(3):
+        w = TFLiteWriter()
+        x = _x(w, rng, (1, 4, 5, 3))
+        w.output(_OTHER_INT16[op](w, x, rng))
+        check(w.finish(), rng, samples=2)
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 def _conv_model(bias_dtype: str | None = None, option: str | None = None, zp: int = 0) -> bytes:
     rng = np.random.default_rng(0)
