@@ -286,7 +286,10 @@ def convert_quantize(ctx: OpContext) -> list[Expr]:
     if x_t.dtype == "float32":
         return [ctx.call("qnn.quantize", [x, ctx.const(s_out, "float32"), ctx.const(zp_out, "int32")],
                          {"axis": -1, "out_dtype": out_t.dtype})]
-    if x_t.dtype not in QUANT_DTYPES:
+    if x_t.dtype == "int32" and out_t.dtype not in ("int8", "int16"):
+        raise ctx.fail(f"int32 input {x_t.label} requantizes to int8 or int16 only, found {out_t.dtype}",
+                       hint="LiteRT rejects this model too")
+    if x_t.dtype not in QUANT_DTYPES + ("int32",):
         raise ctx.fail(f"input {x_t.label} is {x_t.dtype}; QUANTIZE takes float32 or a quantized integer type")
     s_in, zp_in = ctx.quant(x_t, "input")
     # QUANTIZE requantizes with QuantizeMultiplier(double(s_in) / double(s_out)), exactly qnn.requantize's rule.

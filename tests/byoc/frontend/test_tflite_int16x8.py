@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,6 +47,8 @@ def _inputs(mod, rng) -> list[np.ndarray]:
             out.append(_int16(rng, t.shape))
         elif t.dtype == "int8":
             out.append(rng.integers(-128, 128, t.shape).astype(np.int8))
+        elif t.dtype == "int32":
+            out.append(rng.integers(-(1 << 31), 1 << 31, t.shape, dtype=np.int64).astype(np.int32))
         else:
             out.append((rng.standard_normal(t.shape) * 40).astype(t.dtype))
     return out
@@ -220,6 +223,27 @@ def test_quantize_dequantize_int16():
         back = w.quantize(q8, out_scale=float(rng.uniform(1e-4, 2e-3)), out_zp=0, out_dtype="int16")
         w.output(q, q16, q8, back, w.dequantize(back))
         check(w.finish(), rng)
+
+
+def test_int32_quantize_to_int16_and_int8():
+    """LiteRT's int32 → int8/int16 QUANTIZE (a requantize with the int32 MBQM, full int32 inputs)."""
+    rng = _rng("q32")
+    for case in range(CASES):
+        w = TFLiteWriter()
+        x = w.input("x", (2, 33), "int32", scale=float(rng.uniform(1e-8, 1e-6)), zero_point=int(rng.integers(-99, 99)))
+        dtype = ("int16", "int8")[case % 2]
+        zp = 0 if dtype == "int16" else int(rng.integers(-20, 20))
+        w.output(w.quantize(x, out_scale=float(rng.uniform(1e-5, 1e-3)), out_zp=zp, out_dtype=dtype))
+        check(w.finish(), rng)
+
+
+SEANET = Path(__file__).resolve().parents[2] / "data" / "tflm_seanet_16x8"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SEANET.glob("*.tflite")))
+def test_tflm_seanet_16x8_models(name):
+    """Real 16x8 layers from TFLite Micro's integration tests (tests/data/tflm_seanet_16x8/PROVENANCE.md)."""
+    check((SEANET / name).read_bytes(), _rng("seanet", name), samples=2)
 
 
 def test_16x8_network_every_intermediate():
