@@ -15,8 +15,8 @@ import numpy as np
 
 from ..ir.expr import Expr
 from .tflite_context import QUANT_DTYPES, OpContext, converter
-from .tflite_reader import DTYPES
 from .tflite_quant import conv_scale_products, float32_scale_products, same_padding
+from .tflite_reader import DTYPES
 
 _CONV_Q = ("nn.pad", "qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip")
 _CONV_F = ("nn.pad", "nn.conv2d", "nn.bias_add", "clip")

@@ -44,7 +44,8 @@ from ..errors import IRError
 from .fixedpoint import (calculate_input_radius, downscale_int32_to_int16_multiplier, quantize_multiplier,
                          quantize_multipliers, reduce_multiplier_int64, rha)
 
-__all__ = ["requant_params", "requant64_params", "checked_log2", "pot_add_shifts", "AddParams", "add_params", "mul_params", "SoftmaxParams", "softmax_params",
+__all__ = ["requant_params", "requant64_params", "checked_log2", "pot_add_shifts", "AddParams", "add_params",
+           "mul_params", "SoftmaxParams", "softmax_params",
            "mean_params", "HardSwishParams", "hardswish_params", "LeakyReluParams", "leaky_relu_params", "lut_for",
            "FixedPointActivationParams", "fixed_point_activation_params", "concat_params"]
 
