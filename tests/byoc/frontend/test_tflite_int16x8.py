@@ -179,6 +179,19 @@ def test_add_sub_int16(op, path):
         check(w.finish(), rng)
 
 
+@pytest.mark.parametrize("factor", [1.0004, 0.9996, 1.0011, 0.9989])
+def test_add_int16_near_power_of_two_scales(factor):
+    """LiteRT's CheckedLog2 accepts scales within 1e-3 of a power of two in log2 (factor 1.0004: the power-of-two
+    path with the rounded exponents); 1.0011 is outside, so the general path. Both must match."""
+    rng = _rng("nearpot", factor)
+    for case in range(3):
+        w = TFLiteWriter()
+        a = w.input("a", (1, 3, 4, 5), "int16", scale=2.0 ** -11 * factor, zero_point=0)
+        b = w.input("b", (1, 3, 4, 5), "int16", scale=2.0 ** -(11 + case), zero_point=0)
+        w.output(w.add(a, b, out_scale=2.0 ** -11, out_zp=0, pot_scale_int16=True))
+        check(w.finish(), rng)
+
+
 def test_mul_int16():
     rng = _rng("mul16")
     for case in range(CASES):
