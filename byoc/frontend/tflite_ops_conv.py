@@ -4,6 +4,10 @@ Quantized chains follow TVM's frontend (docs/architecture.md): ``[nn.pad →] qn
 qnn.requantize [→ clip]``. The requantize input scale is the exact float64 product double(s_in)·double(s_w[c]),
 so the (M, shift) the op derives equals TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's
 reference kernel) or, with ``semantics="tflm"``, with the float32-product multiplier and ``TFLITE`` rounding.
+
+16x8 (int16 activations with zero point 0, int8 weights): LiteRT accumulates in int64 with an int64 bias, so the
+chain's accumulator is int64 (``out_dtype="int64"``) and ``qnn.requantize`` of int64 data is LiteRT's int64
+MultiplyByQuantizedMultiplier; CONV_2D / FULLY_CONNECTED with ``quantized_bias_type`` INT32 keep the int32 chain.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import numpy as np
 from ..ir.expr import Expr
 from .tflite_context import QUANT_DTYPES, OpContext, converter
 from .tflite_quant import conv_scale_products, float32_scale_products, same_padding
+from .tflite_reader import DTYPES
 
 _CONV_Q = ("nn.pad", "qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip")
 _CONV_F = ("nn.pad", "nn.conv2d", "nn.bias_add", "clip")
@@ -54,14 +59,47 @@ def _quantized_kernel_zp(ctx: OpContext, w_t, zps: np.ndarray):
     return _scalar_or_vector(zps)
 
 
-def _bias(ctx: OpContext, y: Expr, i: int, channels: int, axis: int, quantized: bool) -> Expr:
+_BIAS_OPTION = {0: None, 2: "int32", 4: "int64"}  # quantized_bias_type (a TensorType; FLOAT32 = 0 = not set)
+
+
+def _accumulator(ctx: OpContext, x_t, bias_index: int, has_option: bool) -> str:
+    """The accumulator (and bias) dtype LiteRT's kernel uses: int32 for 8-bit data; for int16 data int64, unless
+    ``quantized_bias_type`` is INT32 (CONV_2D / FULLY_CONNECTED; conv.cc / fully_connected.cc Prepare+Eval)."""
+    if x_t.dtype != "int16":
+        return "int32"
+    out_t = ctx.out_tensor()
+    for t, what in ((x_t, "input"), (out_t, "output")):
+        if t.dtype != "int16" or ctx.quant(t, what)[1] != 0:
+            raise ctx.fail(f"16x8 {ctx.op.opcode} needs an int16 {what} with zero point 0, found {t.label} "
+                           f"{t.dtype} with zero point {t.quant.zero_point[0] if t.quant is not None else None}",
+                           hint="LiteRT rejects this model too")
+    code = int(ctx.options.get("quantized_bias_type", 0)) if has_option else 0
+    if code not in _BIAS_OPTION:
+        raise ctx.fail(f"quantized_bias_type is {DTYPES.get(code, code)}; LiteRT takes int32 or int64")
+    chosen = _BIAS_OPTION[code]
+    bias_dtype = ctx.tensor(bias_index).dtype if ctx.has_input(bias_index) else None
+    if chosen is not None and bias_dtype not in (None, chosen):
+        raise ctx.fail(f"bias is {bias_dtype} but quantized_bias_type says {chosen}",
+                       hint="LiteRT rejects this model too")
+    if chosen is None and bias_dtype == "int32":
+        if not has_option:
+            raise ctx.fail("16x8 DEPTHWISE_CONV_2D needs an int64 bias, found int32", hint="LiteRT rejects it too")
+        raise ctx.fail("16x8 bias is int32 without quantized_bias_type INT32; LiteRT's kernel would read it as "
+                       "int64", hint="write an int64 bias, or set quantized_bias_type to INT32 in the options")
+    w_t = ctx.tensor(1)
+    if w_t.dtype != "int8":
+        raise ctx.fail(f"16x8 {ctx.op.opcode} with {w_t.dtype} weights {w_t.label} is not supported (int8 only)")
+    return chosen or "int64"
+
+
+def _bias(ctx: OpContext, y: Expr, i: int, channels: int, axis: int, quantized: bool,
+          acc: str = "int32") -> Expr:
     if not ctx.has_input(i):
         return y
     b_t = ctx.tensor(i)
-    want = "int32" if quantized else "float32"
+    want = acc if quantized else "float32"
     if b_t.dtype != want:
-        raise ctx.fail(f"bias {b_t.label} is {b_t.dtype}; expected {want}"
-                       + (" (int16 activations with int64 bias are not supported)" if quantized else ""))
+        raise ctx.fail(f"bias {b_t.label} is {b_t.dtype}; expected {want}")
     if b_t.shape != (channels,):
         raise ctx.fail(f"bias {b_t.label} has shape {list(b_t.shape)}; expected [{channels}]")
     # Bias quantization is never read by TFLite's int8 kernels (and is malformed in person_detect): ignore it.
@@ -126,10 +164,11 @@ def _conv_like(ctx: OpContext, depthwise: bool) -> list[Expr]:
         y = ctx.call("nn.conv2d", [x, weight], attrs)
         y = _bias(ctx, y, 2, cout, 3, False)
         return [ctx.apply_activation(y, out_t)]
+    acc = _accumulator(ctx, x_t, 2, has_option=not depthwise)
     y = ctx.call("qnn.conv2d", [x, weight, ctx.const(zp_in, "int32"), ctx.const(kzp, "int32"),
                                 ctx.const(s_in, "float32"), ctx.const(_scalar_or_vector(w_scales), "float32")],
-                 dict(attrs, out_dtype="int32"))
-    y = _bias(ctx, y, 2, cout, 3, True)
+                 dict(attrs, out_dtype=acc))
+    y = _bias(ctx, y, 2, cout, 3, True, acc)
     y = _requantize(ctx, y, s_in, w_scales, 3)
     return [ctx.apply_activation(y, out_t)]
 
@@ -169,11 +208,12 @@ def convert_fully_connected(ctx: OpContext) -> list[Expr]:
     if x_t.dtype in QUANT_DTYPES:
         s_in, zp_in = ctx.quant(x_t, "input")
         w_scales, w_zps = ctx.weight_quant(w_t, 0, "weights")
+        acc = _accumulator(ctx, x_t, 2, has_option=True)
         y = ctx.call("qnn.dense", [x, weight, ctx.const(zp_in, "int32"),
                                    ctx.const(_scalar_or_vector(w_zps), "int32"), ctx.const(s_in, "float32"),
                                    ctx.const(_scalar_or_vector(w_scales), "float32")],
-                     {"units": units, "out_dtype": "int32"})
-        y = _bias(ctx, y, 2, units, 1, True)
+                     {"units": units, "out_dtype": acc})
+        y = _bias(ctx, y, 2, units, 1, True, acc)
         if ctx.semantics == "tflm":
             y = _requantize(ctx, y, s_in, w_scales, 1, "TFLITE", float32_scale_products)
         else:
@@ -221,6 +261,9 @@ def convert_transpose_conv(ctx: OpContext) -> list[Expr]:
     x = ctx.input(2)
     weight = ctx.weight(1)
     out_act = ctx.activation()
+    if x_t.dtype == "int16":
+        raise ctx.fail("16x8 TRANSPOSE_CONV (LiteRT's int64 accumulator) is not supported",
+                       hint="CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED are supported with int16 activations")
     if x_t.dtype in QUANT_DTYPES:
         s_in, zp_in = ctx.quant(x_t, "input")
         w_scales, w_zps = ctx.weight_quant(w_t, 0, "filter")

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import IRError
 from ..ir.expr import Expr
+from ..ops.qnn_elemwise import add_left_shift
+from ..quant.params import checked_log2, pot_add_shifts
 from .tflite_context import QUANT_DTYPES, OpContext, converter
 from .tflite_quant import dtype_limits, quantize_float32, same_padding
 
@@ -36,19 +39,52 @@ def _binary(ctx: OpContext, qop: str, fop: str) -> list[Expr]:
     _same_dtype(ctx, a_t, b_t, out_t)
     a, b = ctx.input(0), ctx.input(1)
     if a_t.dtype in QUANT_DTYPES:
+        attrs = None
+        if a_t.dtype == "int16":
+            _zero_points_zero(ctx, a_t, b_t, out_t)
         if qop in ("qnn.add", "qnn.subtract"):
             s1, _ = ctx.quant(a_t, "input")
             s2, _ = ctx.quant(b_t, "input")
             so, _ = ctx.quant(out_t, "output")
-            real = 2.0 * max(float(s1), float(s2)) / (float(np.float32(2**20 * np.float32(so))))
-            if real >= 1.0:
-                raise ctx.fail(f"output scale {so} is too small for input scales {s1} and {s2} (TFLite needs "
-                               f"2·max(s1, s2) / (2^20·s_out) < 1, found {real:.3g})",
-                               hint="LiteRT aborts on this model")
-        y = ctx.call(qop, [a, b] + _q_operands(ctx, (a_t, "input"), (b_t, "input"), (out_t, "output")))
+            if a_t.dtype == "int16" and _pot_int16_path(ctx, s1, s2, so):
+                attrs = {"rounding": "TFLITE_POT"}
+            else:
+                ls = add_left_shift(a_t.dtype)
+                real = 2.0 * max(float(s1), float(s2)) / (float(np.float32(2**ls * np.float32(so))))
+                if real >= 1.0:
+                    raise ctx.fail(f"output scale {so} is too small for input scales {s1} and {s2} (TFLite needs "
+                                   f"2·max(s1, s2) / (2^{ls}·s_out) < 1, found {real:.3g})",
+                                   hint="LiteRT aborts on this model")
+        y = ctx.call(qop, [a, b] + _q_operands(ctx, (a_t, "input"), (b_t, "input"), (out_t, "output")), attrs)
     else:
         y = ctx.call(fop, [a, b])
     return [ctx.apply_activation(y, out_t)]
+
+
+def _zero_points_zero(ctx: OpContext, *tensors) -> None:
+    """LiteRT's int16 kernels are symmetric: every int16 operand and result has zero point 0 (ENSUREd)."""
+    for t in tensors:
+        zp = int(t.quant.zero_point[0]) if t.quant is not None and t.quant.zero_point.size else 0
+        if zp != 0:
+            raise ctx.fail(f"int16 {ctx.op.opcode} needs zero point 0 on every tensor, found {zp} on {t.label}",
+                           hint="LiteRT rejects this model too")
+
+
+def _pot_int16_path(ctx: OpContext, s1: float, s2: float, so: float) -> bool:
+    """LiteRT's choice (add.cc / sub.cc Prepare): the power-of-two int16 path when ``pot_scale_int16`` is set
+    (no options table: unset) and all three scales pass CheckedLog2; otherwise the general left-shift-15 path."""
+    if not int(ctx.options.get("pot_scale_int16", 0)):
+        return False
+    if not all(checked_log2(s)[1] for s in (s1, s2, so)):
+        return False
+    try:
+        pot_add_shifts(s1, s2, so, ctx.op.opcode)
+    except IRError as e:
+        raise ctx.fail(e.message, hint="LiteRT rejects this model too") from None
+    if ctx.op.opcode == "ADD" and ctx.tensor(0).shape != ctx.tensor(1).shape:
+        raise ctx.fail("int16 ADD on LiteRT's power-of-two path does not broadcast (its kernel reads past the "
+                       "smaller input)", hint="write pot_scale_int16 = false to take the general int16 path")
+    return True
 
 
 @converter("ADD", quant=("qnn.add", "clip"), float=("add", "clip"))
@@ -134,11 +170,24 @@ def convert_mean(ctx: OpContext) -> list[Expr]:
 
 
 # --------------------------------------------------------------------------------------------- activations
+# LiteRT's int16 kernels of these ops are their own algorithms (not the 8-bit ones widened): refused by name.
+_INT16_KERNELS = {"SOFTMAX": "a 513-entry exp table and a 1/(1+x) table with interpolation",
+                  "LOGISTIC": "input rescaling and interpolation in a 256-entry uint16 sigmoid table",
+                  "TANH": "input rescaling and interpolation in a 256-entry uint16 tanh table",
+                  "HARD_SWISH": None}  # LiteRT has no int16 HARD_SWISH either
+
+
 def _unary_quant_args(ctx: OpContext) -> tuple:
     ctx.check_arity(1)
     x_t, out_t = ctx.tensor(0), ctx.out_tensor()
     if x_t.dtype in QUANT_DTYPES and out_t.dtype not in QUANT_DTYPES:
         raise ctx.fail(f"output {out_t.label} is {out_t.dtype} but input {x_t.label} is {x_t.dtype}")
+    if "int16" in (x_t.dtype, out_t.dtype) and ctx.op.opcode in _INT16_KERNELS:
+        how = _INT16_KERNELS[ctx.op.opcode]
+        raise ctx.fail(f"int16 {ctx.op.opcode} is not supported ("
+                       + (f"LiteRT's int16 kernel uses {how})" if how else "LiteRT has no int16 kernel for it)"),
+                       hint="int16 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, MUL, PAD, LEAKY_RELU, "
+                            "CONCATENATION, QUANTIZE and DEQUANTIZE are supported")
     return x_t, out_t, ctx.input(0)
 
 
@@ -194,6 +243,8 @@ def convert_leaky_relu(ctx: OpContext) -> list[Expr]:
     if not np.isfinite(alpha):
         raise ctx.fail(f"alpha is {alpha}")
     if x_t.dtype in QUANT_DTYPES:
+        if x_t.dtype == "int16":
+            _zero_points_zero(ctx, x_t, out_t)
         args = [x] + _q_operands(ctx, (x_t, "input"), (out_t, "output"))
         return [ctx.call("qnn.leaky_relu", args, {"alpha": alpha})]
     return [ctx.call("nn.leaky_relu", [x], {"alpha": alpha})]
@@ -235,7 +286,10 @@ def convert_quantize(ctx: OpContext) -> list[Expr]:
     if x_t.dtype == "float32":
         return [ctx.call("qnn.quantize", [x, ctx.const(s_out, "float32"), ctx.const(zp_out, "int32")],
                          {"axis": -1, "out_dtype": out_t.dtype})]
-    if x_t.dtype not in QUANT_DTYPES:
+    if x_t.dtype == "int32" and out_t.dtype not in ("int8", "int16"):
+        raise ctx.fail(f"int32 input {x_t.label} requantizes to int8 or int16 only, found {out_t.dtype}",
+                       hint="LiteRT rejects this model too")
+    if x_t.dtype not in QUANT_DTYPES + ("int32",):
         raise ctx.fail(f"input {x_t.label} is {x_t.dtype}; QUANTIZE takes float32 or a quantized integer type")
     s_in, zp_in = ctx.quant(x_t, "input")
     # QUANTIZE requantizes with QuantizeMultiplier(double(s_in) / double(s_out)), exactly qnn.requantize's rule.

@@ -1,6 +1,7 @@
 """TFLite converters for data movement: PAD, PADV2, RESHAPE, SQUEEZE, TRANSPOSE, CONCATENATION, SPLIT,
 STRIDED_SLICE and RESIZE_NEAREST_NEIGHBOR. None of them rescales, except uint8 CONCATENATION with differing
-input parameters (LiteRT's float32 rescale; int8 inputs must match the output exactly, as LiteRT requires).
+input parameters (LiteRT's float32 rescale; int8 inputs must match the output exactly, as LiteRT requires; int16
+inputs are copied raw whatever their scales, as LiteRT does).
 """
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ def convert_transpose(ctx: OpContext) -> list[Expr]:
     return [ctx.call("transpose", [ctx.input(0)], {"axes": tuple(perm)})]
 
 
-@converter("CONCATENATION", quant=("qnn.concatenate",), float=("concatenate",))
+@converter("CONCATENATION", quant=("qnn.concatenate", "concatenate"), float=("concatenate",))
 def convert_concatenation(ctx: OpContext) -> list[Expr]:
     n = len(ctx.op.inputs)
     ctx.check_arity(1, max(n, 1))
@@ -123,6 +124,8 @@ def convert_concatenation(ctx: OpContext) -> list[Expr]:
     if out_t.dtype not in QUANT_DTYPES:
         return [ctx.call("concatenate", [xs], {"axis": axis})]
     s_out, zp_out = ctx.quant(out_t, "output")
+    if out_t.dtype == "int16":
+        return [_concat_int16(ctx, xs, tensors, out_t, s_out, zp_out, axis)]
     scales, zps = [], []
     for t in tensors:
         s, zp = ctx.quant(t, "input")
@@ -134,6 +137,21 @@ def convert_concatenation(ctx: OpContext) -> list[Expr]:
         zps.append(ctx.const(zp, "int32"))
     return [ctx.call("qnn.concatenate", [xs, ctx.tuple(scales), ctx.tuple(zps), ctx.const(s_out, "float32"),
                                          ctx.const(zp_out, "int32")], {"axis": axis})]
+
+
+def _concat_int16(ctx: OpContext, xs, tensors, out_t, s_out: float, zp_out: int, axis: int) -> Expr:
+    """LiteRT's int16 CONCATENATION copies the raw values whatever the input scales (concatenation.cc checks
+    only that every zero point is 0): equal parameters keep ``qnn.concatenate``, others a raw ``concatenate``."""
+    params = [ctx.quant(t, "input") for t in tensors]
+    for t, (_, zp) in zip(list(tensors) + [out_t], params + [(s_out, zp_out)]):
+        if zp != 0:
+            raise ctx.fail(f"int16 CONCATENATION needs zero point 0 on every tensor, found {zp} on {t.label}",
+                           hint="LiteRT rejects this model too")
+    if any(np.float32(s) != np.float32(s_out) for s, _ in params):
+        return ctx.call("concatenate", [xs], {"axis": axis})
+    return ctx.call("qnn.concatenate", [xs, ctx.tuple([ctx.const(s, "float32") for s, _ in params]),
+                                        ctx.tuple([ctx.const(0, "int32") for _ in params]),
+                                        ctx.const(s_out, "float32"), ctx.const(0, "int32")], {"axis": axis})
 
 
 @converter("SPLIT", quant=("split",), float=("split",))

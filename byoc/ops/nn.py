@@ -177,10 +177,10 @@ def _bias_add_compute(args, attrs):
     axis = attrs.axis if attrs.axis >= 0 else attrs.axis + x.ndim
     shape = [1] * x.ndim
     shape[axis] = b.shape[0]
-    if x.dtype.kind in "iu":
+    if x.dtype.kind in "iu" and x.dtype.itemsize <= 4:
         from ..quant.fixedpoint import wrap32
         return wrap32(x.astype(np.int64) + b.reshape(shape).astype(np.int64)).astype(x.dtype)
-    return (x + b.reshape(shape)).astype(x.dtype)
+    return (x + b.reshape(shape)).astype(x.dtype)  # int64 (16x8 accumulators): a 64-bit add
 
 
 register_op("nn.bias_add", ("data", "bias"), attrs=BiasAddAttrs, rel=_bias_add_rel, fusion=FusionKind.BROADCAST,

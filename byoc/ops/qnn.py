@@ -14,8 +14,8 @@ import numpy as np
 from ..errors import IRError
 from ..ir.attrs import Attrs
 from ..ir.types import TensorType
-from ..quant.fixedpoint import mbqm, rha, wrap32
-from ..quant.params import requant_params
+from ..quant.fixedpoint import mbqm, mbqm64, rha, wrap32
+from ..quant.params import requant64_params, requant_params
 from .conv_transpose import Conv2DTransposeAttrs, conv2d_transpose_compute, conv2d_transpose_out_type
 from .kernels import exact_int_matmul
 from .nn import Conv2DAttrs, DenseAttrs, conv2d_compute, conv2d_out_type, dense_out_type
@@ -56,13 +56,21 @@ def _conv_compute(args, attrs):
     ws = w.astype(np.int64) - _zp_along(zp_w, w.ndim, _kernel_out_axis(attrs.kernel_layout))
     # Padding in qnn.conv2d itself pads with the input zero point, i.e. 0 after the subtraction.
     acc = conv2d_compute(xs, ws, attrs, integer=True, pad_value=0)
-    return wrap32(acc).astype(attrs.out_dtype or "int32")
+    return _accumulator(acc, attrs.out_dtype)
+
+
+def _accumulator(acc: np.ndarray, out_dtype: str) -> np.ndarray:
+    """The exact sum as LiteRT keeps it: an int64 accumulator (16x8 kernels) or a wrapping int32 one."""
+    if out_dtype == "int64":
+        return acc.astype(np.int64)
+    return wrap32(acc).astype(out_dtype or "int32")
 
 
 register_op("qnn.conv2d", ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",
                            "kernel_scale"),
             attrs=Conv2DAttrs, rel=_conv_rel, fusion=FusionKind.OUT_ELEMWISE_FUSABLE, compute=_conv_compute,
-            doc="Quantized conv: int32 sum of (x − zp_in)(w − zp_w); wraps like TFLite's accumulator.")
+            doc="Quantized conv: int32 sum of (x − zp_in)(w − zp_w); wraps like TFLite's accumulator (out_dtype "
+                "int64: the exact sum, as LiteRT's 16x8 kernels keep it).")
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,11 @@ def requantize_values(x: np.ndarray, input_scale, input_zp, output_scale, output
     bshape = [1] * x.ndim
     if scale_in.size > 1:
         bshape[ax] = scale_in.size
-    if rounding == "TFLITE":
+    if rounding == "TFLITE" and x.dtype == np.int64:
+        # LiteRT's int64 overload of MultiplyByQuantizedMultiplier (16x8 CONV / DEPTHWISE accumulators).
+        m16, total = requant64_params(scale_in, output_scale)
+        y = mbqm64(xi, m16.reshape(bshape), total.reshape(bshape))
+    elif rounding == "TFLITE":
         m, s = requant_params(scale_in, output_scale)
         y = mbqm(xi, m.reshape(bshape), s.reshape(bshape))
     elif rounding == "ONNX":
@@ -133,7 +145,8 @@ def _requantize_compute(args, attrs):
 
 register_op("qnn.requantize", ("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point"),
             attrs=RequantizeAttrs, rel=_requantize_rel, fusion=FusionKind.ELEMWISE, compute=_requantize_compute,
-            doc="Rescale integers: TFLITE = double-rounding fixed point (SRDHM + RDBPOT); TFLITE_FLOAT = "
+            doc="Rescale integers: TFLITE = double-rounding fixed point (SRDHM + RDBPOT), or for int64 data LiteRT's "
+                "int64 MBQM (Q15 multiplier, one rounding); TFLITE_FLOAT = "
                 "round(double(x)·double scale) as LiteRT's FULLY_CONNECTED; UPWARD/TONEAREST = TVM's.")
 
 
@@ -157,7 +170,7 @@ def _dense_compute(args, attrs):
     x, w, zp_in, zp_w = args[:4]
     xs = x.astype(np.int64) - np.asarray(zp_in, np.int64).reshape(-1)[0]
     ws = w.astype(np.int64) - _zp_along(zp_w, 2, 0)
-    return wrap32(exact_int_matmul(xs, ws.T)).astype(attrs.out_dtype or "int32")
+    return _accumulator(exact_int_matmul(xs, ws.T), attrs.out_dtype)
 
 
 register_op("qnn.dense", ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale", "kernel_scale"),

@@ -1,6 +1,7 @@
 """Quantized binary ops, concatenation and mean with TFLite reference-kernel arithmetic.
 
-qnn.add / qnn.subtract: TFLite's left-shift-20 scheme (quant-semantics.md §3.4, §3.6); qnn.mul: MUL with its
+qnn.add / qnn.subtract: TFLite's left-shift-20 scheme (left shift 15 for int16, §3.18) (quant-semantics.md §3.4,
+§3.6); qnn.mul: MUL with its
 float32 multiplier (§3.5); qnn.concatenate: copy or LiteRT's float32 rescale (§3.14); qnn.mean: MEAN with 1/N
 folded into the multiplier (§3.19). Multipliers come from ``byoc.quant.params``.
 
@@ -17,13 +18,13 @@ from ..errors import ExecutionError
 from ..ir.attrs import Attrs
 from ..ir.types import TensorType
 from ..quant.fixedpoint import mbqm, rdbpot, rha, srdhm, wrap32
-from ..quant.params import add_params, concat_params, mean_params, mul_params
+from ..quant.params import add_params, concat_params, mean_params, mul_params, pot_add_shifts
 from .reduce import ReduceAttrs, reduce_axes, reduced_shape
 from .registry import FusionKind, register_op
 from .rel import broadcast_shapes, dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg, tuple_arg
 from .transform_ops import concat_out_type
 
-__all__ = ["BinaryQnnAttrs", "binary_channel_axis"]
+__all__ = ["BinaryQnnAttrs", "binary_channel_axis", "add_left_shift"]
 
 _BINARY_ARGS = ("lhs", "rhs", "lhs_scale", "lhs_zero_point", "rhs_scale", "rhs_zero_point", "output_scale",
                 "output_zero_point")
@@ -33,13 +34,15 @@ _BINARY_ARGS = ("lhs", "rhs", "lhs_scale", "lhs_zero_point", "rhs_scale", "rhs_z
 class BinaryQnnAttrs(Attrs):
     lhs_axis: int = -1
     rhs_axis: int = -1
-    rounding: str = "TFLITE"  # "ONNX": onnxruntime's QLinearAdd / QLinearMul float32 arithmetic (per tensor)
+    # "ONNX": onnxruntime's QLinearAdd / QLinearMul float32 arithmetic (per tensor); "TFLITE_POT": LiteRT's int16
+    # ADD/SUB for power-of-two scales (each input rounded down to the output scale by a shift, then summed).
+    rounding: str = "TFLITE"
 
     def __post_init__(self):
         Attrs.__post_init__(self)
-        if self.rounding not in ("TFLITE", "ONNX"):
+        if self.rounding not in ("TFLITE", "ONNX", "TFLITE_POT"):
             from ..errors import IRError
-            raise IRError(f"qnn binary op: unknown rounding {self.rounding!r}", hint="'TFLITE' or 'ONNX'")
+            raise IRError(f"qnn binary op: unknown rounding {self.rounding!r}", hint="'TFLITE', 'ONNX' or 'TFLITE_POT'")
 
 
 def _onnx_binary(name: str, args):
@@ -118,8 +121,10 @@ def _add_sub(name: str, sign: int):
     def compute(args, attrs):
         if attrs.rounding == "ONNX":
             return _onnx_binary(name, args)
+        if attrs.rounding == "TFLITE_POT":
+            return _pot_add_sub(name, sign, args)
         a, b, axis, n, zp_out = _prepare_binary(args, attrs)
-        p = add_params(args[2], args[4], args[6], 20, op=name)
+        p = add_params(args[2], args[4], args[6], add_left_shift(args[0].dtype.name), op=name)
         m1, e1 = _on_axis(p.lhs_multiplier, n, axis), _on_axis(p.lhs_shift, n, axis)
         m2, e2 = _on_axis(p.rhs_multiplier, n, axis), _on_axis(p.rhs_shift, n, axis)
         mo, eo = _on_axis(p.output_multiplier, n, axis), _on_axis(p.output_shift, n, axis)
@@ -131,9 +136,26 @@ def _add_sub(name: str, sign: int):
     return compute
 
 
+def _pot_add_sub(name: str, sign: int, args) -> np.ndarray:
+    """LiteRT's int16 power-of-two ADD/SUB (zero points 0): RDBPOT(q1, −sh1) ± RDBPOT(q2, −sh2), saturated."""
+    if args[0].dtype != np.int16 or any(np.asarray(args[i]).size > 1 or np.asarray(args[i]).reshape(-1)[0] != 0
+                                        for i in (3, 5, 7)):
+        raise ExecutionError(f"{name} with rounding='TFLITE_POT' takes int16 data with zero points 0")
+    sh1, sh2 = pot_add_shifts(args[2], args[4], args[6], name)
+    raw = rdbpot(args[0].astype(np.int64), -sh1) + sign * rdbpot(args[1].astype(np.int64), -sh2)
+    return np.clip(raw, -32768, 32767).astype(np.int16)
+
+
+def add_left_shift(dtype: str) -> int:
+    """ADD/SUB's left shift: 20 for 8-bit data, 15 on LiteRT's general int16 path (add.cc Prepare)."""
+    return 15 if dtype == "int16" else 20
+
+
 def _mul_compute(args, attrs):
     if attrs.rounding == "ONNX":
         return _onnx_binary("qnn.mul", args)
+    if attrs.rounding == "TFLITE_POT":
+        raise ExecutionError("qnn.mul has no rounding='TFLITE_POT' semantics (an int16 ADD/SUB path)")
     a, b, axis, n, zp_out = _prepare_binary(args, attrs)
     m, e = mul_params(args[2], args[4], args[6])
     raw = mbqm(wrap32(a * b), _on_axis(m, n, axis), _on_axis(e, n, axis)) + zp_out
@@ -141,11 +163,13 @@ def _mul_compute(args, attrs):
     return np.clip(raw, lo, hi).astype(args[0].dtype)
 
 
-register_op("qnn.add", _BINARY_ARGS, attrs=BinaryQnnAttrs, rel=_binary_rel("qnn.add", ("int8", "uint8")),
-            fusion=FusionKind.BROADCAST, compute=_add_sub("qnn.add", 1),
-            doc="TFLite ADD: inputs scaled by 2^20 and rescaled with three fixed-point multipliers; saturating.")
+register_op("qnn.add", _BINARY_ARGS, attrs=BinaryQnnAttrs,
+            rel=_binary_rel("qnn.add", ("int8", "uint8", "int16")), fusion=FusionKind.BROADCAST,
+            compute=_add_sub("qnn.add", 1),
+            doc="TFLite ADD: inputs scaled by 2^20 (int16: 2^15, LiteRT's general int16 path) and rescaled with "
+                "three fixed-point multipliers; saturating.")
 register_op("qnn.subtract", _BINARY_ARGS, attrs=BinaryQnnAttrs,
-            rel=_binary_rel("qnn.subtract", ("int8", "uint8")), fusion=FusionKind.BROADCAST,
+            rel=_binary_rel("qnn.subtract", ("int8", "uint8", "int16")), fusion=FusionKind.BROADCAST,
             compute=_add_sub("qnn.subtract", -1), doc="TFLite SUB: as qnn.add with the difference.")
 register_op("qnn.mul", _BINARY_ARGS, attrs=BinaryQnnAttrs, rel=_binary_rel("qnn.mul", ("int8", "uint8", "int16")),
             fusion=FusionKind.BROADCAST, compute=_mul_compute,

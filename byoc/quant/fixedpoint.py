@@ -13,6 +13,7 @@ __all__ = [
     "rdbpot", "mbqm", "rha", "multiply_by_quantized_multiplier_float", "quantize_multiplier_smaller_than_one_exp",
     "quantize_multiplier_greater_than_one", "mbqm_smaller_than_one_exp", "mbqm_greater_than_one", "srdhm16",
     "saturating_left_shift", "downscale_int32_to_int16_multiplier", "calculate_input_radius", "tdiv",
+    "reduce_multiplier_int64", "mbqm64",
 ]
 
 INT32_MIN = -(1 << 31)
@@ -93,6 +94,24 @@ def mbqm(x, m, shift):
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     return rdbpot(srdhm(wrap32(x << left), m), right)
+
+
+def reduce_multiplier_int64(m):
+    """The Q15 multiplier of the int64 MultiplyByQuantizedMultiplier: (M + 2^15) >> 16, or 0x7FFF from
+    0x7FFF0000 on (quant-semantics §1.6)."""
+    m = np.asarray(m, dtype=np.int64)
+    return np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+
+
+def mbqm64(x, m16, total_shift):
+    """MultiplyByQuantizedMultiplier of an int64 x (16x8 CONV/DEPTHWISE): int32((x·M16 + 2^(t−1)) >> t) with
+    t = 15 − shift ≥ 1, a single rounding with ties toward +∞; the int64 product and sum wrap as in C."""
+    x = np.asarray(x, dtype=np.int64)
+    m16 = np.asarray(m16, dtype=np.int64)
+    t = np.asarray(total_shift, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        v = np.atleast_1d(x) * m16 + (np.int64(1) << (t - 1))
+    return wrap32(v >> t).reshape(np.broadcast_shapes(x.shape, m16.shape, t.shape))
 
 
 def multiply_by_quantized_multiplier_float(acc, scale):

@@ -7,8 +7,12 @@ intermediate value is float32 or double:
 
 ``requant_params(input_scale, output_scale)``
     QuantizeMultiplier(double(s_in) / double(s_out)) per channel: CONV, DEPTHWISE, TRANSPOSE_CONV, QUANTIZE.
+``requant64_params(input_scale, output_scale)``
+    The same multipliers reduced to Q15 for the int64 MultiplyByQuantizedMultiplier (16x8 CONV, DEPTHWISE).
 ``add_params(lhs_scale, rhs_scale, output_scale, left_shift=20)``
     ADD / SUB: T = 2·max(s1, s2); three QuantizeMultiplierSmallerThanOneExp multipliers → ``AddParams``.
+``pot_add_shifts(lhs_scale, rhs_scale, output_scale)``
+    int16 ADD / SUB on LiteRT's power-of-two path: the input shifts log2(s_i) − log2(s_out) from CheckedLog2.
 ``mul_params(lhs_scale, rhs_scale, output_scale)``
     MUL: QuantizeMultiplier(float32(float32(s1·s2) / s_out)).
 ``softmax_params(input_scale, beta=1.0)``
@@ -38,9 +42,10 @@ import numpy as np
 
 from ..errors import IRError
 from .fixedpoint import (calculate_input_radius, downscale_int32_to_int16_multiplier, quantize_multiplier,
-                         quantize_multipliers, rha)
+                         quantize_multipliers, reduce_multiplier_int64, rha)
 
-__all__ = ["requant_params", "AddParams", "add_params", "mul_params", "SoftmaxParams", "softmax_params",
+__all__ = ["requant_params", "requant64_params", "checked_log2", "pot_add_shifts", "AddParams", "add_params",
+           "mul_params", "SoftmaxParams", "softmax_params",
            "mean_params", "HardSwishParams", "hardswish_params", "LeakyReluParams", "leaky_relu_params", "lut_for",
            "FixedPointActivationParams", "fixed_point_activation_params", "concat_params"]
 
@@ -81,6 +86,19 @@ def requant_params(input_scale, output_scale, op: str = "qnn.requantize") -> tup
     return quantize_multipliers(s_in / s_out[0])
 
 
+def requant64_params(input_scale, output_scale, op: str = "qnn.requantize") -> tuple[np.ndarray, np.ndarray]:
+    """(Q15 multiplier, total right shift 15 − shift) per channel for an int64 input (quant-semantics §1.6).
+
+    LiteRT asserts shift ≤ 7; its formula is defined up to shift 14 (a right shift of at least 1), so larger
+    multipliers (a rescale of 2^14 or more) are refused."""
+    m, s = requant_params(input_scale, output_scale, op)
+    if np.any(s > 14):
+        worst = float(np.max(_vec64(input_scale)) / _vec64(output_scale)[0])
+        raise IRError(f"{op}: the rescale {worst!r} of an int64 input is 2^14 or more",
+                      hint="LiteRT's int64 MultiplyByQuantizedMultiplier needs a multiplier below 2^7")
+    return reduce_multiplier_int64(m), 15 - s
+
+
 @dataclass(frozen=True)
 class AddParams:
     """ADD/SUB fixed-point parameters; each field is an int64 array (one entry per channel, or one)."""
@@ -110,6 +128,35 @@ def add_params(lhs_scale, rhs_scale, output_scale, left_shift: int = 20, op: str
                     hint="TFLite's ADD/SUB needs 2·max(input scales) < 2^20·output scale and positive scales")
             out[mk][i], out[ek][i] = quantize_multiplier(r)
     return AddParams(left_shift, out["m1"], out["e1"], out["m2"], out["e2"], out["mo"], out["eo"])
+
+
+def checked_log2(scale) -> tuple[int, bool]:
+    """TFLite CheckedLog2 in float32: (round(log(x)·(1/log 2)), whether that is within 1e-3 of an integer)."""
+    x = np.float32(scale)
+    with np.errstate(all="ignore"):
+        v = np.float32(np.log(x) * np.float32(np.float32(1.0) / np.log(np.float32(2.0))))
+    if not np.isfinite(v):
+        return 0, False
+    r = np.float32(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+    return int(r), bool(abs(np.float32(v - r)) < np.float32(1e-3))
+
+
+def pot_add_shifts(lhs_scale, rhs_scale, output_scale, op: str = "qnn.add") -> tuple[int, int]:
+    """LiteRT's int16 power-of-two ADD/SUB Prepare: shift_i = log2(s_i) − log2(s_out) (CheckedLog2 of each
+    scale); both ≤ 0 and at least one is 0. The kernel adds RDBPOT(q_i, −shift_i)."""
+    logs = []
+    for v, what in ((lhs_scale, "lhs"), (rhs_scale, "rhs"), (output_scale, "output")):
+        lg, ok = checked_log2(_scalar(v, f"{what} scale", op))
+        if not ok:
+            raise IRError(f"{op}: the {what} scale {float(np.float32(_scalar(v, what, op)))!r} is not a power of two",
+                          hint="the int16 power-of-two path needs power-of-two scales")
+        logs.append(lg)
+    s1, s2 = logs[0] - logs[2], logs[1] - logs[2]
+    if s1 > 0 or s2 > 0 or (s1 != 0 and s2 != 0):
+        raise IRError(f"{op}: power-of-two input shifts {s1} and {s2} (log2 scale − log2 output scale); LiteRT "
+                      f"needs both ≤ 0 and one of them 0",
+                      hint="give one input the output's scale and the other a smaller one")
+    return s1, s2
 
 
 def mul_params(lhs_scale, rhs_scale, output_scale) -> tuple[np.ndarray, np.ndarray]:

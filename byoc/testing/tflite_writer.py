@@ -21,7 +21,8 @@ Conventions:
 * Array arguments (weights, biases, shape vectors) become constant tensors with their own buffers. A weight may
   also be a ``TensorRef`` made with ``w.const(...)`` for full control (e.g. odd ``quantized_dimension``).
 * Conv/FC biases given as arrays are int32 with scale ``float32(s_in·s_w[c])`` and zero point 0 (as converters
-  write them); float models use float32 biases.
+  write them), int64 for int16 activations (16x8 models; ``quantized_bias_type="int32"`` on CONV_2D /
+  FULLY_CONNECTED writes an int32 bias and that option instead); float models use float32 biases.
 * ``name=""`` writes a tensor without a name (as in TFLite Micro test models); ``name=None`` generates one.
 """
 from __future__ import annotations
@@ -197,21 +198,29 @@ class TFLiteWriter:
         arr = np.asarray(w)
         return self.const(self._name(None, stem), arr, dtype or arr.dtype.name, scale, zp, qdim)
 
-    def _bias(self, b, x: TensorRef, wref: TensorRef, stem: str) -> TensorRef | None:
+    def _bias(self, b, x: TensorRef, wref: TensorRef, stem: str, dtype: str | None = None) -> TensorRef | None:
         if b is None or isinstance(b, TensorRef):
             return b
         arr = np.asarray(b)
         if x.quantized and wref.quantized:
+            dtype = dtype or ("int64" if x.dtype == "int16" else "int32")
             s = (np.float32(x.scale[0]) * np.asarray(wref.scale, np.float32)).astype(np.float32)
-            return self.const(self._name(None, stem), arr.astype(np.int32), "int32", s, 0, 0)
+            return self.const(self._name(None, stem), arr.astype(dtype), dtype, s, 0, 0)
         return self.const(self._name(None, stem), arr.astype(np.float32), "float32")
+
+    @staticmethod
+    def _bias_type_option(options: dict, quantized_bias_type: str | None) -> dict:
+        """Conv2DOptions / FullyConnectedOptions ``quantized_bias_type`` (a TensorType; absent = not set)."""
+        if quantized_bias_type is not None:
+            options["quantized_bias_type"] = TENSOR_TYPES[quantized_bias_type]
+        return options
 
     def conv2d(self, x: TensorRef, weight, bias=None, *, weight_scale=None, weight_zp=0, strides=(1, 1),
                padding: str = "SAME", dilation=(1, 1), activation: str = "NONE", out_scale=None, out_zp=None,
-               out_dtype=None, name=None, out_shape=None) -> TensorRef:
+               out_dtype=None, name=None, out_shape=None, quantized_bias_type: str | None = None) -> TensorRef:
         """CONV_2D; ``weight`` is OHWI [Cout, KH, KW, Cin/groups] (per-channel scales on axis 0)."""
         wref = self._weight(weight, "conv_weight", None, weight_scale, weight_zp, 0)
-        bref = self._bias(bias, x, wref, "conv_bias")
+        bref = self._bias(bias, x, wref, "conv_bias", quantized_bias_type)
         sh, sw = _as_tuple(strides, 2)
         dh, dw = _as_tuple(dilation, 2)
         co, kh, kw, _ = wref.shape
@@ -219,9 +228,9 @@ class TFLiteWriter:
         shape = out_shape or (n, same_or_valid_out(h, kh, sh, dh, padding),
                               same_or_valid_out(wd, kw, sw, dw, padding), co)
         y = self._out(x, shape, name, "conv2d", out_scale, out_zp, out_dtype)
-        self.op("CONV_2D", [x, wref, bref], [y], "Conv2DOptions", dict(
+        self.op("CONV_2D", [x, wref, bref], [y], "Conv2DOptions", self._bias_type_option(dict(
             padding=_PADDINGS[padding], stride_w=sw, stride_h=sh, dilation_w_factor=dw, dilation_h_factor=dh,
-            fused_activation_function=ACTIVATIONS[activation]))
+            fused_activation_function=ACTIVATIONS[activation]), quantized_bias_type))
         return y
 
     def depthwise_conv2d(self, x: TensorRef, weight, bias=None, *, weight_scale=None, weight_zp=0,
@@ -246,19 +255,20 @@ class TFLiteWriter:
 
     def fully_connected(self, x: TensorRef, weight, bias=None, *, weight_scale=None, weight_zp=0,
                         keep_num_dims: bool = False, activation: str = "NONE", out_scale=None, out_zp=None,
-                        out_dtype=None, name=None, out_shape=None) -> TensorRef:
+                        out_dtype=None, name=None, out_shape=None,
+                        quantized_bias_type: str | None = None) -> TensorRef:
         """FULLY_CONNECTED; ``weight`` is [units, K]; the input is flattened to [-1, K]."""
         wref = self._weight(weight, "fc_weight", None, weight_scale, weight_zp, 0)
-        bref = self._bias(bias, x, wref, "fc_bias")
+        bref = self._bias(bias, x, wref, "fc_bias", quantized_bias_type)
         units, k = wref.shape
         if keep_num_dims:
             shape = tuple(x.shape[:-1]) + (units,)
         else:
             shape = (int(np.prod(x.shape)) // k, units)
         y = self._out(x, out_shape or shape, name, "fully_connected", out_scale, out_zp, out_dtype)
-        self.op("FULLY_CONNECTED", [x, wref, bref], [y], "FullyConnectedOptions", dict(
+        self.op("FULLY_CONNECTED", [x, wref, bref], [y], "FullyConnectedOptions", self._bias_type_option(dict(
             fused_activation_function=ACTIVATIONS[activation], keep_num_dims=bool(keep_num_dims)),
-            version=4 if keep_num_dims else 1)
+            quantized_bias_type), version=4 if keep_num_dims else 1)
         return y
 
     def transpose_conv(self, x: TensorRef, weight, output_shape: Sequence[int], bias=None, *, weight_scale=None,
@@ -277,24 +287,31 @@ class TFLiteWriter:
         self.op("TRANSPOSE_CONV", inputs, [y], "TransposeConvOptions", opts, version=3 if bref is not None else 2)
         return y
 
-    def _binary(self, builtin, opts_name, a, b, activation, out_scale, out_zp, out_dtype, name, stem):
+    def _binary(self, builtin, opts_name, a, b, activation, out_scale, out_zp, out_dtype, name, stem,
+                pot_scale_int16: bool | None = None):
         if not isinstance(b, TensorRef):
             arr = np.asarray(b)
             b = self.const(self._name(None, stem + "_rhs"), arr, a.dtype, a.scale, a.zero_point or 0)
         shape = tuple(np.broadcast_shapes(a.shape, b.shape))
         y = self._out(a, shape, name, stem, out_scale, out_zp, out_dtype)
-        self.op(builtin, [a, b], [y], opts_name, dict(fused_activation_function=ACTIVATIONS[activation]),
-                version=2 if a.quantized else 1)
+        options = dict(fused_activation_function=ACTIVATIONS[activation])
+        if pot_scale_int16 is not None:
+            options["pot_scale_int16"] = bool(pot_scale_int16)
+        self.op(builtin, [a, b], [y], opts_name, options, version=2 if a.quantized else 1)
         return y
 
     def add(self, a: TensorRef, b, *, activation: str = "NONE", out_scale=None, out_zp=None, out_dtype=None,
-            name=None) -> TensorRef:
-        """ADD with numpy broadcasting (``b`` may be an array: a constant with ``a``'s quantization)."""
-        return self._binary("ADD", "AddOptions", a, b, activation, out_scale, out_zp, out_dtype, name, "add")
+            name=None, pot_scale_int16: bool | None = None) -> TensorRef:
+        """ADD with numpy broadcasting (``b`` may be an array: a constant with ``a``'s quantization).
+        ``pot_scale_int16`` is written only when given (the schema default is true; converters write false for
+        16x8 models, which selects LiteRT's general int16 path)."""
+        return self._binary("ADD", "AddOptions", a, b, activation, out_scale, out_zp, out_dtype, name, "add",
+                            pot_scale_int16)
 
     def sub(self, a: TensorRef, b, *, activation: str = "NONE", out_scale=None, out_zp=None, out_dtype=None,
-            name=None) -> TensorRef:
-        return self._binary("SUB", "SubOptions", a, b, activation, out_scale, out_zp, out_dtype, name, "sub")
+            name=None, pot_scale_int16: bool | None = None) -> TensorRef:
+        return self._binary("SUB", "SubOptions", a, b, activation, out_scale, out_zp, out_dtype, name, "sub",
+                            pot_scale_int16)
 
     def mul(self, a: TensorRef, b, *, activation: str = "NONE", out_scale=None, out_zp=None, out_dtype=None,
             name=None) -> TensorRef:

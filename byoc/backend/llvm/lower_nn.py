@@ -60,7 +60,7 @@ def emit_generic_conv(ctx, builder: ir.IRBuilder, node, data, weight, zp_in: int
     """Direct convolution; each output element's accumulator goes through ``ctx.emit_output``."""
     g = ConvGeometry(data.shape, weight.shape, node.checked_type.shape, attrs or node.attrs)
     floating = is_float(acc_dtype)
-    acc_ty = F64 if floating else I32
+    acc_ty = F64 if floating else (I64 if acc_dtype == "int64" else I32)
     acc_slot = alloca_once(builder, acc_ty, name="acc")
     in_dt, w_dt = data.dtype, weight.dtype
     with ctx.parallel(builder, g.oh, name="oy") as oy:
@@ -91,9 +91,15 @@ def emit_generic_conv(ctx, builder: ir.IRBuilder, node, data, weight, zp_in: int
                                     else:
                                         xs = builder.sub(_ext32(builder, xv, in_dt), const_int(I32, zp_in))
                                         ws = builder.sub(_ext32(builder, wv, w_dt), const_int(I32, zp_w))
-                                        builder.store(builder.add(acc, builder.mul(xs, ws)), acc_slot)
-                result = emit_cast(builder, builder.load(acc_slot), "float64" if floating else "int32", result_dtype)
+                                        builder.store(builder.add(acc, _widen(builder, builder.mul(xs, ws), acc_ty)),
+                                                      acc_slot)
+                result = emit_cast(builder, builder.load(acc_slot), "float64" if floating else acc_dtype, result_dtype)
                 ctx.emit_output(builder, g.out_index(n.index, oy, ox.index, oc.index), result)
+
+
+def _widen(builder, product, acc_ty):
+    """An int32 product (8/16-bit operands: exact) added to an int64 accumulator is sign-extended first."""
+    return builder.sext(product, acc_ty) if acc_ty == I64 else product
 
 
 def _ext32(builder, v, dtype):
@@ -112,7 +118,7 @@ def _multiply_accumulate(builder, acc, xv, wv, data_dtype: str, weight_dtype: st
     else:
         xs = builder.sub(_ext32(builder, xv, data_dtype), const_int(I32, zp_in))
         ws = builder.sub(_ext32(builder, wv, weight_dtype), zw)
-        builder.store(builder.add(cur, builder.mul(xs, ws)), acc)
+        builder.store(builder.add(cur, _widen(builder, builder.mul(xs, ws), cur.type)), acc)
 
 @lower_kernel("nn.conv2d")
 def _conv2d(ctx, builder, node, args):
@@ -161,8 +167,15 @@ def _qnn_conv2d(ctx, builder, node, args):
     if zpw.size > 1 and np.any(zpw != zpw[0]):
         emit_per_channel_zp_conv(ctx, builder, node, data, weight, scalar_int(zp_in), zpw, attrs)
         return
-    emit_generic_conv(ctx, builder, node, data, weight, scalar_int(zp_in), int(zpw[0]), "int32",
-                      node.attrs.out_dtype or "int32", attrs)
+    out_dtype = node.attrs.out_dtype or "int32"
+    emit_generic_conv(ctx, builder, node, data, weight, scalar_int(zp_in), int(zpw[0]), _int_acc(out_dtype),
+                      out_dtype, attrs)
+
+
+def _int_acc(out_dtype: str) -> str:
+    """The accumulator of a quantized conv/dense: int64 when that is the op's result (LiteRT's 16x8 kernels),
+    else a wrapping int32."""
+    return "int64" if out_dtype == "int64" else "int32"
 
 
 def emit_per_channel_zp_conv(ctx, builder, node, data, weight, zp_in, zpw, attrs=None):
@@ -177,7 +190,8 @@ def emit_per_channel_zp_conv(ctx, builder, node, data, weight, zp_in, zpw, attrs
         raise CodegenError("qnn.conv2d: per-channel kernel zero points need a constant weight on the CPU backend")
     w32 = (weight.value.astype(np.int64) - zpw.reshape(shape)).astype(np.int32)
     wbuf = ctx.data(w32)
-    emit_generic_conv(ctx, builder, node, data, wbuf, zp_in, 0, "int32", node.attrs.out_dtype or "int32", attrs)
+    out_dtype = node.attrs.out_dtype or "int32"
+    emit_generic_conv(ctx, builder, node, data, wbuf, zp_in, 0, _int_acc(out_dtype), out_dtype, attrs)
 
 
 @lower_kernel("nn.batch_norm", epilogue=False)
@@ -218,12 +232,12 @@ def call_sqrt(builder, v):
 # --- dense -------------------------------------------------------------------------------------------------------
 
 def emit_generic_dense(ctx, builder, node, data, weight, zp_in: int, zp_w: np.ndarray, floating: bool,
-                       out_dtype: str) -> None:
+                       out_dtype: str, acc_dtype: str = "int32") -> None:
     from .lower_elemwise import channel_value
     from .lower_reduce import out_loops
     out_shape = node.checked_type.shape
     K = data.shape[-1]
-    acc_ty = F64 if floating else I32
+    acc_ty = F64 if floating else (I64 if acc_dtype == "int64" else I32)
     acc = alloca_once(builder, acc_ty, name="acc")
     with out_loops(ctx, builder, out_shape) as oidx:
         unit = oidx[-1]
@@ -238,7 +252,7 @@ def emit_generic_dense(ctx, builder, node, data, weight, zp_in: int, zp_w: np.nd
             xv = data.load(builder, list(oidx[:-1]) + [k.index])
             wv = weight.load(builder, [unit, k.index])
             _multiply_accumulate(builder, acc, xv, wv, data.dtype, weight.dtype, floating, zp_in, zw)
-        res = emit_cast(builder, builder.load(acc), "float64" if floating else "int32", out_dtype)
+        res = emit_cast(builder, builder.load(acc), "float64" if floating else acc_dtype, out_dtype)
         ctx.emit_output(builder, oidx, res)
 
 
@@ -255,8 +269,9 @@ def _qnn_dense(ctx, builder, node, args):
     from .gemm import try_emit_qnn_dense_fast
     if try_emit_qnn_dense_fast(ctx, builder, node, data, weight, scalar_int(zp_in), np.asarray(zp_w).reshape(-1)):
         return
+    out_dtype = node.attrs.out_dtype or "int32"
     emit_generic_dense(ctx, builder, node, data, weight, scalar_int(zp_in), np.asarray(zp_w).reshape(-1), False,
-                       node.attrs.out_dtype or "int32")
+                       out_dtype, _int_acc(out_dtype))
 
 
 # --- conv2d_transpose ----------------------------------------------------------------------------------------

@@ -36,7 +36,15 @@ def emit_requantize(ctx, builder: ir.IRBuilder, x: ir.Value, in_dtype: str, inpu
     xi = builder.sub(xi, const_int(I64, scalar_int(input_zp)))
     scale_in = np.asarray(input_scale, np.float64).reshape(-1)
     ax = _axis(axis, len(ctx.index))
-    if rounding == "TFLITE":
+    if rounding == "TFLITE" and in_dtype == "int64":
+        # LiteRT's int64 MBQM: (x·M16 + 2^(t−1)) >> t, wrapping int64 arithmetic, then truncated to int32.
+        from ...quant.params import requant64_params
+        m16, total = requant64_params(scale_in, output_scale)
+        tv = channel_value(ctx, builder, total, "int64", ax)
+        rnd = channel_value(ctx, builder, np.int64(1) << (total - 1), "int64", ax)
+        v = builder.ashr(builder.add(builder.mul(xi, channel_value(ctx, builder, m16, "int64", ax)), rnd), tv)
+        y = builder.sext(builder.trunc(v, I32), I64)
+    elif rounding == "TFLITE":
         m, s = qnn_ops.requant_params(scale_in, output_scale)
         y = builder.sext(mbqm_per_channel(ctx, builder, builder.trunc(xi, I32), m, s, ax, x_bound), I64)
     elif rounding == "TFLITE_FLOAT":
@@ -144,6 +152,8 @@ def _binary_qnn(op_name: str):
         dt = ctx.arg_types[0].dtype
         if node.attrs.rounding == "ONNX":
             return _onnx_binary(ctx, builder, node, x, y, dt)
+        if node.attrs.rounding == "TFLITE_POT":
+            return _pot_binary(builder, op_name, x, y, s1, s2, so)
         axis = _binary_axis(node)
         ax = 0 if axis is None else axis
 
@@ -159,7 +169,8 @@ def _binary_qnn(op_name: str):
             raw = mbqm(builder, builder.mul(a32, b32), chan(m, "int32"), chan(e, "int32"),
                        m_may_be_min=bool(np.any(m == -(1 << 31))))
         else:
-            p = qnn_add_params(s1, s2, so, 20, op_name)
+            from ...ops.qnn_elemwise import add_left_shift
+            p = qnn_add_params(s1, s2, so, add_left_shift(dt), op_name)
             ls = const_int(I32, p.left_shift)
             zero = const_int(I32, 0)
 
@@ -184,6 +195,19 @@ def _binary_qnn(op_name: str):
         r = saturate(builder, builder.add(builder.sext(raw, I64), const_int(I64, scalar_int(zo))), lo, hi)
         return builder.trunc(r, x.type)
     return _lower
+
+
+def _pot_binary(builder, op_name: str, x, y, s1, s2, so):
+    """LiteRT's int16 power-of-two ADD/SUB: RDBPOT(q1, −sh1) ± RDBPOT(q2, −sh2), saturated to int16."""
+    from ...errors import CodegenError
+    from ...quant.params import pot_add_shifts
+    if op_name == "qnn.mul":
+        raise CodegenError("qnn.mul has no rounding='TFLITE_POT' semantics")
+    sh1, sh2 = pot_add_shifts(s1, s2, so, op_name)
+    a = rdbpot(builder, builder.sext(x, I32), const_int(I32, -sh1))
+    b = rdbpot(builder, builder.sext(y, I32), const_int(I32, -sh2))
+    raw = builder.add(a, b) if op_name == "qnn.add" else builder.sub(a, b)
+    return builder.trunc(saturate(builder, raw, -32768, 32767), x.type)
 
 
 def _operand_bound(dtype: str, zp) -> int | None:
