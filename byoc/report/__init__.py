@@ -113,7 +113,9 @@ def _compare_section(data: ReportData) -> str:
                           [[t.name, "x".join(map(str, t.shape)), t.dtype, t.placement] + [cell(t, x) for x in execs]
                            for t in r.outputs], (), "outputs"))
     bad = [t for t in r.intermediates if t.differs]
-    out.append(f"<h3>Intermediate tensors</h3><p>{len(r.intermediates)} compared, {len(bad)} differ.</p>")
+    state = "not compared (outputs only)" if r.outputs_only else \
+        f"{len(r.intermediates)} compared, " + (f"{len(bad)} differ." if bad else "all agree.")
+    out.append(f"<h3>Intermediate tensors</h3><p>{state}</p>")
     if bad:
         out.append(table_html(["tensor", "shape", "placement"] + execs,
                               [[t.name, "x".join(map(str, t.shape)), t.placement] + [cell(t, x) for x in execs]
