@@ -4,8 +4,8 @@ A tensor is identified by its producer, not by its name: one TFLite operator bec
 carry the operator's tensor name (``qnn.conv2d → nn.bias_add → qnn.requantize``), and a partition may leave the
 int32 head of that chain on the CPU while the NPU computes its int8 end. The key of a producer is the identity of
 its call's attributes object, which every pass shares between all rebuilt copies of a call (the invariant
-``partition.verify_partitioned`` checks), so the same key names the call in the imported module, in the
-reference interpreter's tap, in the CPU build and inside NPU partitions.
+``partition.verify_partitioned`` checks), with its op name; so the same key names the call in the imported
+module, in the reference interpreter's tap, in the CPU build and inside NPU partitions.
 
 Tensors inside NPU partitions are read from the simulator's memory: before the compare build, each layer call of
 a partition gets a span naming its producer (``<name>{cmp#<n>}``), which the NPU compiler uses as the layer's
@@ -28,16 +28,21 @@ __all__ = ["Producer", "catalog", "key_of", "with_probes", "tag_npu_layers", "un
 
 @dataclass(frozen=True)
 class Producer:
-    key: int            # id of the call's attrs object
+    key: Key            # (id of the call's attrs object, op name)
     order: int          # position in the imported main's post-order (topological)
     name: str           # the model tensor name the call carries ("" when none)
     op: str
     model_tensor: bool  # the last call carrying its name: computes the model's tensor of that name
 
 
-def key_of(call) -> int | None:
+Key = tuple  # (id of the call's attrs object, op name)
+
+
+def key_of(call) -> Key | None:
+    """The producer key of an op call: its attrs object's identity, and its op (a rewrite that turned the call
+    into another op computes something else)."""
     if isinstance(call, Call) and isinstance(call.op, Op) and call.attrs is not None:
-        return id(call.attrs)
+        return id(call.attrs), call.op.name
     return None
 
 
@@ -46,10 +51,10 @@ def _span_name(node) -> str:
     return span.source if isinstance(span, Span) else ""
 
 
-def catalog(main: Function) -> dict[int, Producer]:
+def catalog(main: Function) -> dict[Key, Producer]:
     """Every op call of ``main`` with an unambiguous key, by key (in topological order)."""
     calls = [n for n in post_order(main.body, enter_functions=False) if key_of(n) is not None]
-    seen: dict[int, int] = {}
+    seen: dict[Key, int] = {}
     for n in calls:
         seen[key_of(n)] = seen.get(key_of(n), 0) + 1
     last: dict[str, int] = {}
@@ -66,7 +71,7 @@ def catalog(main: Function) -> dict[int, Producer]:
     return out
 
 
-def with_probes(mod: IRModule, want) -> tuple[IRModule, list[int], int]:
+def with_probes(mod: IRModule, want) -> tuple[IRModule, list[Key], int]:
     """``mod`` whose main also returns the value of every op call of its own body for which ``want(call)`` gives a
     producer key; returns (module, the keys in probe order, the count of leaves main returned before)."""
     from ..transform.infer_type import InferType
@@ -97,14 +102,14 @@ def _leaf_count(t) -> int:
     return count
 
 
-def layer_producer(call) -> int | None:
+def layer_producer(call) -> Key | None:
     """The key of what a partition-level call computes: a bare op's own, a composite's root op's."""
     if isinstance(call, Call) and isinstance(call.op, Function) and "Composite" in call.op.attrs:
         return key_of(call.op.body)
     return key_of(call)
 
 
-def partition_output_keys(pmod: IRModule, target: str) -> dict[str, list[int | None]]:
+def partition_output_keys(pmod: IRModule, target: str) -> dict[str, list[Key | None]]:
     """For each ``target`` partition, the producer key of each of its outputs (None where unknown)."""
     out = {}
     for gv, func in pmod.sorted_items():
@@ -119,7 +124,7 @@ def partition_output_probe(pmod: IRModule, target: str):
     """``want`` for ``with_probes``: main's view of a partition output (the call, or its TupleGetItem) → the key of
     the partition's layer computing it; and the partition it belongs to by key."""
     outs = partition_output_keys(pmod, target)
-    where: dict[int, str] = {}
+    where: dict[Key, str] = {}
 
     def want(n):
         if isinstance(n, Call) and isinstance(n.op, GlobalVar) and n.op.name_hint in outs:
@@ -142,13 +147,14 @@ _TAG = re.compile(r"^(.*)\{cmp#(\d+)\}$", re.S)
 
 @dataclass(frozen=True)
 class LayerTag:
-    key: int
+    key: Key
     partition: str
     dtype: str
     shape: tuple[int, ...]
 
 
-def tag_npu_layers(pmod: IRModule, target: str, known: dict[int, Producer]) -> tuple[IRModule, dict[int, LayerTag]]:
+def tag_npu_layers(pmod: IRModule, target: str,
+                   known: dict[Key, Producer]) -> tuple[IRModule, dict[int, LayerTag]]:
     """``pmod`` whose ``target`` partitions' layer calls carry ``<name>{cmp#<n>}`` spans; returns it and n → tag."""
     from ..transform.infer_type import InferType
     pmod = InferType()(pmod)

@@ -11,9 +11,9 @@ from ..errors import ByocError
 from ..ir.expr import Call, Function, GlobalVar, Span, Tuple, TupleGetItem
 from ..ir.module import IRModule
 from ..ir.traversal import post_order
-from .faults import FAULT_ENV, Fault, inject, parse_fault
+from .faults import FAULT_ENV, inject, parse_fault
 from .oracles import ORACLE_DESCRIPTIONS, ORACLE_FOR_SEMANTICS, OracleRun, run_oracle
-from .producers import Producer, catalog, decode, key_of, partition_output_probe, tag_npu_layers, untag, \
+from .producers import Key, Producer, catalog, decode, key_of, partition_output_probe, tag_npu_layers, untag, \
     with_probes
 from .result import CompareResult, ExecutorInfo, TensorComparison, diff
 
@@ -50,12 +50,12 @@ def compare_model(model, inputs: dict[str, np.ndarray], target: str = "npu", *, 
     known = catalog(main)
     execs: list[ExecutorInfo] = []
     notes: list[str] = []
-    observed: dict[str, dict[int, np.ndarray]] = {}   # executor → producer key → value
+    observed: dict[str, dict[Key, np.ndarray]] = {}   # executor → producer key → value
     outputs: dict[str, list[np.ndarray]] = {}
 
     step("reference interpreter")
     t0 = time.perf_counter()
-    ref: dict[int, np.ndarray] = {}
+    ref: dict[Key, np.ndarray] = {}
 
     def tap(call, value):
         k = key_of(call)
@@ -132,7 +132,7 @@ def _with_check(e: ExecutorInfo, against: str) -> ExecutorInfo:
     return replace(e, checked_against=against)
 
 
-def _model_tensor_key(n, known: dict[int, Producer]) -> int | None:
+def _model_tensor_key(n, known: dict[Key, Producer]) -> Key | None:
     k = key_of(n)
     return k if k in known and known[k].model_tensor else None
 
@@ -186,9 +186,9 @@ def _partition_feeds(pmod: IRModule, target: str) -> set[int]:
     return out
 
 
-def _placements(pmod: IRModule, target: str) -> dict[int, str]:
+def _placements(pmod: IRModule, target: str) -> dict[Key, str]:
     """Producer key → "cpu" or the partition computing it in the offloaded build."""
-    out: dict[int, str] = {}
+    out: dict[Key, str] = {}
     for gv, func in pmod.sorted_items():
         where = gv.name_hint if func.attrs.get("Compiler") == target else "cpu"
         for n in post_order(func.body):
@@ -203,7 +203,8 @@ def _body_fields(main: Function) -> list:
     return list(body.fields) if isinstance(body, Tuple) else [body]
 
 
-def _output_placement(pmod: IRModule | None, i: int, n: int, placement: dict[int, str], target: str) -> str:
+def _output_placement(pmod: IRModule | None, i: int, n: int, placement: dict[Key, str],
+                      target: str) -> str:
     if pmod is None:
         return "cpu"
     fields = _body_fields(pmod["main"])
