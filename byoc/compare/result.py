@@ -85,11 +85,11 @@ class CompareResult:
     def verdict(self) -> str:
         ran = [e.name for e in self.executors if e.available]
         against = self.oracle or "evaluate"
-        n_int = "intermediates not compared (--outputs-only)" if self.outputs_only else \
-            f"{len(self.intermediates)} intermediate tensors"
         if self.ok:
-            return f"MATCH: {len(self.outputs)} output(s) and {n_int} agree bit for bit with their reference " \
-                   f"({against}) across {', '.join(ran)}"
+            what = f"{len(self.outputs)} output(s)" + ("" if self.outputs_only else
+                                                        f" and {len(self.intermediates)} intermediate tensors")
+            return f"MATCH: {what} agree bit for bit with their reference ({against}) across {', '.join(ran)}" + \
+                ("; intermediates not compared (--outputs-only)" if self.outputs_only else "")
         bad = [t for t in self.outputs + self.intermediates if t.differs]
         f = self.first_divergence
         where = ""
