@@ -44,6 +44,16 @@ def test_producers_sharing_a_name_are_two_tensors():
                                                                         "litert", True)
     assert {d.executor for d in host.diffs} == {"npu"}          # the int32 value the NPU partition reads
     assert {d.executor for d in npu.diffs} == {"evaluate", "cpu", "npu"}
+    # every layer an NPU partition computes is compared (read from the simulator's memory)
+    from byoc.ir.expr import Call
+    from byoc.ir.traversal import post_order
+    from byoc.partition import partition_for
+    pmod = partition_for("npu", model.mod, model.params, inline_non_mac=True)
+    layers = [n for gv, f in pmod.sorted_items() if f.attrs.get("Compiler") == "npu"
+              for n in post_order(f.body, enter_functions=False) if isinstance(n, Call)]
+    on_npu = [t for t in result.intermediates + result.outputs
+              if t.placement.startswith("tvmgen_") and any(d.executor == "npu" for d in t.diffs)]
+    assert len(layers) == 9 and len(on_npu) == len(layers)
 
 
 def _litert(data: bytes, x: np.ndarray) -> np.ndarray:
