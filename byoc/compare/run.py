@@ -114,7 +114,8 @@ def compare_model(model, inputs: dict[str, np.ndarray], target: str = "npu", *, 
     elif not oracle:
         notes.append("no oracle ran (--no-oracle): every executor is compared with byoc.evaluate")
     against = ran.name if ran is not None else "evaluate"
-    execs = [_with_check(e, against) if e.name in ("evaluate", "cpu", target) else e for e in execs]
+    checked = ("evaluate", "cpu", target) if ran is not None else ("cpu", target)   # else evaluate is the reference
+    execs = [_with_check(e, against) if e.name in checked else e for e in execs]
 
     placement = _placements(pmod, target) if pmod is not None else {}
     out_cmp = _compare_outputs(main, pmod, ref_out, outputs, ran, known, placement, target)

@@ -106,8 +106,8 @@ def _compare_section(data: ReportData) -> str:
         return "ok" if d.mismatches == 0 else ("shape differs" if d.mismatches < 0 else
                                                f"{d.mismatches} differ (max {d.max_diff:g})")
     out.append(table_html(["executor", "what", "must equal", "seconds", "note"],
-                          [[e.name, e.description, e.checked_against or "(the reference)", f"{e.seconds:.2f}",
-                            e.note] for e in r.executors], (3,)))
+                          [[e.name, e.description, e.checked_against or ("(the reference)" if e.available else "-"),
+                            f"{e.seconds:.2f}", e.note] for e in r.executors], (3,)))
     out.append("<h3>Outputs</h3>")
     out.append(table_html(["output", "shape", "dtype", "placement"] + execs,
                           [[t.name, "x".join(map(str, t.shape)), t.dtype, t.placement] + [cell(t, x) for x in execs]
@@ -118,7 +118,7 @@ def _compare_section(data: ReportData) -> str:
     out.append(f"<h3>Intermediate tensors</h3><p>{state}</p>")
     if bad:
         out.append(table_html(["tensor", "shape", "placement"] + execs,
-                              [[t.name, "x".join(map(str, t.shape)), t.placement] + [cell(t, x) for x in execs]
+                              [[t.label, "x".join(map(str, t.shape)), t.placement] + [cell(t, x) for x in execs]
                                for t in bad[:200]], ()))
     for n in r.notes:
         out.append(f'<p class="muted">{escape(n)}</p>')
