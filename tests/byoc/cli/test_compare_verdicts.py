@@ -54,6 +54,13 @@ def test_producers_sharing_a_name_are_two_tensors():
     on_npu = [t for t in result.intermediates + result.outputs
               if t.placement.startswith("tvmgen_") and any(d.executor == "npu" for d in t.diffs)]
     assert len(layers) == 9 and len(on_npu) == len(layers)
+    # the HTML report's compare section names the reference and says nothing differs
+    from types import SimpleNamespace
+
+    from byoc.report import _compare_section
+    html = _compare_section(SimpleNamespace(comparison=result))
+    assert 'id="reference"' in html and "LiteRT reference kernels (BUILTIN_REF)" in html and "(expected)" in html
+    assert "differ" not in html
 
 
 def _litert(data: bytes, x: np.ndarray) -> np.ndarray:
