@@ -173,7 +173,8 @@ def _run_offloaded(pmod, target, inputs, known, npu_config, prefer_simulator, ou
                 vals[tags[n].key] = v
     unseen = sum(1 for t in tags.values() if t.key not in vals)
     note = "" if not unseen else \
-        f"{unseen} of {len(tags)} layer outputs inside offloaded partitions are not observable with this codegen"
+        f"{unseen} of {len(tags)} layer outputs inside offloaded partitions were not read: memory views (reshape) " \
+        f"or not observable with this codegen"
     return got[:n_out], vals, how, note
 
 
