@@ -21,31 +21,47 @@ def _target(args) -> str:
 
 
 def _diff_cell(t, executor: str) -> str:
+    if executor == t.expected:
+        return "(expected)"
     d = next((d for d in t.diffs if d.executor == executor), None)
     if d is None:
         return "-"
     if d.mismatches < 0:
-        return "shape?"
+        return "not comparable"
     return "ok" if d.mismatches == 0 else f"{d.mismatches} (max {d.max_diff:g})"
 
 
 def compare_tables(result, show_all: bool = False) -> str:
-    execs = [e.name for e in result.executors if e.available and e.name != "reference"]
-    lines = [format_table(["executor", "what", "seconds", "note"],
-                          [[e.name, e.description if e.available else f"{e.description} (unavailable)",
-                            f"{e.seconds:.2f}", e.note or ""] for e in result.executors], "llrl"), ""]
-    head = ["output", "shape", "dtype", "placement"] + execs
-    lines.append(format_table(head, [[t.name, "x".join(map(str, t.shape)), t.dtype, t.placement]
-                                     + [_diff_cell(t, x) for x in execs] for t in result.outputs], "l" * len(head)))
+    """The executors with the reference each must equal, the outputs, the intermediates (differing ones unless
+    ``show_all``), the notes and the verdict."""
+    execs = [e.name for e in result.executors if e.available]
+    lines = [f"reference: {result.reference}", ""]
+    lines.append(format_table(["executor", "what", "must equal", "seconds", "note"],
+                              [[e.name, e.description if e.available else f"{e.description} (unavailable)",
+                                e.checked_against or ("(the reference)" if e.available else "-"),
+                                f"{e.seconds:.2f}", e.note or ""] for e in result.executors], "lllrl"))
     lines.append("")
-    shown = [t for t in result.intermediates if show_all or t.differs]
-    differ = sum(t.differs for t in result.intermediates)
-    lines.append(f"intermediate tensors: {len(result.intermediates)} compared, {differ} differ"
-                 + ("" if show_all or not shown else " (listed in topological order)"))
-    if shown:
-        head = ["tensor", "shape", "placement"] + execs
-        lines.append(format_table(head, [[t.name, "x".join(map(str, t.shape)), t.placement]
-                                         + [_diff_cell(t, x) for x in execs] for t in shown[:200]], "l" * len(head)))
+    head = ["output", "producer", "shape", "dtype", "placement", "expected from"] + execs
+    lines.append(format_table(head, [[t.name, t.producer, "x".join(map(str, t.shape)), t.dtype, t.placement,
+                                      t.expected] + [_diff_cell(t, x) for x in execs] for t in result.outputs],
+                              "l" * len(head)))
+    lines.append("")
+    if result.outputs_only:
+        lines.append("intermediate tensors: not compared (--outputs-only)")
+    else:
+        shown = [t for t in result.intermediates if show_all or t.differs]
+        differ = sum(t.differs for t in result.intermediates)
+        by_oracle = sum(t.expected == result.oracle for t in result.intermediates) if result.oracle else 0
+        src = f" ({by_oracle} against {result.oracle}, {len(result.intermediates) - by_oracle} against evaluate)" \
+            if result.oracle else " (against evaluate)"
+        state = f"{differ} differ" if differ else "all agree"
+        lines.append(f"intermediate tensors: {len(result.intermediates)} compared{src}, {state}"
+                     + (" (listed in topological order)" if shown else ""))
+        if shown:
+            head = ["tensor", "producer", "shape", "placement", "expected from"] + execs
+            lines.append(format_table(head, [[t.name, t.producer, "x".join(map(str, t.shape)), t.placement,
+                                              t.expected] + [_diff_cell(t, x) for x in execs] for t in shown[:200]],
+                                      "l" * len(head)))
     lines.append("")
     lines.extend(result.notes)
     lines.append(result.verdict())
@@ -60,15 +76,25 @@ def run_compare(args, model, out: Output, partitioned=None):
     if partitioned is None and target:
         partitioned = partition_model(model, target, args)
     with out.progress(4, "compare") as bar:
-        return compare_model(model, inputs, target, npu_config=cfg, oracle=not args.no_oracle,
-                             npu_executor=args.npu_executor, progress=bar.step, partitioned=partitioned)
+        result = compare_model(model, inputs, target, npu_config=cfg, oracle=not args.no_oracle,
+                               npu_executor=args.npu_executor, progress=bar.step, partitioned=partitioned,
+                               outputs_only=getattr(args, "outputs_only", False))
+    return result, inputs
 
 
 def cmd_compare(args, out: Output) -> int:
     model = load_model(args.model, args.semantics)
-    result = run_compare(args, model, out)
-    out.json({**result.to_json(), "seed": args.seed, "semantics": model.semantics})
+    result, inputs = run_compare(args, model, out)
+    saved = []
+    if args.output_dir:
+        from ..compare import save_outputs
+        saved = save_outputs(result, inputs, args.output_dir)
+    out.json({**result.to_json(), "seed": args.seed, "saved": saved})
     out.text(compare_tables(result, args.all))
+    if saved:
+        out.text(f"wrote {len(saved)} files to {args.output_dir} (manifest.json names each):")
+        for p in saved:
+            out.text(f"  {p}")
     return 0 if result.ok else EXIT_MISMATCH
 
 
@@ -197,7 +223,7 @@ def cmd_report(args, out: Output) -> int:
     result, compare_error = None, None
     if not args.no_compare:
         try:
-            result = run_compare(args, model, out, partitioned)
+            result = run_compare(args, model, out, partitioned)[0]
         except ByocError as e:
             compare_error = str(e)
     data = ReportData(model=model, partitioned=pmod, report=report, target=target, summary=offload_summary(pmod),
@@ -220,16 +246,22 @@ def _compare_args(p) -> None:
     p.add_argument("--no-oracle", action="store_true", help="skip TFLite's / onnxruntime's reference")
     p.add_argument("--npu-executor", choices=("auto", "simulator"), default="auto",
                    help="auto: the registered npu codegen when there is one, else the simulator adapter")
+    p.add_argument("--outputs-only", action="store_true",
+                   help="compare the outputs only (by default every intermediate tensor an executor exposes is "
+                        "compared too, and any difference is a mismatch)")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="compare every executor with the reference, output and intermediate "
-                                       "tensors; exit 1 when outputs differ")
+    p = sub.add_parser("compare", help="compare every executor with the reference of the model's semantics "
+                                       "(LiteRT BUILTIN_REF, TFLite Micro, onnxruntime), output and intermediate "
+                                       "tensors; exit 1 when any compared tensor differs")
     add_model_args(p)
     add_target_args(p)
     _compare_args(p)
     p.add_argument("--npu-config", metavar="PRESET|FILE", help="NPU preset name or TOML file")
     p.add_argument("--all", action="store_true", help="list every intermediate tensor, not only differing ones")
+    p.add_argument("-o", "--output-dir", metavar="DIR",
+                   help="save the inputs and every executor's outputs as .npy files (DIR/manifest.json lists them)")
     p.set_defaults(handler=cmd_compare)
 
     p = sub.add_parser("profile", help="simulate the NPU partitions: per-layer cycles, traffic, roofline")

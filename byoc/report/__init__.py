@@ -113,26 +113,32 @@ def _compare_section(data: ReportData) -> str:
     if r is None:
         return '<p class="verdict warn">The executors were not compared.</p>'
     cls = "ok" if r.ok and r.first_divergence is None else "bad"
-    out = [f'<p class="verdict {cls}" id="verdict">{escape(r.verdict())}</p>']
+    out = [f'<p class="verdict {cls}" id="verdict">{escape(r.verdict())}</p>',
+           f'<p id="reference">Reference: {escape(r.reference)}</p>']
     execs = [e.name for e in r.executors if e.available and e.name != "reference"]
 
     def cell(t, x):
+        if x == t.expected:
+            return "(expected)"
         d = next((d for d in t.diffs if d.executor == x), None)
         if d is None:
             return "-"
         return "ok" if d.mismatches == 0 else ("shape differs" if d.mismatches < 0 else
                                                f"{d.mismatches} differ (max {d.max_diff:g})")
-    out.append(table_html(["executor", "what", "seconds", "note"],
-                          [[e.name, e.description, f"{e.seconds:.2f}", e.note] for e in r.executors], (2,)))
+    out.append(table_html(["executor", "what", "must equal", "seconds", "note"],
+                          [[e.name, e.description, e.checked_against or ("(the reference)" if e.available else "-"),
+                            f"{e.seconds:.2f}", e.note] for e in r.executors], (3,)))
     out.append("<h3>Outputs</h3>")
     out.append(table_html(["output", "shape", "dtype", "placement"] + execs,
                           [[name_cell(t.name, short_name(t.name, 40)), "x".join(map(str, t.shape)), t.dtype, t.placement] + [cell(t, x) for x in execs]
                            for t in r.outputs], (), "outputs"))
     bad = [t for t in r.intermediates if t.differs]
-    out.append(f"<h3>Intermediate tensors</h3><p>{len(r.intermediates)} compared, {len(bad)} differ.</p>")
+    state = "not compared (outputs only)" if r.outputs_only else \
+        f"{len(r.intermediates)} compared, " + (f"{len(bad)} differ." if bad else "all agree.")
+    out.append(f"<h3>Intermediate tensors</h3><p>{state}</p>")
     if bad:
         out.append(table_html(["tensor", "shape", "placement"] + execs,
-                              [[name_cell(t.name, short_name(t.name, 40)), "x".join(map(str, t.shape)), t.placement] + [cell(t, x) for x in execs]
+                              [[name_cell(t.label, short_name(t.label, 40)), "x".join(map(str, t.shape)), t.placement] + [cell(t, x) for x in execs]
                                for t in bad[:200]], ()))
     for n in r.notes:
         out.append(f'<p class="muted">{escape(n)}</p>')

@@ -18,14 +18,16 @@ def test_shared_models_match_on_every_executor(name):
     pytest.importorskip("ai_edge_litert")
     doc = run_json("compare", f"../shared/models/{name}", "--target", "npu")
     assert doc["ok"] is True and doc["first_divergence"] is None
+    oracle = doc["oracle"]
+    assert oracle == {"litert": "litert", "tflm": "tflm"}[doc["semantics"]]
     ran = {e["name"] for e in doc["executors"] if e["available"]}
-    assert {"reference", "cpu", "npu", "tflite"} <= ran, doc["executors"]
+    assert {"evaluate", "cpu", "npu", oracle} <= ran, doc["executors"]
     for t in doc["outputs"] + doc["intermediates"]:
         for executor, d in t["executors"].items():
             assert d["mismatches"] == 0, (t["name"], executor, d)
-    assert all(set(t["executors"]) >= {"cpu", "npu", "tflite"} for t in doc["outputs"])
-    # intermediates really were compared against TFLite's own tensors
-    assert sum("tflite" in t["executors"] for t in doc["intermediates"]) >= max(1, len(doc["intermediates"]) // 2)
+    assert all(t["expected"] == oracle and set(t["executors"]) >= {"evaluate", "cpu", "npu"} for t in doc["outputs"])
+    # intermediates really were compared against the oracle's own tensors
+    assert sum(t["expected"] == oracle for t in doc["intermediates"]) >= max(1, len(doc["intermediates"]) // 2)
 
 
 def test_wrong_build_is_caught_and_located(small_model):
@@ -35,6 +37,7 @@ def test_wrong_build_is_caught_and_located(small_model):
     assert doc["ok"] is False
     first = doc["first_divergence"]
     assert first["name"] == victim and first["placement"].startswith("tvmgen_")
+    assert first["producer"] == "qnn.requantize" or first["model_tensor"]
     assert first["executors"]["npu"]["mismatches"] > 0 and first["executors"]["cpu"]["mismatches"] == 0
     # everything computed before the fault agrees
     names = [t["name"] for t in doc["intermediates"]]
@@ -50,7 +53,8 @@ def test_compare_library_api(small_model):
     model = load_model(str(small_model))
     x = make_inputs(model.mod["main"], seed=5)
     result = compare_model(model, x, "npu", oracle=False)
-    assert result.ok and [e.name for e in result.executors] == ["reference", "cpu", "npu"]
+    assert result.ok and [e.name for e in result.executors] == ["evaluate", "cpu", "npu"]
+    assert [e.checked_against for e in result.executors] == ["", "evaluate", "evaluate"]
     assert result.outputs[0].name == "probabilities" and result.outputs[0].shape == (1, 10)
     assert result.to_json()["ok"] is True
 
@@ -63,4 +67,5 @@ def test_diff_counts_and_maximum():
     assert (d.mismatches, d.max_diff, d.elements) == (2, 12.0, 6)
     assert _diff(ref, ref.reshape(3, 2), "x").mismatches == 0          # same elements, other shape
     assert _diff(ref, np.zeros(5, np.int8), "x").mismatches == -1      # not comparable
+    assert _diff(ref, ref.astype(np.int32), "x").mismatches == -1      # another type: another tensor
     assert _diff(ref, None, "x") is None
