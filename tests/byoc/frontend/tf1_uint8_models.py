@@ -137,7 +137,9 @@ class Tf1Builder:
         return y
 
     def resize_bilinear(self, x: TensorRef, size) -> TensorRef:
-        y = self.w.resize_bilinear(x, size)
+        # TF1 DeepLab resized with align_corners=True; later exports use half-pixel centres
+        mode = int(self.rng.integers(0, 3))
+        y = self.w.resize_bilinear(x, size, align_corners=mode == 1, half_pixel_centers=mode == 2)
         v = self.value[x.index]
         rows = np.arange(size[0]) * v.shape[1] // size[0]
         cols = np.arange(size[1]) * v.shape[2] // size[1]
@@ -156,7 +158,8 @@ class Tf1Builder:
 
 
 def random_tf1_model(seed: int) -> bytes:
-    """A MobileNetV2-like classifier or a DeepLabV3-like segmenter (chosen by the seed), uint8 throughout."""
+    """A MobileNetV2-like classifier or a DeepLabV3-like segmenter (chosen by the seed), uint8 throughout (a
+    segmenter may end in ARG_MAX)."""
     rng = np.random.default_rng(seed)
     b = Tf1Builder(rng)
     size = int(rng.choice([16, 24, 32]))
@@ -171,9 +174,15 @@ def random_tf1_model(seed: int) -> bytes:
         p = b.conv(d, cout, relu6=False, name=f"block{i}/project")
         y = b.add(y, p) if stride == 1 and cout == c else p
         c = cout
-    if rng.random() < 0.5:  # classifier head: pool, logits, softmax
+    if rng.random() < 0.5:  # classifier head: pool, logits (FC, or MobileNetV1's 1x1 conv + reshape), softmax
         pooled = b.global_avgpool(b.conv(y, 4 * c, name="head/expand"))
-        logits = b.fully_connected(pooled, int(rng.integers(5, 17)))
+        classes = int(rng.integers(5, 17))
+        if rng.random() < 0.5:
+            logits = b.fully_connected(pooled, classes)
+        else:
+            conv = b.conv(pooled, classes, relu6=False, name="logits")
+            logits = b.w.reshape(conv, (1, classes))
+            b.value[logits.index] = b.value[conv.index].reshape(1, classes)
         b.w.output(b.softmax(logits))
     else:  # DeepLabV3 head: ASPP (1x1 branch + image pooling branch), concat, logits, upsample
         _, h, w, _ = y.shape
@@ -183,7 +192,8 @@ def random_tf1_model(seed: int) -> bytes:
         cat = b.concat([branch, up])
         logits = b.conv(b.conv(cat, 16, name="concat_projection"), int(rng.integers(3, 8)), relu6=False,
                         name="logits")
-        b.w.output(b.resize_bilinear(logits, (size, size)))
+        up = b.resize_bilinear(logits, (size, size))
+        b.w.output(b.w.arg_max(up, 3) if rng.random() < 0.5 else up)
     return b.w.finish()
 
 
