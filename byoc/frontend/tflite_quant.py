@@ -14,7 +14,8 @@ import re
 import numpy as np
 
 __all__ = ["ACTIVATION_NAMES", "activation_bounds", "float_activation_bounds", "same_padding",
-           "conv_scale_products", "float32_scale_products", "conv_products_for", "quantize_float32", "sanitize_name", "dtype_limits"]
+           "conv_scale_products", "float32_scale_products", "conv_products_for", "quantize_float32", "sanitize_name",
+           "dtype_limits"]
 
 ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 

@@ -19,11 +19,9 @@ from byoc.compare import compare_model
 from byoc.frontend import from_tflite
 from byoc.testing import TFLiteWriter
 
-from tf1_uint8_models import random_tf1_model, tf1_quant_params
+from tf1_uint8_models import RELU6_SCALE, random_tf1_model, tf1_quant_params
 
 pytest.importorskip("ai_edge_litert")
-
-RELU6_SCALE = float(np.float32(6.0) / np.float32(255.0))
 
 # (s_in, zp_in, s_w, zp_w, accumulator): TF1-nudged scales where the float32- and double-product multipliers
 # round that accumulator to neighbouring outputs (found by a search over TF1-like ranges).

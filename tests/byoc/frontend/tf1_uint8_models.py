@@ -16,7 +16,7 @@ import numpy as np
 
 from byoc.testing.tflite_writer import TensorRef, TFLiteWriter
 
-__all__ = ["tf1_quant_params", "random_tf1_model", "Tf1Builder"]
+__all__ = ["tf1_quant_params", "random_tf1_model", "Tf1Builder", "RELU6_SCALE"]
 
 RELU6_SCALE = float(np.float32(6.0) / np.float32(255.0))
 
@@ -58,9 +58,6 @@ class Tf1Builder:
             return tf1_quant_params(0.0, min(hi, 6.0))
         shrink = float(self.rng.uniform(0.85, 1.0))  # EMA ranges clip the rare extremes
         return tf1_quant_params(float(v.min()) * shrink, float(v.max()) * shrink)
-
-    def _deq(self, t: TensorRef, q: np.ndarray) -> np.ndarray:
-        return (q.astype(np.float64) - t.zero_point[0]) * t.scale[0]
 
     def _weights(self, shape, fan_in: int):
         w = self.rng.normal(0.0, 1.0 / np.sqrt(fan_in), shape) * self.rng.uniform(0.6, 1.6)
@@ -235,8 +232,8 @@ def _main(argv=None) -> int:
             bad_models += 1
             print(f"seed {seed}: {res.verdict()}")
     print(f"{models} models, {tensors} tensors ({elements} elements, {vs_litert} tensors also in LiteRT) "
-          f"compared on reference/cpu/{args.target or '-'}/LiteRT BUILTIN_REF: {bad_models} models differ; mismatching elements by "
-          f"executor: {per_executor or 0}; {time.perf_counter() - t0:.1f} s")
+          f"compared on reference/cpu/{args.target or '-'}/LiteRT BUILTIN_REF: {bad_models} models differ; "
+          f"mismatching elements by executor: {per_executor or 0}; {time.perf_counter() - t0:.1f} s")
     return 1 if bad_models else 0
 
 
