@@ -1,8 +1,9 @@
 """TFLite converters for the weighted ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV.
 
 Quantized chains follow TVM's frontend (docs/architecture.md): ``[nn.pad →] qnn.conv2d → nn.bias_add →
-qnn.requantize [→ clip]``. The requantize input scale is the exact float64 product double(s_in)·double(s_w[c]),
-so the (M, shift) the op derives equals TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's
+qnn.requantize [→ clip]``. The requantize input scale is the exact float64 product double(s_in)·double(s_w[c])
+(for uint8 inputs the float32-rounded product, as LiteRT's legacy per-tensor path forms it), so the (M, shift) the
+op derives equals TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's
 reference kernel) or, with ``semantics="tflm"``, with the float32-product multiplier and ``TFLITE`` rounding.
 
 16x8 (int16 activations with zero point 0, int8 weights): LiteRT accumulates in int64 with an int64 bias, so the
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..ir.expr import Expr
 from .tflite_context import QUANT_DTYPES, OpContext, converter
-from .tflite_quant import conv_scale_products, float32_scale_products, same_padding
+from .tflite_quant import conv_products_for, conv_scale_products, float32_scale_products, same_padding
 from .tflite_reader import DTYPES
 
 _CONV_Q = ("nn.pad", "qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip")
@@ -169,7 +170,7 @@ def _conv_like(ctx: OpContext, depthwise: bool) -> list[Expr]:
                                 ctx.const(s_in, "float32"), ctx.const(_scalar_or_vector(w_scales), "float32")],
                  dict(attrs, out_dtype=acc))
     y = _bias(ctx, y, 2, cout, 3, True, acc)
-    y = _requantize(ctx, y, s_in, w_scales, 3)
+    y = _requantize(ctx, y, s_in, w_scales, 3, products=conv_products_for(x_t.dtype))
     return [ctx.apply_activation(y, out_t)]
 
 
@@ -273,7 +274,7 @@ def convert_transpose_conv(ctx: OpContext) -> list[Expr]:
                                               ctx.const(_scalar_or_vector(w_scales), "float32")],
                      dict(attrs, out_dtype="int32"))
         y = _bias(ctx, y, 3, cout, 3, True)
-        y = _requantize(ctx, y, s_in, w_scales, 3)
+        y = _requantize(ctx, y, s_in, w_scales, 3, products=conv_products_for(x_t.dtype))
     else:
         y = ctx.call("nn.conv2d_transpose", [x, weight], attrs)
         y = _bias(ctx, y, 3, cout, 3, False)

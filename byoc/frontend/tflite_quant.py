@@ -3,7 +3,8 @@
 * ``activation_bounds``: CalculateActivationRangeQuantized (§2.2) — float32 division, round half away from zero.
 * ``same_padding``: ComputePaddingHeightWidth (§2.3) — the odd pixel goes after.
 * ``conv_scale_products``: double(s_in)·double(s_w[c]) (exact in float64, §2.1) for conv/depthwise/FC REF;
-  ``float32_scale_products`` for TFLite-Micro's fully-connected multiplier.
+  ``float32_scale_products`` for TFLite-Micro's fully-connected multiplier and for uint8 conv/depthwise/transpose
+  conv; ``conv_products_for(input_dtype)`` picks between the two for the conv-like ops.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import re
 import numpy as np
 
 __all__ = ["ACTIVATION_NAMES", "activation_bounds", "float_activation_bounds", "same_padding",
-           "conv_scale_products", "float32_scale_products", "quantize_float32", "sanitize_name", "dtype_limits"]
+           "conv_scale_products", "float32_scale_products", "conv_products_for", "quantize_float32", "sanitize_name",
+           "dtype_limits"]
 
 ACTIVATION_NAMES = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 
@@ -72,6 +74,16 @@ def conv_scale_products(input_scale: float, weight_scales: np.ndarray) -> np.nda
 def float32_scale_products(input_scale: float, weight_scales: np.ndarray) -> np.ndarray:
     """float32(s_in·s_w[c]) widened to float64 (TFLite Micro's FULLY_CONNECTED multiplier)."""
     return (np.float32(input_scale) * np.asarray(weight_scales, np.float32)).astype(np.float32).astype(np.float64)
+
+
+def conv_products_for(input_dtype: str):
+    """The s_in·s_w[c] rule of LiteRT's CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV Prepare for ``input_dtype``.
+
+    int8/int16 kernels read the per-channel multipliers (an exact double product); uint8 kernels read the legacy
+    per-tensor multiplier from GetQuantizedConvolutionMultipler, which rounds s_in·s_w to float32 before widening.
+    The two (M, shift) differ on almost every channel and move about 1 output in 10^5 by one LSB.
+    """
+    return float32_scale_products if input_dtype == "uint8" else conv_scale_products
 
 
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_.]")

@@ -90,7 +90,7 @@ def test_user_table_file_runs_through_every_command(user_file, tmp_path):
 
     doc = run_json("compare", KWS, "--target", "myacc", *pat)
     assert doc["ok"] and doc["verdict"].startswith("MATCH"), doc["verdict"]
-    assert {e["name"] for e in doc["executors"] if e["available"]} >= {"reference", "cpu", "myacc", "tflite"}
+    assert {e["name"] for e in doc["executors"] if e["available"]} >= {"evaluate", "cpu", "myacc", "litert"}
 
     doc = run_json("report", KWS, "--target", "myacc", "-o", tmp_path / "r.html", *pat)
     assert doc["ok"] and doc["verdict"].startswith("MATCH") and not doc["problems"]
@@ -297,7 +297,7 @@ def test_vta_codegen_is_bit_exact_on_real_models(model):
     doc = run_json("compare", model, "--target", "vta")
     vta = next(e for e in doc["executors"] if e["name"] == "vta")
     assert "vta-default" in vta["description"] and doc["ok"] and doc["verdict"].startswith("MATCH")
-    assert {e["name"] for e in doc["executors"] if e["available"]} >= {"reference", "cpu", "vta", "tflite"}
+    assert {e["name"] for e in doc["executors"] if e["available"]} >= {"evaluate", "cpu", "vta", "litert"}
     assert any(t["placement"].startswith("tvmgen_default_vta") for t in doc["intermediates"])
 
 
