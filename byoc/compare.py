@@ -207,6 +207,7 @@ def run_onnxruntime(data: bytes, inputs: list[np.ndarray]):
         return None
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3  # errors only: its warnings (unused initializers, declared shapes) are not ours
     sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
     feed = {i.name: v for i, v in zip(sess.get_inputs(), inputs)}
     return "onnxruntime (CPU execution provider)", [np.asarray(o) for o in sess.run(None, feed)], {}, \

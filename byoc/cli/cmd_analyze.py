@@ -65,7 +65,7 @@ def run_compare(args, model, out: Output, partitioned=None):
 
 
 def cmd_compare(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     result = run_compare(args, model, out)
     out.json({**result.to_json(), "seed": args.seed, "semantics": model.semantics})
     out.text(compare_tables(result, args.all))
@@ -127,7 +127,7 @@ def run_profile(args, model, out: Output, partitioned=None):
 
 
 def cmd_profile(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     pmod, report, cfg, profiles = run_profile(args, model, out)
     rows = layer_rows(profiles)
     areas = [a.name for a in cfg.config.memory_areas]
@@ -156,7 +156,7 @@ def cmd_profile(args, out: Output) -> int:
 
 def cmd_report(args, out: Output) -> int:
     from ..report import ReportData, write_report
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     target = _target(args)
     partitioned = partition_model(model, target, args)
     pmod, report = partitioned
