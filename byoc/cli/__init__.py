@@ -9,8 +9,9 @@
     byoc patterns [TARGET]                     pattern tables and their support rules in words
     byoc report MODEL --target npu -o report.html
 
-Every command takes ``--json`` (one JSON document on stdout; nothing else is written there). Progress goes to
-stderr, as a bar only when stderr is a terminal and ``--json`` is off.
+Every command that imports a model takes ``--shape NAME=D0,D1,...`` (static shapes for ONNX inputs with symbolic
+dimensions; ``shapes.py``). Every command takes ``--json`` (one JSON document on stdout; nothing else is written
+there). Progress goes to stderr, as a bar only when stderr is a terminal and ``--json`` is off.
 
 Exit codes: 0 ok; 1 a comparison found a mismatch (or a check failed); 2 usage error; 3 bad input (a
 ``ByocError``: bad model, artifact, config or input file; the message is printed without a traceback);
