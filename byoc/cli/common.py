@@ -173,7 +173,9 @@ def load_model(path: str, semantics: str = "auto", shapes=None) -> LoadedModel:
     if kind == "onnx":
         from ..frontend import from_onnx
         from ..frontend.onnx.model import load_model as parse_onnx
-        proto = parse_onnx(data)
+        proto = parse_onnx(path)  # by path: external data files beside the model are read in
+        if proto.ByteSize() != len(data):  # they were: onnxruntime gets the self-contained model
+            data = proto.SerializeToString()
         mod, params = from_onnx(proto, shape=onnx_input_shapes(path, proto, shapes))
         return LoadedModel(path, kind, data, mod, params, "onnxruntime")
     from ..frontend import from_tflite

@@ -252,3 +252,19 @@ def test_pyproject_license_is_an_spdx_string():
     # A TOML table makes setuptools >= 77 print its deprecation block on every install.
     assert meta["project"]["license"] == "Apache-2.0"
     assert any(r.replace(" ", "") == "setuptools>=77" for r in meta["build-system"]["requires"])
+
+
+def test_onnx_external_data_beside_the_model_is_read(capsys, tmp_path, dynamic_onnx):
+    import onnx
+    model = onnx.load(str(dynamic_onnx))
+    onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    assert (tmp_path / "weights.bin").stat().st_size > 0
+    p = run_cli("compare", tmp_path / "m.onnx", "--shape", "x=1,3,16,16", "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    import json
+    doc = json.loads(p.stdout)
+    assert doc["ok"] is True and doc["outputs"][0]["executors"]["onnxruntime"]["mismatches"] == 0
+    (tmp_path / "weights.bin").unlink()
+    code, _, err = cli(capsys, "import", tmp_path / "m.onnx", "--shape", "x=1,3,16,16")
+    assert_one_message(code, err, 3, "external data file 'weights.bin' not found next to the model")
