@@ -104,7 +104,10 @@ def test_given_inputs_are_not_drawn(monkeypatch):
     func = IRModule.from_expr(relay.Function([x, y], relay.Tuple([x, y])))["main"]
     drawn = []
     real = common.random_tensor
-    monkeypatch.setattr(common, "random_tensor", lambda rng, shape, dtype: drawn.append(shape) or real(rng, shape, dtype))
+    def recording(rng, shape, dtype):
+        drawn.append(shape)
+        return real(rng, shape, dtype)
+    monkeypatch.setattr(common, "random_tensor", recording)
     monkeypatch.setattr(common, "load_npy", lambda path: np.ones((2, 3), np.int8))
     got = common.make_inputs(func, ["x=given.npy"], seed=9)
     assert drawn == [(4,)]                      # only y
