@@ -9,8 +9,9 @@
     byoc patterns [TARGET]                     pattern tables and their support rules in words
     byoc report MODEL --target npu -o report.html
 
-Every command takes ``--json`` (one JSON document on stdout; nothing else is written there). Progress goes to
-stderr, as a bar only when stderr is a terminal and ``--json`` is off.
+Every command that imports a model takes ``--shape NAME=D0,D1,...`` (static shapes for ONNX inputs with symbolic
+dimensions; ``shapes.py``). Every command takes ``--json`` (one JSON document on stdout; nothing else is written
+there). Progress goes to stderr, as a bar only when stderr is a terminal and ``--json`` is off.
 
 Your own targets: every command takes ``--patterns FILE.py`` (repeatable), a Python file that registers pattern
 tables and codegens (docs/targets.md); it is executed like an imported module, so pass only files you trust.

@@ -83,13 +83,13 @@ def run_compare(args, model, out: Output, partitioned=None):
 
 
 def cmd_compare(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     result, inputs = run_compare(args, model, out)
     saved = []
     if args.output_dir:
         from ..compare import save_outputs
         saved = save_outputs(result, inputs, args.output_dir)
-    out.json({**result.to_json(), "seed": args.seed, "saved": saved})
+    out.json({**result.to_json(), "seed": args.seed, "semantics": model.semantics, "saved": saved})
     out.text(compare_tables(result, args.all))
     if saved:
         out.text(f"wrote {len(saved)} files to {args.output_dir} (manifest.json names each):")
@@ -179,7 +179,7 @@ def profile_device(args, model, target: str, out: Output) -> int:
 
 
 def cmd_profile(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     if simulator_config(_target(args), None) is None:
         return profile_device(args, model, _target(args), out)
     pmod, report, cfg, profiles = run_profile(args, model, out)
@@ -210,7 +210,7 @@ def cmd_profile(args, out: Output) -> int:
 
 def cmd_report(args, out: Output) -> int:
     from ..report import ReportData, write_report
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     target = _target(args)
     partitioned = partition_model(model, target, args)
     pmod, report = partitioned

@@ -16,7 +16,7 @@ __all__ = ["register", "output_summary"]
 
 
 def cmd_compile(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     names = [t.strip() for t in args.target.split(",") if t.strip()]
     if not any(n in ("llvm", "cpu") for n in names):
         raise UsageError(f"--target {args.target!r} has no host target; add llvm (e.g. --target npu,llvm)")
@@ -62,7 +62,8 @@ def _save_outputs(path: str, outputs: list[np.ndarray]) -> list[str]:
         paths = [f"{stem}_{i}{ext or '.npy'}" for i in range(len(outputs))]
     for p, o in zip(paths, outputs):
         try:
-            np.save(p, o, allow_pickle=False)
+            with open(p, "wb") as f:  # a file object: np.save would append .npy to a bare name
+                np.save(f, o, allow_pickle=False)
         except OSError as e:
             raise ExecutionError(f"cannot write {p!r}: {e.strerror or e}") from None
     return paths

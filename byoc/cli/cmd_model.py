@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 
+from .argtypes import positive_int, seed
 from .common import Output, format_table, human, load_model
+from .shapes import shape_spec
 from .summary import offload_summary
 
 __all__ = ["register", "add_model_args", "add_target_args", "add_input_args", "partition_model"]
@@ -14,6 +16,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--semantics", choices=("auto", "litert", "tflm"), default="auto",
                    help="TFLite arithmetic to reproduce: LiteRT's reference kernels or TFLite Micro's "
                         "(auto: LiteRT, or TFLite Micro for files LiteRT refuses)")
+    p.add_argument("--shape", action="append", default=[], type=shape_spec, metavar="NAME=D0,D1,...",
+                   help="static shape of an input with dynamic dimensions (ONNX; repeat per input)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
@@ -22,14 +26,14 @@ def add_target_args(p: argparse.ArgumentParser, default: str = "npu") -> None:
     p.add_argument("--keep-compute-free", action="store_true",
                    help="keep partitions without multiply-accumulate work on the accelerator (by default they "
                         "go back to the CPU, like Ethos-N's InlineNonComputeIntensivePartitions)")
-    p.add_argument("--min-partition-size", type=int, default=1, metavar="N",
+    p.add_argument("--min-partition-size", type=positive_int, default=1, metavar="N",
                    help="partitions with fewer ops go back to the CPU (default 1)")
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
                    help="an input tensor (.npy, never unpickled); others are random")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the random inputs (default 0)")
 
 
 def offload_target(target: str) -> str:
@@ -54,7 +58,7 @@ def _io(func) -> dict:
 
 def cmd_import(args, out: Output) -> int:
     from ..transform.infer_type import InferType
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     mod = InferType()(model.mod)
     text = mod.astext(show_meta_data=args.meta)
     out.json({"model": model.path, "format": model.kind, "semantics": model.semantics, **_io(mod["main"]),
@@ -100,7 +104,7 @@ def partition_json(pmod, report, rows) -> dict:
 
 
 def cmd_partition(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, args.shape)
     target = offload_target(args.target)
     if not target:
         from .common import UsageError

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ EXIT_MISMATCH = 1    # a comparison found differences, or a check failed
 EXIT_USAGE = 2       # bad command line (argparse uses 2 as well)
 EXIT_BAD_INPUT = 3   # a ByocError: bad model, artifact, config or input file
 EXIT_INTERNAL = 4    # a bug: an unexpected exception
+
+MAX_RANDOM_ELEMENTS = 2**27  # a random input larger than this (1 GiB as int64 draws) is refused
 
 
 class UsageError(Exception):
@@ -179,36 +182,60 @@ def _sniff(path: str, data: bytes) -> str:
                      hint="byoc reads .tflite and .onnx files")
 
 
-def load_model(path: str, semantics: str = "auto") -> LoadedModel:
+def load_model(path: str, semantics: str = "auto", shapes=None) -> LoadedModel:
     """Read and import a model file. ``semantics="auto"`` imports a TFLite file with LiteRT's semantics unless
-    LiteRT refuses the file, in which case TFLite Micro's (whose interpreter is then the oracle)."""
+    LiteRT refuses the file, in which case TFLite Micro's (whose interpreter is then the oracle). ``shapes``:
+    ``--shape`` values (input name → dims) for inputs with dynamic dimensions (``shapes.py``)."""
+    from .shapes import check_static_shapes, onnx_input_shapes, shape_dict
+    shapes = shape_dict(shapes)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise ModelError(f"cannot read model {path!r}: {e.strerror or e}", hint="check the path") from None
     kind = _sniff(path, data)
+    if kind == "onnx" and semantics not in ("auto", "onnxruntime"):
+        raise UsageError(f"--semantics {semantics} applies to TFLite models; {path} is an ONNX model "
+                         f"(imported with onnxruntime's semantics)")
     if kind == "onnx":
         from ..frontend import from_onnx
-        mod, params = from_onnx(data)
+        from ..frontend.onnx.model import load_model as parse_onnx
+        proto = parse_onnx(path)  # by path: external data files beside the model are read in
+        if proto.ByteSize() != len(data):  # they were: onnxruntime gets the self-contained model
+            data = proto.SerializeToString()
+        mod, params = from_onnx(proto, shape=onnx_input_shapes(path, proto, shapes))
         return LoadedModel(path, kind, data, mod, params, "onnxruntime")
     from ..frontend import from_tflite
     if semantics == "auto":
         from ..compare import litert_refusal
         semantics = "tflm" if litert_refusal(data) else "litert"
     mod, params = from_tflite(data, semantics=semantics)
+    check_static_shapes(path, mod["main"], shapes)
     return LoadedModel(path, kind, data, mod, params, semantics)
 
 
 # ------------------------------------------------------------------------------------------------- inputs
 
+_NPY_MAGIC = b"\x93NUMPY"
+
+
 def load_npy(path: str) -> np.ndarray:
     """A .npy file, never unpickled."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(len(_NPY_MAGIC))
+    except OSError as e:
+        raise ExecutionError(f"cannot read input file {path!r}: {e.strerror or e}") from None
+    if magic != _NPY_MAGIC:  # checked first: numpy would call a text file "pickled data"
+        what = ("the file is empty" if not magic else "it is an .npz archive" if magic.startswith(b"PK")
+                else "it does not start with numpy's .npy header")
+        raise ExecutionError(f"input file {path!r} is not a .npy file: {what}",
+                             hint="save each input with numpy.save(path, array)")
     try:
         return np.load(path, allow_pickle=False)
     except OSError as e:
         raise ExecutionError(f"cannot read input file {path!r}: {e.strerror or e}") from None
-    except ValueError as e:
+    except (ValueError, EOFError) as e:
         raise ExecutionError(f"{path}: not a plain .npy array ({e})",
                              hint="save inputs with numpy.save(path, array); object arrays are refused") from None
 
@@ -233,7 +260,7 @@ def random_tensor(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
 
 def make_inputs(func, specs: Sequence[str] = (), seed: int = 0) -> dict[str, np.ndarray]:
     """Inputs for ``func``: ``name=file.npy`` (or a bare ``file.npy`` for a one-input model) where given,
-    seeded random values of the right shape and dtype for the rest."""
+    seeded random values of the right shape and dtype for the rest (given inputs are never drawn)."""
     types = _input_types(func)
     names = [n for n, _, _ in types]
     given: dict[str, np.ndarray] = {}
@@ -248,20 +275,19 @@ def make_inputs(func, specs: Sequence[str] = (), seed: int = 0) -> dict[str, np.
         if name not in names:
             raise UsageError(f"--input {spec!r}: the model has no input {name!r} (inputs: {', '.join(names)})")
         given[name] = load_npy(path)
-    rng = np.random.default_rng(seed)
-    out = {}
-    problems = []
-    for name, shape, dtype in types:
-        value = random_tensor(rng, shape, dtype)  # drawn even when given, so --seed streams stay stable
-        if name in given:
-            value = given[name]
-            if tuple(value.shape) != shape or value.dtype.name != dtype:
-                problems.append(f"input {name!r}: expected {dtype}{list(shape)}, file has "
-                                f"{value.dtype.name}{list(value.shape)}")
-        out[name] = value
+    problems = [f"input {name!r}: expected {dtype}{list(shape)}, file has {given[name].dtype.name}"
+                f"{list(given[name].shape)}" for name, shape, dtype in types
+                if name in given and (given[name].shape != shape or given[name].dtype.name != dtype)]
     if problems:
         raise ExecutionError("bad inputs: " + "; ".join(problems), hint="convert the .npy file with numpy first")
-    return out
+    too_big = [f"input {name!r} ({dtype}{list(shape)}, {math.prod(shape)} elements)" for name, shape, dtype in types
+               if name not in given and math.prod(shape) > MAX_RANDOM_ELEMENTS]
+    if too_big:  # refused before allocating: drawing them would exhaust memory
+        raise ExecutionError(f"too large for random values (limit {MAX_RANDOM_ELEMENTS} elements): "
+                             + "; ".join(too_big), hint="give these inputs with --input NAME=FILE.npy")
+    rng = np.random.default_rng(seed)  # only the inputs not given are drawn, in input order
+    return {name: given[name] if name in given else random_tensor(rng, shape, dtype)
+            for name, shape, dtype in types}
 
 
 def describe_error(e: ByocError) -> str:

@@ -123,6 +123,7 @@ def _run_onnxruntime(data: bytes, inputs: list[np.ndarray]) -> OracleRun:
     import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3  # errors only: its warnings (unused initializers, declared shapes) are not ours
     try:
         sess = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
         feed = {i.name: v for i, v in zip(sess.get_inputs(), inputs)}

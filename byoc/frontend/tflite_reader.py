@@ -19,10 +19,11 @@ import tflite
 from ..errors import ModelError
 
 __all__ = ["TFLiteModel", "TensorInfo", "OperatorInfo", "QuantInfo", "read_model", "BUILTIN_NAMES", "DTYPES",
-           "OPTIONS_SPECS", "MAX_RANK"]
+           "OPTIONS_SPECS", "MAX_RANK", "FILE_IDENTIFIER"]
 
 _HINT = "the file is truncated or corrupt; re-export it from the converter"
 MAX_RANK = 16
+FILE_IDENTIFIER = b"TFL3"  # schema.fbs: file_identifier "TFL3"
 MAX_ELEMENTS = 2**31 - 1  # TFLite sizes tensors with int32 byte counts
 # Enum TensorType → dtype names (unsupported ones keep a descriptive name and fail only when used).
 DTYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool", 7: "int16",
@@ -254,6 +255,9 @@ def read_model(data: bytes) -> TFLiteModel:
     r = _Reader(data)
     if r.n < 8:
         raise ModelError(f"TFLite model: file of {r.n} bytes is too short to be a flatbuffer", hint=_HINT)
+    if data[4:8] != FILE_IDENTIFIER:  # LiteRT's verifier refuses such files too
+        raise ModelError(f"TFLite model: file identifier {bytes(data[4:8])!r} at offset 4, expected "
+                         f"{FILE_IDENTIFIER!r}", hint="is this really a .tflite file? " + _HINT)
     root = r.scalar("I", 0, "model root")
     if root + 4 > r.n:
         raise ModelError(f"TFLite model: root table offset {root} is outside the file ({r.n} bytes)",

@@ -6,8 +6,6 @@ every npu call, and the reference interpreter computes them.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -16,10 +14,7 @@ import npu_sim
 from byoc.ir.expr import Call, Function, GlobalVar, Tuple
 from byoc.ir.module import IRModule
 from byoc.ir.traversal import post_order
-
-MODELS = Path(__file__).resolve().parents[2] / ".." / "shared" / "models"
-NAMES = ("hello_world_int8.tflite", "micro_speech_quantized.tflite", "person_detect.tflite",
-         "mobilenet_v2_quantized_1x3x224x224.tflite")
+from tests.shared_models import shared_model, shared_params
 
 
 def _random_inputs(func, seed):
@@ -43,11 +38,9 @@ def _partition_inputs(pm: IRModule, feed: dict) -> list[tuple[str, Function, lis
     return [(c.op.name_hint, pm[c.op.name_hint], [next(values) for _ in c.args]) for c in calls]
 
 
-@pytest.fixture(scope="module", params=NAMES)
+@pytest.fixture(scope="module", params=shared_params())
 def partitioned(request):
-    path = MODELS / request.param
-    if not path.exists():
-        pytest.skip(f"{path} is not present")
+    path = shared_model(request.param)
     # TFLite-Micro semantics make FULLY_CONNECTED fixed-point, so dense layers are offloaded too.
     mod, params = byoc.frontend.from_tflite(path.read_bytes(), semantics="tflm")
     pm = byoc.partition_for("npu", mod, params)

@@ -1,8 +1,6 @@
 """The npu / vta / example tables: which chains they offload, the reasons they give, and the registry."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -13,9 +11,8 @@ from byoc.errors import PartitionError, PatternError
 from byoc.ops.registry import remove_op_attr
 from byoc.partition import verify_partitioned
 from byoc.relay.dataflow_pattern import is_op, wildcard
+from tests.shared_models import MOBILENET, shared_model, shared_params
 
-MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "models")
-MOBILENET = os.path.join(MODELS, "mobilenet_v2_quantized_1x3x224x224.tflite")
 LITERT_REASON = ("LiteRT's FULLY_CONNECTED requantizes in double precision; fixed-point hardware cannot match it "
                  "bit-exactly (import with semantics='tflm' to offload)")
 
@@ -340,10 +337,9 @@ def test_unknown_target_and_bad_table_names():
 
 @pytest.fixture(scope="module")
 def mobilenet():
-    if not os.path.exists(MOBILENET):
-        pytest.skip("shared MobileNetV2 model not available")
+    path = shared_model(MOBILENET)
     from byoc.frontend import from_tflite
-    return from_tflite(MOBILENET)
+    return from_tflite(path)
 
 
 def test_mobilenet_v2_offloads_every_conv_add_and_pool_in_one_partition(mobilenet):
@@ -371,16 +367,10 @@ def test_mobilenet_v2_offloads_every_conv_add_and_pool_in_one_partition(mobilene
 
 # -- every shared model, every table --------------------------------------------------------------------------
 
-SHARED = ("hello_world_int8.tflite", "micro_speech_quantized.tflite", "person_detect.tflite",
-          "mobilenet_v2_quantized_1x3x224x224.tflite")
-
-
-@pytest.mark.parametrize("name", SHARED)
+@pytest.mark.parametrize("name", shared_params())
 @pytest.mark.parametrize("table", ["npu", "vta"])
 def test_partitioning_a_shared_model_preserves_its_outputs(name, table):
-    path = os.path.join(MODELS, name)
-    if not os.path.exists(path):
-        pytest.skip(f"{path} not available")
+    path = shared_model(name)
     from byoc.frontend import from_tflite
     mod, params = from_tflite(path)
     part = byoc.partition_for(table, mod, params)

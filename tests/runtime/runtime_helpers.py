@@ -2,23 +2,18 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED_MODELS = REPO / ".." / "shared" / "models"
+from tests.shared_models import COMMITTED_NAMES, REPO, SHARED_NAMES, committed_model, shared_model  # noqa: F401
 
-MODELS = ("hello_world_int8.tflite", "micro_speech_quantized.tflite", "person_detect.tflite",
-          "mobilenet_v2_quantized_1x3x224x224.tflite")
+MODELS = SHARED_NAMES
 
 
 def model_bytes(name: str) -> bytes:
-    path = SHARED_MODELS / name
-    if not path.exists():
-        pytest.skip(f"{path} is not present")
-    return path.read_bytes()
+    """A committed MLPerf Tiny model, or a shared one (the test skips when that is absent)."""
+    return (committed_model(name) if name in COMMITTED_NAMES else shared_model(name)).read_bytes()
 
 
 @functools.lru_cache(maxsize=None)

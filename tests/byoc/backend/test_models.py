@@ -1,7 +1,5 @@
-"""Every real model in ../shared/models, built CPU-only, is bit-exact with byoc.evaluate."""
+"""Every shared model (tests/shared_models.py), built CPU-only, is bit-exact with byoc.evaluate."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,14 +7,15 @@ import pytest
 import byoc
 from byoc.frontend import from_tflite
 
-MODELS = Path(__file__).resolve().parents[3].parent / "shared" / "models"
-FILES = sorted(p.name for p in MODELS.glob("*.tflite")) if MODELS.is_dir() else []
+from tests.shared_models import SHARED_MODELS, shared_model_files, where_to_put
+
+FILES = [p.name for p in shared_model_files()]
 
 
-@pytest.mark.skipif(not FILES, reason="../shared/models is not present")
+@pytest.mark.skipif(not FILES, reason=where_to_put())
 @pytest.mark.parametrize("name", FILES)
 def test_model_cpu_matches_reference(name):
-    mod, params = from_tflite(str(MODELS / name))
+    mod, params = from_tflite(str(SHARED_MODELS / name))
     exe = byoc.build(mod, target="llvm", params=params)
     rs = np.random.RandomState(7)
     inputs = {}

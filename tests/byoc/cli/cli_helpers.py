@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-SHARED_MODELS = REPO / ".." / "shared" / "models"
 
 # A small MobileNetV2-shaped model: stem, one plain block, one block with a residual ADD, head, MEAN, FC, SOFTMAX.
 SMALL_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2))

@@ -4,19 +4,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cli_helpers import SHARED_MODELS, run_cli, run_json
-
-MODELS = ["hello_world_int8.tflite", "micro_speech_quantized.tflite", "person_detect.tflite",
-          "mobilenet_v2_quantized_1x3x224x224.tflite"]
+from cli_helpers import run_cli, run_json
+from tests.shared_models import shared_model, shared_params
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", shared_params())
 def test_shared_models_match_on_every_executor(name):
-    path = SHARED_MODELS / name
-    if not path.exists():
-        pytest.skip(f"{path} is not present")
+    path = shared_model(name)
     pytest.importorskip("ai_edge_litert")
-    doc = run_json("compare", f"../shared/models/{name}", "--target", "npu")
+    doc = run_json("compare", path, "--target", "npu")
     assert doc["ok"] is True and doc["first_divergence"] is None
     oracle = doc["oracle"]
     assert oracle == {"litert": "litert", "tflm": "tflm"}[doc["semantics"]]

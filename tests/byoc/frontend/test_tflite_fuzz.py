@@ -1,4 +1,6 @@
-"""Fuzzing from_tflite: seeded mutations of the shared models must import or raise ModelError — nothing else.
+"""Fuzzing from_tflite: seeded mutations of real models must import or raise ModelError — nothing else.
+
+The shared models are fuzzed when present, else the committed MLPerf Tiny models (tests/data/mlcommons_tiny).
 
 Mutations: bit flips, truncation, random byte runs, and random bytes / extreme 32-bit values written into the
 operator and tensor tables (offsets, vtables, vector lengths, enum fields). Each model is fuzzed in a child
@@ -13,11 +15,13 @@ import sys
 
 import pytest
 
-from tflite_oracles import model_path
+from tests.shared_models import REPO, SHARED_NAMES, committed_model, has_shared, shared_model
 
 # (model, mutations): 2,100 cases; MobileNetV2 (4 MB) fewer times, the small models more.
-PLAN = [("hello_world_int8.tflite", 900), ("micro_speech_quantized.tflite", 700), ("person_detect.tflite", 300),
-        ("mobilenet_v2_quantized_1x3x224x224.tflite", 200)]
+SHARED_PLAN = [("hello_world_int8.tflite", 900), ("micro_speech_quantized.tflite", 700),
+               ("person_detect.tflite", 300), ("mobilenet_v2_quantized_1x3x224x224.tflite", 200)]
+COMMITTED_PLAN = [("kws_ref_model.tflite", 700), ("str_ww_ref_model.tflite", 600), ("ad01_int8.tflite", 300),
+                  ("pretrainedResnet_quant.tflite", 300), ("vww_96_int8.tflite", 200)]
 MEMORY_LIMIT = 3 << 30  # bytes of address space for the child
 CASE_SECONDS = 10
 
@@ -91,10 +95,16 @@ def _worker(path: str, count: int, seed: int) -> dict:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uses resource limits and SIGALRM")
 def test_mutated_models_import_or_raise_model_error():
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    # The child imports byoc from this checkout (its cwd is this directory, not the repository root).
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    shared = all(has_shared(n) for n in SHARED_NAMES)
+    plan = [(shared_model(n), c) for n, c in SHARED_PLAN] if shared else \
+        [(committed_model(n), c) for n, c in COMMITTED_PLAN]
     procs = []
-    for seed, (name, count) in enumerate(PLAN):
-        cmd = [sys.executable, __file__, str(model_path(name)), str(count), str(seed)]
+    for seed, (path, count) in enumerate(plan):
+        name = path.name
+        cmd = [sys.executable, __file__, str(path), str(count), str(seed)]
         procs.append((name, count, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                                     cwd=os.path.dirname(__file__))))
     total = 0

@@ -1,4 +1,5 @@
-"""The four shared int8 models: from_tflite + byoc.evaluate against LiteRT BUILTIN_REF and TFLite Micro.
+"""Real int8 models (the four shared ones when present, the committed MLPerf Tiny ones always): from_tflite +
+byoc.evaluate against LiteRT BUILTIN_REF and TFLite Micro.
 
 Every output and every intermediate tensor LiteRT exposes is compared bit for bit, matched through tensor names
 (the spans on the IR nodes, seen through ``byoc.evaluate``'s tap).
@@ -11,6 +12,7 @@ import pytest
 from byoc.frontend import from_tflite
 from byoc.frontend.tflite_reader import read_model
 
+from tests.shared_models import COMMITTED_NAMES, committed_model, shared_params
 from tflite_oracles import (compare_tensors, ir_run, litert_run, model_path, patch_bias_quantized_dimension,
                             random_inputs, tflm_run)
 
@@ -40,10 +42,10 @@ def _check_against_litert(data: bytes, mod, seed: int) -> None:
         assert compared == len(expected_names), (compared, len(expected_names))
 
 
-@pytest.mark.parametrize("name", ["hello_world_int8.tflite", "micro_speech_quantized.tflite",
-                                  "mobilenet_v2_quantized_1x3x224x224.tflite"])
+@pytest.mark.parametrize("name", shared_params(["hello_world_int8.tflite", "micro_speech_quantized.tflite",
+                                                 "mobilenet_v2_quantized_1x3x224x224.tflite"]) + list(COMMITTED_NAMES))
 def test_model_matches_litert_bit_exact(name):
-    data = model_path(name).read_bytes()
+    data = (committed_model(name) if name in COMMITTED_NAMES else model_path(name)).read_bytes()
     mod, params = from_tflite(data)
     assert params == {}
     _check_against_litert(data, mod, seed=len(name))

@@ -15,6 +15,7 @@ from byoc.ir.expr import Call, Constant, Op, Var
 from byoc.ir.traversal import post_order, users_map
 from byoc.testing import TFLiteWriter
 
+from tests.shared_models import committed_model
 from tflite_oracles import model_path
 
 MOBILENET = "mobilenet_v2_quantized_1x3x224x224.tflite"
@@ -180,7 +181,7 @@ def test_output_shape_inconsistent_with_op():
 
 
 def test_filter_quantized_dimension_out_of_range_is_strict():
-    data = bytearray(model_path("person_detect.tflite").read_bytes())
+    data = bytearray(committed_model("str_ww_ref_model.tflite").read_bytes())
     sg = tflite.Model.GetRootAs(data, 0).Subgraphs(0)
     q = sg.Tensors(sg.Operators(0).Inputs(1)).Quantization()  # a per-channel depthwise filter (qdim 3)
     pos = _field_pos(q, 6)
@@ -201,7 +202,7 @@ def test_bad_arguments():
 
 
 def test_accepts_path_bytes_and_tflite_model_objects():
-    path = model_path("hello_world_int8.tflite")
+    path = committed_model("kws_ref_model.tflite")
     data = path.read_bytes()
     texts = {from_tflite(src)[0].astext() for src in (path, str(path), data, tflite.Model.GetRootAs(data, 0))}
     assert len(texts) == 1
@@ -211,5 +212,8 @@ def test_missing_ir_ops_are_reported_as_unsupported(monkeypatch):
     import byoc.frontend.tflite as frontend
     registered = [n for n in frontend.list_ops() if n != "qnn.dense"]
     monkeypatch.setattr(frontend, "list_ops", lambda: registered)
-    with pytest.raises(UnsupportedOpsError, match=r"FULLY_CONNECTED \(quantized\) ×3 .*qnn\.dense"):
-        from_tflite(model_path("hello_world_int8.tflite"))
+    data = committed_model("ad01_int8.tflite").read_bytes()  # an autoencoder of FULLY_CONNECTED layers
+    count = sum(name == "FULLY_CONNECTED" for name, _ in _tflite_ops(data))
+    assert count > 1
+    with pytest.raises(UnsupportedOpsError, match=rf"FULLY_CONNECTED \(quantized\) ×{count} .*qnn\.dense"):
+        from_tflite(data)

@@ -4,17 +4,10 @@ The reference runtimes are the oracles; nothing here computes expected values it
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 import byoc
-
-MODELS = Path(__file__).resolve().parents[3].parent / "shared" / "models"
-
-
-def model_path(name: str) -> Path:
-    return MODELS / name
+from tests.shared_models import shared_model as model_path  # noqa: F401  (skips when the model is absent)
 
 
 def litert_run(data: bytes, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from byoc.ir.module import IRModule
 from byoc.ir.traversal import post_order
 from byoc.ops.registry import get_op_def, list_ops
 from byoc.text import parse_expr
+from tests.shared_models import COMMITTED_NAMES, committed_model, shared_model, shared_params
 
 from . import modules
 
@@ -195,15 +195,9 @@ def test_every_registered_op_and_its_attrs_round_trip(op_name):
 
 # --------------------------------------------------------------------------- modules from the other packages
 
-MODELS = pathlib.Path(__file__).resolve().parents[3].parent / "shared" / "models"
-
-
-@pytest.mark.parametrize("model", ["hello_world_int8", "micro_speech_quantized", "person_detect",
-                                   "mobilenet_v2_quantized_1x3x224x224"])
+@pytest.mark.parametrize("model", shared_params() + list(COMMITTED_NAMES))
 def test_real_models_and_their_partitions_round_trip(model):
-    path = MODELS / f"{model}.tflite"
-    if not path.exists():
-        pytest.skip(f"{path} is not present")
+    path = committed_model(model) if model in COMMITTED_NAMES else shared_model(model)
     from byoc.frontend import from_tflite
     mod, params = from_tflite(str(path))
     assert_round_trip(relay.transform.InferType()(mod))

@@ -3,8 +3,6 @@ composite and partition functions) and the printer shows it; no pass leaves a re
 describes its function's body (the verifier reports such a stale one)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -27,9 +25,9 @@ from byoc.transform.partition_graph import AnnotateMergePartition, PartitionGrap
 from byoc.transform.type_carry import type_function, typed_like
 from pass_programs import random_program
 from patterns import get_pattern_table, registered_targets
+from tests.shared_models import shared_model_files, where_to_put
 
-MODELS = Path(__file__).resolve().parents[3] / ".." / "shared" / "models"
-MODEL_FILES = sorted(MODELS.glob("*.tflite")) if MODELS.is_dir() else []
+MODEL_FILES = shared_model_files()
 T13 = relay.TensorType((1, 3), "float32")
 
 
@@ -199,7 +197,7 @@ def _partition_passes(target):
     ]
 
 
-@pytest.mark.skipif(not MODEL_FILES, reason="../shared/models is not present")
+@pytest.mark.skipif(not MODEL_FILES, reason=where_to_put())
 @pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: p.stem)
 def test_every_pass_and_pipeline_leaves_right_ret_types_on_the_shared_models(path):
     mod, params = byoc.frontend.from_tflite(str(path))
@@ -217,7 +215,7 @@ def test_every_pass_and_pipeline_leaves_right_ret_types_on_the_shared_models(pat
                 raise AssertionError(f"{target}: {name}: {e}") from e
 
 
-@pytest.mark.skipif(not MODEL_FILES, reason="../shared/models is not present")
+@pytest.mark.skipif(not MODEL_FILES, reason=where_to_put())
 def test_partitioned_text_shows_return_types_round_trips_and_is_deterministic():
     path = next(p for p in MODEL_FILES if p.stem == "person_detect")
     texts = []
