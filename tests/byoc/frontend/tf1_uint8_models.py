@@ -217,14 +217,14 @@ def _main(argv=None) -> int:
         p = mod["main"].params[0]
         x = np.random.default_rng(10_000 + seed).integers(0, 256, p.type_annotation.shape).astype(np.uint8)
         res = compare_model(model, {p.name_hint: x}, args.target)
-        if {e.name for e in res.executors if e.available} != {"reference", "cpu", "tflite"} | (
+        if {e.name for e in res.executors if e.available} != {"evaluate", "cpu", "litert"} | (
                 {args.target} if args.target else set()):
             raise SystemExit(f"seed {seed}: an executor is missing: {res.executors}")
         models += 1
         for t in res.intermediates + res.outputs:
             tensors += 1
             elements += int(np.prod(t.shape, dtype=np.int64))
-            vs_litert += any(d.executor == "tflite" for d in t.diffs)
+            vs_litert += t.expected == "litert"
             for d in t.diffs:
                 if d.mismatches:
                     per_executor[d.executor] = per_executor.get(d.executor, 0) + max(d.mismatches, 0)
