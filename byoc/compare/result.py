@@ -67,6 +67,7 @@ class CompareResult:
     oracle_description: str = ""
     semantics: str = ""
     outputs_only: bool = False   # intermediates were not compared (--outputs-only)
+    float_tolerance: float | None = None   # float tensors agree within it (ONNX: onnxruntime's float kernels)
     arrays: dict = field(default_factory=dict, compare=False, repr=False)   # executor → its output arrays
 
     @property
@@ -88,7 +89,9 @@ class CompareResult:
         if self.ok:
             what = f"{len(self.outputs)} output(s)" + ("" if self.outputs_only else
                                                         f" and {len(self.intermediates)} intermediate tensors")
-            return f"MATCH: {what} agree bit for bit with their reference ({against}) across {', '.join(ran)}" + \
+            how = "bit for bit" if self.float_tolerance is None else \
+                f"(integers bit for bit, floats within {self.float_tolerance:g}·max(1, |x|))"
+            return f"MATCH: {what} agree {how} with their reference ({against}) across {', '.join(ran)}" + \
                 ("; intermediates not compared (--outputs-only)" if self.outputs_only else "")
         bad = [t for t in self.outputs + self.intermediates if t.differs]
         f = self.first_divergence
@@ -111,6 +114,7 @@ class CompareResult:
                                                "elements": d.elements} for d in x.diffs}}
         return {"model": self.model, "target": self.target, "ok": self.ok, "verdict": self.verdict(),
                 "semantics": self.semantics, "oracle": self.oracle or None, "reference": self.reference,
+                "float_tolerance": self.float_tolerance,
                 "outputs_only": self.outputs_only,
                 "executors": [{"name": e.name, "description": e.description, "available": e.available,
                                "note": e.note, "seconds": round(e.seconds, 3),
@@ -121,8 +125,10 @@ class CompareResult:
                 "notes": list(self.notes)}
 
 
-def diff(expected: np.ndarray, got: np.ndarray | None, executor: str) -> ExecutorDiff | None:
-    """Element-wise comparison; ``None`` when the executor did not observe the tensor."""
+def diff(expected: np.ndarray, got: np.ndarray | None, executor: str,
+         float_tolerance: float | None = None) -> ExecutorDiff | None:
+    """Element-wise comparison; ``None`` when the executor did not observe the tensor. Integers compare exactly;
+    floats too unless ``float_tolerance`` (t) is given: then |got − expected| ≤ t·max(1, |expected|) agrees."""
     if got is None:
         return None
     if got.shape != expected.shape:
@@ -133,7 +139,11 @@ def diff(expected: np.ndarray, got: np.ndarray | None, executor: str) -> Executo
         return ExecutorDiff(executor, -1, float("nan"), int(expected.size))
     wide = np.float64 if expected.dtype.kind == "f" or got.dtype.kind == "f" else np.int64
     d = np.abs(expected.astype(wide) - got.astype(wide))
-    bad = ~(d == 0)
+    if wide is np.float64 and float_tolerance is not None:
+        with np.errstate(invalid="ignore"):
+            bad = ~(d <= float_tolerance * np.maximum(1.0, np.abs(expected.astype(wide))))
+    else:
+        bad = ~(d == 0)
     if wide is np.float64:
         bad &= ~(np.isnan(expected.astype(wide)) & np.isnan(got.astype(wide)))
     n = int(bad.sum())

@@ -157,3 +157,31 @@ def test_a_fault_that_changes_nothing_is_refused():
     from byoc.ir.traversal import post_order
     assert any(getattr(getattr(n, "op", None), "name", "") == "qnn.softmax" for n in post_order(pmod["main"].body))
     assert all(c.op.name != "qnn.softmax" for _, c in fault_sites(pmod, Fault("host-off-by-one")))
+
+
+def test_onnx_float_tensors_are_held_to_onnxruntime_within_the_stated_tolerance(tmp_path):
+    """A QDQ model ending in a float softmax: onnxruntime's MLAS softmax is not reproduced bit for bit (1e-8-level
+    differences), so floats of ONNX models agree within ONNX_FLOAT_TOLERANCE and the verdict says so; a float
+    error beyond it is still a MISMATCH."""
+    pytest.importorskip("onnxruntime")
+    import sys
+    sys.path.insert(0, str(REPO / "tests" / "byoc" / "frontend"))
+    from onnx_models import cnn, quantize_qdq
+    from byoc.compare import compare_model
+    from byoc.compare.result import diff
+    from byoc.compare.run import ONNX_FLOAT_TOLERANCE
+    from byoc.cli.common import load_model, make_inputs
+    path = tmp_path / "qdq_softmax.onnx"
+    path.write_bytes(quantize_qdq(cnn(batch_norm=False), tmp_path, per_channel=False).SerializeToString())
+    model = load_model(str(path), "auto")
+    result = compare_model(model, make_inputs(model.mod["main"], seed=0), "npu", fault=None)
+    assert result.ok, result.verdict()
+    assert result.float_tolerance == ONNX_FLOAT_TOLERANCE and "floats within" in result.verdict()
+    # the tolerance is relative to max(1, |x|): one ulp passes, 1e-3 does not, integers stay exact
+    x = np.array([0.25, 0.5, 0.25], np.float32)
+    ulp = np.nextafter(x, np.float32(1))
+    assert diff(x, ulp, "cpu", ONNX_FLOAT_TOLERANCE).mismatches == 0
+    assert diff(x, x + np.float32(1e-3), "cpu", ONNX_FLOAT_TOLERANCE).mismatches == 3
+    assert diff(x, ulp, "cpu").mismatches == 3
+    q = np.array([1, 2, 3], np.int8)
+    assert diff(q, q + np.int8(1), "cpu", ONNX_FLOAT_TOLERANCE).mismatches == 3
