@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ByocError", "IRError", "TypeInferenceError", "ParseError", "PassError", "PatternError",
     "PartitionError", "ModelError", "CodegenError", "NPUError", "ConfigError", "ArtifactError",
-    "ExecutionError", "UnsupportedOpsError",
+    "ExecutionError", "UnsupportedOpsError", "UnsupportedAPIError",
 ]
 
 
@@ -91,3 +91,12 @@ class ArtifactError(ByocError):
 
 class ExecutionError(ByocError):
     """Running a module failed because of its inputs (missing input, wrong shape or dtype)."""
+
+
+class UnsupportedAPIError(ByocError):
+    """A TVM API this project deliberately does not provide (C source codegen, DNNL/TensorRT, the Prelude)."""
+
+    def __init__(self, api: str, why: str, *, hint: str | None = None):
+        self.api = api
+        super().__init__(f"{api} is not provided by byoc: {why}",
+                         hint=hint or "see docs/porting-from-tvm.md for what to use instead")

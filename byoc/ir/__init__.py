@@ -6,8 +6,10 @@ from .types import FuncType, TensorType, TupleType, Type
 from .traversal import ExprRewriter, children, post_order, rewrite_post_order
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .analysis import free_vars
+from .attrs import make_node
+from ..ops.registry import register_op_attr
 
 __all__ = ["Attrs", "FrozenDict", "Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Span",
            "Tuple", "TupleGetItem", "Var", "const", "IRModule", "FuncType", "TensorType", "TupleType", "Type",
            "ExprRewriter", "children", "post_order", "rewrite_post_order", "assert_structural_equal",
-           "structural_equal", "structural_hash", "free_vars"]
+           "structural_equal", "structural_hash", "free_vars", "make_node", "register_op_attr"]

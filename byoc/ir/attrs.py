@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["Attrs", "FrozenDict", "freeze_value"]
+__all__ = ["Attrs", "FrozenDict", "freeze_value", "make_node"]
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -139,3 +139,11 @@ class FrozenDict(Mapping):
 
     def __repr__(self):
         return f"FrozenDict({self._d!r})"
+
+
+def make_node(type_key: str, **fields) -> "FrozenDict":
+    """``tvm.ir.make_node("DictAttrs", **kv)``: the attributes of a call to a non-op callee (a FrozenDict)."""
+    if type_key != "DictAttrs":
+        from ..errors import UnsupportedAPIError
+        raise UnsupportedAPIError(f"tvm.ir.make_node({type_key!r})", "only 'DictAttrs' nodes are made here")
+    return FrozenDict(fields)

@@ -85,6 +85,47 @@ class Expr:
         from ..relay import op as _op
         return _op.divide(self, _as_expr(other, self))
 
+    def __rsub__(self, other):
+        from ..relay import op as _op
+        return _op.subtract(_as_expr(other, self), self)
+
+    def __rmul__(self, other):
+        from ..relay import op as _op
+        return _op.multiply(_as_expr(other, self), self)
+
+    def __rtruediv__(self, other):
+        from ..relay import op as _op
+        return _op.divide(_as_expr(other, self), self)
+
+    def __neg__(self):
+        from ..relay import op as _op
+        return _op.negative(self)
+
+    # Comparisons build calls as in Relay (x < y is a ``less`` call); ``==`` stays identity.
+    def __lt__(self, other):
+        from ..relay import op as _op
+        return _op.less(self, _as_expr(other, self))
+
+    def __gt__(self, other):
+        from ..relay import op as _op
+        return _op.greater(self, _as_expr(other, self))
+
+    def __le__(self, other):
+        from ..relay import op as _op
+        return _op.less_equal(self, _as_expr(other, self))
+
+    def __ge__(self, other):
+        from ..relay import op as _op
+        return _op.greater_equal(self, _as_expr(other, self))
+
+    def astype(self, dtype: str):
+        from ..relay import op as _op
+        return _op.cast(self, dtype)
+
+    def __call__(self, *args):
+        """Calling an expression builds a Call (a Var or Let-bound function as callee, as in Relay)."""
+        return Call(self, tuple(_as_expr(a) for a in args))
+
     def astext(self, show_meta_data: bool = True) -> str:
         from ..text.printer import astext
         return astext(self, show_meta_data=show_meta_data)

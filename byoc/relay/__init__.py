@@ -28,9 +28,22 @@ def const(value, dtype: str | None = None, span=None) -> Constant:
     return _const(value, dtype, span)
 
 
+_UNSUPPORTED = {
+    "prelude": "the Relay Prelude (lists, ADTs, tensor arrays) has no counterpart in this IR",
+}
+
+
 def __getattr__(name):
     # Heavier sub-packages load on first use.
     import importlib
-    if name in ("transform", "dataflow_pattern"):
+    if name in ("transform", "dataflow_pattern", "testing", "expr", "expr_functor"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "annotation":  # relay.annotation.compiler_begin
+        return importlib.import_module(f"{__name__}.op.annotation")
+    if name == "parse":
+        from ..text.parser import parse
+        return parse
+    if name in _UNSUPPORTED:
+        from ..errors import UnsupportedAPIError
+        raise UnsupportedAPIError(f"relay.{name}", _UNSUPPORTED[name])
     raise AttributeError(f"module 'byoc.relay' has no attribute {name!r}")

@@ -1,8 +1,8 @@
 """Builders for the generic tensor ops (``relay.add``, ``relay.clip``, ...), and ``make_call``."""
 from __future__ import annotations
 
-from ..ir.expr import Call, Expr, Op, Tuple, TupleGetItem, _as_expr
-from ..ops.registry import register_op_attr  # TVM spelling: relay.op.register_op_attr(op, "target.<t>")
+from ...ir.expr import Call, Expr, Op, Tuple, TupleGetItem, _as_expr
+from ...ops.registry import register_op_attr  # TVM spelling: relay.op.register_op_attr(op, "target.<t>")
 
 __all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
            "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",
@@ -27,7 +27,7 @@ class TupleWrapper:
 
     def __getitem__(self, index: int) -> TupleGetItem:
         if not 0 <= index < self.size:
-            from ..errors import IRError
+            from ...errors import IRError
             raise IRError(f"tuple index {index} out of range for {self.size} fields")
         return TupleGetItem(self.tuple_value, index)
 
@@ -193,3 +193,16 @@ less = _binary("less")
 less_equal = _binary("less_equal")
 greater = _binary("greater")
 greater_equal = _binary("greater_equal")
+
+
+def get(op_name: str):
+    """``relay.op.get("add")``."""
+    return Op.get(op_name)
+
+
+def __getattr__(name):
+    # relay.op.nn / relay.op.op / relay.op.annotation load on first use (relay.nn imports this package).
+    import importlib
+    if name in ("nn", "op", "annotation"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
