@@ -21,6 +21,9 @@ _LAZY = {
     "build": ("byoc.build", "build"),
     "load": ("runtime.artifact", "load"),
     "testing": ("byoc.testing", None),
+    "cpu": ("byoc.device", "cpu"),
+    "transform": ("byoc.transform", None),
+    "ir": ("byoc.ir", None),
 }
 
 

@@ -265,6 +265,15 @@ class Call(Expr):
     _checked_type: Type | None = field(default=None, repr=False)
 
     def __post_init__(self):
+        span = self.span
+        if span is not None and type(span) is not Span:
+            # TVM's 4th positional argument is type_args (explicit type instantiation), never used by
+            # first-order Relay; an empty one is accepted for source compatibility.
+            if isinstance(span, (list, tuple)) and not span:
+                object.__setattr__(self, "span", None)
+            else:
+                raise IRError(f"Call: span must be a Span, got {type(span).__name__}",
+                              hint="type arguments (TVM's Call(op, args, attrs, type_args)) are not supported")
         args = self.args
         if type(args) is not tuple:
             args = tuple(args)
@@ -284,6 +293,11 @@ class Call(Expr):
                 op_def.check_arity(len(args))
         elif not isinstance(op, (Function, GlobalVar, Var)):
             raise IRError(f"a call's callee must be an Op, Function, GlobalVar or Var, got {type(self.op).__name__}")
+
+    @property
+    def type_args(self) -> tuple:
+        """TVM's explicit type arguments: always empty here."""
+        return ()
 
     def __repr__(self) -> str:
         return f"Call({_callee_name(self.op)}, {len(self.args)} args)"

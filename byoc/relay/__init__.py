@@ -40,6 +40,9 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "annotation":  # relay.annotation.compiler_begin
         return importlib.import_module(f"{__name__}.op.annotation")
+    if name in ("ExprFunctor", "ExprVisitor", "ExprMutator"):
+        from . import expr_functor
+        return getattr(expr_functor, name)
     if name == "parse":
         from ..text.parser import parse
         return parse

@@ -23,6 +23,18 @@ def _type_children(node: Expr) -> tuple[Expr, ...]:
     return children(node)
 
 
+def _type_children_args_first(node: Expr) -> tuple[Expr, ...]:
+    # The slow order, used only when a parameter has no annotation: a called function literal comes after its
+    # arguments, so its unannotated parameters take their argument's type (Relay unifies them the same way).
+    if type(node) is Call and type(node.op) is Function:
+        return node.args + (node.op,)
+    return _type_children(node)
+
+
+class _Unannotated(TypeInferenceError):
+    """A variable without a type annotation (retried once in the arguments-first order)."""
+
+
 def _describe(node: Expr) -> str:
     if isinstance(node, Call):
         return node.op.name if isinstance(node.op, Op) else "call"
@@ -37,9 +49,23 @@ def infer_expr(expr: Expr, global_types: dict[str, Type] | None = None, root: Ex
 def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type] | None = None,
                     root: Expr | None = None) -> Type:
     """``infer_expr`` given ``post_order(expr, child_fn=_type_children)``."""
+    try:
+        return _infer_ordered(expr, order, global_types, root, False)
+    except _Unannotated:
+        order = post_order(expr, child_fn=_type_children_args_first)
+        return _infer_ordered(expr, order, global_types, root, True)
+
+
+def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first: bool) -> Type:
     global_types = global_types or {}
     # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
     let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
+    if args_first:  # ... and so does an unannotated parameter of a called function literal
+        for n in order:
+            if type(n) is Call and type(n.op) is Function:
+                for p, a in zip(n.op.params, n.args):
+                    if p.type_annotation is None:
+                        let_value.setdefault(id(p), a)
     for node in order:
         if node._checked_type is not None:  # type: ignore[attr-defined]
             if type(node) is Function and node.ret_type is None:  # typed by a pass that carries types over
@@ -47,6 +73,13 @@ def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type]
             continue
         try:
             t = _infer_node(node, global_types, let_value)
+        except _Unannotated:
+            if not args_first:
+                raise
+            msg, hint = _unannotated_message(node)
+            e = TypeInferenceError(msg, hint=hint)
+            _attach_excerpt(e, root if root is not None else expr, node)
+            raise e from None
         except ByocError as e:
             _attach_excerpt(e, root if root is not None else expr, node)
             raise
@@ -68,6 +101,11 @@ def _attach_excerpt(err: ByocError, root: Expr, node: Expr) -> None:
         err.with_note(text)
 
 
+def _unannotated_message(var: Var) -> tuple[str, str]:
+    return (f"variable %{var.name_hint} has no type annotation",
+            "give it one: relay.var(name, shape=..., dtype=...)")
+
+
 def _infer_node(node: Expr, global_types, let_value) -> Type:
     if isinstance(node, Constant):
         return node.type
@@ -75,9 +113,13 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
         if node.type_annotation is not None:
             return node.type_annotation
         if id(node) in let_value:
-            return let_value[id(node)].checked_type
-        raise TypeInferenceError(f"variable %{node.name_hint} has no type annotation",
-                                 hint="give it one: relay.var(name, shape=..., dtype=...)")
+            # As Relay's InferType, an unannotated variable gets its inferred type as annotation (filled in
+            # place like a function's ret_type: it is a pure function of the value bound to it).
+            t = let_value[id(node)].checked_type
+            object.__setattr__(node, "type_annotation", t)
+            return t
+        msg, hint = _unannotated_message(node)
+        raise _Unannotated(msg, hint=hint)
     if isinstance(node, Call):
         arg_types = [a.checked_type for a in node.args]
         if isinstance(node.op, Op):
