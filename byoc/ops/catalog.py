@@ -6,3 +6,4 @@ from . import transform_more, qnn_prelu  # noqa: F401
 from . import matmul  # noqa: F401
 from . import elementwise_more  # noqa: F401
 from . import elementwise_more2  # noqa: F401
+from . import elementwise_math, creation, einsum, layout  # noqa: F401
