@@ -22,6 +22,7 @@ _LAZY = {
     "load": ("runtime.artifact", "load"),
     "testing": ("byoc.testing", None),
     "cpu": ("byoc.device", "cpu"),
+    "tir": ("byoc.tir", None),
     "transform": ("byoc.transform", None),
     "ir": ("byoc.ir", None),
 }

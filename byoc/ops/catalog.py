@@ -7,3 +7,4 @@ from . import matmul  # noqa: F401
 from . import elementwise_more  # noqa: F401
 from . import elementwise_more2  # noqa: F401
 from . import elementwise_math, creation, einsum, layout  # noqa: F401
+from . import arg_types  # noqa: F401

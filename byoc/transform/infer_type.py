@@ -76,10 +76,7 @@ def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first
         except _Unannotated:
             if not args_first:
                 raise
-            msg, hint = _unannotated_message(node)
-            e = TypeInferenceError(msg, hint=hint)
-            _attach_excerpt(e, root if root is not None else expr, node)
-            raise e from None
+            continue  # a variable: typed by the op that uses it (arg_types), or reported at its function
         except ByocError as e:
             _attach_excerpt(e, root if root is not None else expr, node)
             raise
@@ -99,6 +96,33 @@ def _attach_excerpt(err: ByocError, root: Expr, node: Expr) -> None:
         text = None
     if text:
         err.with_note(text)
+
+
+def _type_args_from_op(call: Call) -> None:
+    """Unannotated variables among ``call``'s operands take the types the op determines (``arg_types``)."""
+    from ..ops.registry import arg_types_hint
+    hint = arg_types_hint(call.op.name)
+    types = [a._checked_type for a in call.args]
+    if hint is not None:
+        types = hint(list(types), call.attrs)
+    for a, t in zip(call.args, types):
+        if a._checked_type is not None:
+            continue
+        if t is None or type(a) is not Var:
+            msg, h = _unannotated_message(a) if type(a) is Var else (f"operand of {call.op.name} has no type", None)
+            raise TypeInferenceError(msg + f" (and {call.op.name} does not determine it)", hint=h)
+        object.__setattr__(a, "type_annotation", t)
+        a._set_checked_type(t)
+
+
+def _type_args_from_callee(call: Call, ftype: Type) -> None:
+    """Unannotated variables passed to a typed global function take its parameter types."""
+    if not isinstance(ftype, FuncType) or len(ftype.arg_types) != len(call.args):
+        return
+    for a, t in zip(call.args, ftype.arg_types):
+        if a._checked_type is None and type(a) is Var:
+            object.__setattr__(a, "type_annotation", t)
+            a._set_checked_type(t)
 
 
 def _unannotated_message(var: Var) -> tuple[str, str]:
@@ -121,6 +145,11 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
         msg, hint = _unannotated_message(node)
         raise _Unannotated(msg, hint=hint)
     if isinstance(node, Call):
+        if any(a._checked_type is None for a in node.args):
+            if isinstance(node.op, Op):
+                _type_args_from_op(node)
+            elif isinstance(node.op, GlobalVar) and node.op.name_hint in global_types:
+                _type_args_from_callee(node, global_types[node.op.name_hint])
         arg_types = [a.checked_type for a in node.args]
         if isinstance(node.op, Op):
             op_def = node.op.op_def
@@ -165,6 +194,10 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
             raise TypeInferenceError(f"if branches disagree: then {tt}, else {ft}")
         return tt
     if isinstance(node, Function):
+        for p in node.params:
+            if p._checked_type is None:
+                msg, hint = _unannotated_message(p)
+                raise TypeInferenceError(msg, hint=hint)
         body_t = node.body.checked_type
         if node.ret_type is None:
             _fill_ret_type(node, body_t)
