@@ -257,6 +257,6 @@ def get(op_name: str):
 def __getattr__(name):
     # relay.op.nn / relay.op.op / relay.op.annotation load on first use (relay.nn imports this package).
     import importlib
-    if name in ("nn", "op", "annotation"):
+    if name in ("nn", "op", "annotation", "_make"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
