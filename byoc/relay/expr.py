@@ -3,3 +3,18 @@ from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tu
 
 __all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Tuple", "TupleGetItem", "Var",
            "const"]
+
+_NOT_PROVIDED = {
+    "RefCreate": "references (mutable cells) have no counterpart in this dataflow IR",
+    "RefRead": "references (mutable cells) have no counterpart in this dataflow IR",
+    "RefWrite": "references (mutable cells) have no counterpart in this dataflow IR",
+    "Match": "the Relay Prelude's ADTs and pattern matching are not provided",
+    "Clause": "the Relay Prelude's ADTs and pattern matching are not provided",
+}
+
+
+def __getattr__(name):
+    if name in _NOT_PROVIDED:
+        from ..errors import UnsupportedAPIError
+        raise UnsupportedAPIError(f"relay.expr.{name}", _NOT_PROVIDED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
