@@ -52,11 +52,23 @@ def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type]
     try:
         return _infer_ordered(expr, order, global_types, root, False)
     except _Unannotated:
-        order = post_order(expr, child_fn=_type_children_args_first)
-        return _infer_ordered(expr, order, global_types, root, True)
+        pass
+    # The slow order may type nodes (and annotate variables) before it fails: then it undoes them, so a failed
+    # inference leaves the graph as the fast order would.
+    touched: list[tuple[Expr, bool]] = []  # (node, its annotation was filled here)
+    try:
+        return _infer_ordered(expr, post_order(expr, child_fn=_type_children_args_first), global_types, root,
+                              True, touched)
+    except ByocError:
+        for n, annotated in touched:
+            object.__setattr__(n, "_checked_type", None)
+            if annotated:
+                object.__setattr__(n, "type_annotation", None)
+        raise
 
 
-def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first: bool) -> Type:
+def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first: bool,
+                   touched: list | None = None) -> Type:
     global_types = global_types or {}
     # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
     let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
@@ -72,7 +84,7 @@ def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first
                 _fill_ret_type(node, node.body.checked_type)
             continue
         try:
-            t = _infer_node(node, global_types, let_value)
+            t = _infer_node(node, global_types, let_value, touched)
         except _Unannotated:
             if not args_first:
                 raise
@@ -81,6 +93,8 @@ def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first
             _attach_excerpt(e, root if root is not None else expr, node)
             raise
         node._set_checked_type(t)
+        if touched is not None:
+            touched.append((node, False))
     return expr.checked_type
 
 
@@ -98,7 +112,16 @@ def _attach_excerpt(err: ByocError, root: Expr, node: Expr) -> None:
         err.with_note(text)
 
 
-def _type_args_from_op(call: Call) -> None:
+def _annotate(var: Var, t: Type, touched: list | None) -> None:
+    """Give an unannotated variable its inferred type as annotation, as Relay's InferType does (in place, like a
+    function's ret_type: it is a pure function of what the variable is bound to)."""
+    object.__setattr__(var, "type_annotation", t)
+    var._set_checked_type(t)
+    if touched is not None:
+        touched.append((var, True))
+
+
+def _type_args_from_op(call: Call, touched: list | None = None) -> None:
     """Unannotated variables among ``call``'s operands take the types the op determines (``arg_types``)."""
     from ..ops.registry import arg_types_hint
     hint = arg_types_hint(call.op.name)
@@ -111,18 +134,16 @@ def _type_args_from_op(call: Call) -> None:
         if t is None or type(a) is not Var:
             msg, h = _unannotated_message(a) if type(a) is Var else (f"operand of {call.op.name} has no type", None)
             raise TypeInferenceError(msg + f" (and {call.op.name} does not determine it)", hint=h)
-        object.__setattr__(a, "type_annotation", t)
-        a._set_checked_type(t)
+        _annotate(a, t, touched)
 
 
-def _type_args_from_callee(call: Call, ftype: Type) -> None:
+def _type_args_from_callee(call: Call, ftype: Type, touched: list | None = None) -> None:
     """Unannotated variables passed to a typed global function take its parameter types."""
     if not isinstance(ftype, FuncType) or len(ftype.arg_types) != len(call.args):
         return
     for a, t in zip(call.args, ftype.arg_types):
         if a._checked_type is None and type(a) is Var:
-            object.__setattr__(a, "type_annotation", t)
-            a._set_checked_type(t)
+            _annotate(a, t, touched)
 
 
 def _unannotated_message(var: Var) -> tuple[str, str]:
@@ -130,7 +151,7 @@ def _unannotated_message(var: Var) -> tuple[str, str]:
             "give it one: relay.var(name, shape=..., dtype=...)")
 
 
-def _infer_node(node: Expr, global_types, let_value) -> Type:
+def _infer_node(node: Expr, global_types, let_value, touched: list | None = None) -> Type:
     if isinstance(node, Constant):
         return node.type
     if isinstance(node, Var):
@@ -140,16 +161,16 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
             # As Relay's InferType, an unannotated variable gets its inferred type as annotation (filled in
             # place like a function's ret_type: it is a pure function of the value bound to it).
             t = let_value[id(node)].checked_type
-            object.__setattr__(node, "type_annotation", t)
+            _annotate(node, t, touched)
             return t
         msg, hint = _unannotated_message(node)
         raise _Unannotated(msg, hint=hint)
     if isinstance(node, Call):
         if any(a._checked_type is None for a in node.args):
             if isinstance(node.op, Op):
-                _type_args_from_op(node)
+                _type_args_from_op(node, touched)
             elif isinstance(node.op, GlobalVar) and node.op.name_hint in global_types:
-                _type_args_from_callee(node, global_types[node.op.name_hint])
+                _type_args_from_callee(node, global_types[node.op.name_hint], touched)
         arg_types = [a.checked_type for a in node.args]
         if isinstance(node.op, Op):
             op_def = node.op.op_def

@@ -186,3 +186,17 @@ def test_alter_op_layout_applies_registered_hooks_only():
         from byoc.ops.registry import remove_op_attr
         remove_op_attr("nn.relu", "FTVMAlterOpLayout")
     assert out["main"].body.op.name == "abs"
+
+
+def test_failed_inference_leaves_no_partial_types():
+    x, b = relay.var("x"), relay.var("b")
+    c = relay.const(1)
+    out = relay.nn.relu(relay.nn.bias_add(relay.nn.conv2d(x, c), b))
+    with pytest.raises(TypeInferenceError):
+        byoc.transform.infer_type.infer_expr(out)
+    assert c._checked_type is None and x.type_annotation is None
+
+
+def test_relay_parse_returns_a_typed_module():
+    mod = relay.parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) { nn.relu(%x) }')
+    assert mod["main"].ret_type == relay.TensorType((2,), "float32")
