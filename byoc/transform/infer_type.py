@@ -166,12 +166,13 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
         msg, hint = _unannotated_message(node)
         raise _Unannotated(msg, hint=hint)
     if isinstance(node, Call):
-        if any(a._checked_type is None for a in node.args):
+        arg_types = [a._checked_type for a in node.args]
+        if None in arg_types:  # an unannotated variable (slow order only): its use determines its type
             if isinstance(node.op, Op):
                 _type_args_from_op(node, touched)
             elif isinstance(node.op, GlobalVar) and node.op.name_hint in global_types:
                 _type_args_from_callee(node, global_types[node.op.name_hint], touched)
-        arg_types = [a.checked_type for a in node.args]
+            arg_types = [a.checked_type for a in node.args]
         if isinstance(node.op, Op):
             op_def = node.op.op_def
             if op_def.type_rel is None:
