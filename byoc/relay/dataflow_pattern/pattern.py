@@ -39,8 +39,9 @@ class DFPattern:
     def __call__(self, *args: "DFPattern | None") -> "CallPattern":
         if len(args) == 1 and args[0] is None:
             return CallPattern(self, None)
-        _check_arity(self, len(args))
-        return CallPattern(self, tuple(_as_pattern(a) for a in args))
+        pats = tuple(_as_pattern(a) for a in args)  # a non-pattern argument is an error before any warning
+        _check_arity(self, len(pats))
+        return CallPattern(self, pats)
 
     def __or__(self, other: "DFPattern") -> "AltPattern":
         return AltPattern(self, _as_pattern(other))
