@@ -34,6 +34,7 @@ _LAZY = {
     "register_func": ("byoc._ffi", "register_func"),
     "get_global_func": ("byoc._ffi", "get_global_func"),
     "porting": ("byoc.porting", None),
+    "ir": ("byoc.ir", None),
 }
 
 

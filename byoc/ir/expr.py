@@ -86,6 +86,47 @@ class Expr:
         from ..relay import op as _op
         return _op.divide(self, _as_expr(other, self))
 
+    def __rsub__(self, other):
+        from ..relay import op as _op
+        return _op.subtract(_as_expr(other, self), self)
+
+    def __rmul__(self, other):
+        from ..relay import op as _op
+        return _op.multiply(_as_expr(other, self), self)
+
+    def __rtruediv__(self, other):
+        from ..relay import op as _op
+        return _op.divide(_as_expr(other, self), self)
+
+    def __neg__(self):
+        from ..relay import op as _op
+        return _op.negative(self)
+
+    # Comparisons build calls as in Relay (x < y is a ``less`` call); ``==`` stays identity.
+    def __lt__(self, other):
+        from ..relay import op as _op
+        return _op.less(self, _as_expr(other, self))
+
+    def __gt__(self, other):
+        from ..relay import op as _op
+        return _op.greater(self, _as_expr(other, self))
+
+    def __le__(self, other):
+        from ..relay import op as _op
+        return _op.less_equal(self, _as_expr(other, self))
+
+    def __ge__(self, other):
+        from ..relay import op as _op
+        return _op.greater_equal(self, _as_expr(other, self))
+
+    def astype(self, dtype: str):
+        from ..relay import op as _op
+        return _op.cast(self, dtype)
+
+    def __call__(self, *args):
+        """Calling an expression builds a Call (a Var or Let-bound function as callee, as in Relay)."""
+        return Call(self, tuple(_as_expr(a) for a in args))
+
     def astext(self, show_meta_data: bool = True) -> str:
         from ..text.printer import astext
         return astext(self, show_meta_data=show_meta_data)
@@ -226,6 +267,15 @@ class Call(Expr):
     _checked_type: Type | None = field(default=None, repr=False)
 
     def __post_init__(self):
+        span = self.span
+        if span is not None and type(span) is not Span:
+            # TVM's 4th positional argument is type_args (explicit type instantiation), never used by
+            # first-order Relay; an empty one is accepted for source compatibility.
+            if isinstance(span, (list, tuple)) and not span:
+                object.__setattr__(self, "span", None)
+            else:
+                raise IRError(f"Call: span must be a Span, got {type(span).__name__}",
+                              hint="type arguments (TVM's Call(op, args, attrs, type_args)) are not supported")
         args = self.args
         if type(args) is not tuple:
             args = tuple(args)
@@ -245,6 +295,11 @@ class Call(Expr):
                 op_def.check_arity(len(args))
         elif not isinstance(op, (Function, GlobalVar, Var)):
             raise IRError(f"a call's callee must be an Op, Function, GlobalVar or Var, got {type(self.op).__name__}")
+
+    @property
+    def type_args(self) -> tuple:
+        """TVM's explicit type arguments: always empty here."""
+        return ()
 
     def __repr__(self) -> str:
         return f"Call({_callee_name(self.op)}, {len(self.args)} args)"

@@ -98,3 +98,34 @@ for _name, _doc in (("sum", "Sum over axes (integers wrap to the dtype)."),
                     ("max", "Maximum over axes."), ("min", "Minimum over axes.")):
     register_op(_name, ("data",), attrs=ReduceAttrs, rel=_rel(_name), fusion=FusionKind.COMM_REDUCE,
                 compute=_compute(_name), doc=_doc)
+
+
+@dataclass(frozen=True)
+class VarianceAttrs(ReduceAttrs):
+    unbiased: bool = False
+
+
+def _variance_rel(types, attrs):
+    t = tensor_arg("variance", ("data", "mean"), types, 0)
+    if t.dtype not in ("float16", "float32", "float64"):
+        raise fail("variance", "data", "a float tensor", t.dtype)
+    axes = reduce_axes("variance", t.ndim, attrs)
+    m = tensor_arg("variance", ("data", "mean"), types, 1)
+    want = reduced_shape(t.shape, axes, True)
+    if m.shape != want or m.dtype != t.dtype:
+        raise fail("variance", "mean", f"Tensor[{want}, {t.dtype}] (the mean with keepdims)", m)
+    return TensorType(reduced_shape(t.shape, axes, attrs.keepdims), t.dtype)
+
+
+def _variance_compute(args, attrs):
+    x, m = args
+    axes = reduce_axes("variance", x.ndim, attrs)
+    n = int(np.prod([x.shape[a] for a in axes])) - (1 if attrs.unbiased else 0)
+    with np.errstate(all="ignore"):
+        d = (x - m).astype(x.dtype)
+        s = np.sum(d * d, axis=axes, keepdims=attrs.keepdims, dtype=x.dtype)
+        return np.asarray(s / x.dtype.type(max(n, 0))).astype(x.dtype)
+
+
+register_op("variance", ("data", "mean"), attrs=VarianceAttrs, rel=_variance_rel, fusion=FusionKind.COMM_REDUCE,
+            compute=_variance_compute, doc="Sum over axes of (data − mean)² / N (N − 1 when unbiased), as TVM.")

@@ -127,6 +127,21 @@ def _guarded_rel(name: str, rel: TypeRelation | None) -> TypeRelation | None:
     return guarded
 
 
+_ARG_TYPES: dict[str, Callable] = {}
+
+
+def register_arg_types(op_name: str, fn: Callable) -> Callable:
+    """``fn(arg_types, attrs) -> arg_types``: fills the ``None`` entries (operands of unknown type) that the op
+    determines from its other operands and attributes, as Relay's type relations solve a conv2d weight or the
+    batch_norm parameters of ``relay.var("w")`` without annotations."""
+    _ARG_TYPES[op_name] = fn
+    return fn
+
+
+def arg_types_hint(op_name: str) -> Callable | None:
+    return _ARG_TYPES.get(op_name)
+
+
 def _ensure_loaded() -> None:
     # Importing the op definition modules fills the registry.
     from . import catalog  # noqa: F401

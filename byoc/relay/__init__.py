@@ -28,6 +28,17 @@ def const(value, dtype: str | None = None, span=None) -> Constant:
     return _const(value, dtype, span)
 
 
+def _parse_typed(source: str, *args, **kwargs):
+    """``relay.parse``: as TVM's parser, the parsed module comes back type-inferred."""
+    from ..text.parser import parse
+    from ..ir.module import IRModule
+    out = parse(source, *args, **kwargs)
+    if isinstance(out, IRModule):
+        from ..transform import InferType
+        out = InferType()(out)
+    return out
+
+
 _UNSUPPORTED = {
     "prelude": "the Relay Prelude (lists, ADTs, tensor arrays) has no counterpart in this IR",
 }
@@ -44,9 +55,11 @@ def __getattr__(name):
         return getattr(importlib.import_module(f"{__name__}.build_module"), name)
     if name == "annotation":  # relay.annotation.compiler_begin
         return importlib.import_module(f"{__name__}.op.annotation")
+    if name in ("ExprFunctor", "ExprVisitor", "ExprMutator"):
+        from . import expr_functor
+        return getattr(expr_functor, name)
     if name == "parse":
-        from ..text.parser import parse
-        return parse
+        return _parse_typed
     if name in _UNSUPPORTED:
         from ..errors import UnsupportedAPIError
         raise UnsupportedAPIError(f"relay.{name}", _UNSUPPORTED[name])

@@ -105,3 +105,12 @@ def mirror_pad(data, pad_width, mode="SYMMETRIC"):
     """TVM's ``nn.mirror_pad``: mode "REFLECT" or "SYMMETRIC"."""
     return make_call("nn.mirror_pad", (data,), dict(pad_width=tuple(tuple(int(v) for v in p) for p in pad_width),
                                                     mode=mode))
+
+
+__all__ += ["matmul"]
+
+
+def matmul(tensor_a, tensor_b, units=None, out_dtype="", transpose_a=False, transpose_b=False):
+    return make_call("nn.matmul", (tensor_a, tensor_b), dict(units=units, out_dtype=out_dtype or "",
+                                                          transpose_a=bool(transpose_a),
+                                                          transpose_b=bool(transpose_b)))

@@ -12,10 +12,12 @@ from .merge_composite import MergeComposite
 from .annotate_target import AnnotateTarget
 from .merge_compiler_regions import MergeCompilerRegions
 from .partition_graph import PartitionGraph
+from .alter_op_layout import AlterOpLayout
+from .inline import Inline
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
            "InferType", "bind", "bind_params_by_name",
            "FoldConstant", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyInference", "ToANormalForm",
            "ToGraphNormalForm",
-           "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph"]
+           "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline"]

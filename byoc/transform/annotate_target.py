@@ -119,7 +119,8 @@ class _Annotator:
         t = self.target_of.get(id(e))
         if t is None:
             return e
-        if isinstance(e, (Tuple, TupleGetItem)) or (isinstance(e, Call) and e.args):
+        # An empty tuple, like a call without operands, is left alone (TVM).
+        if isinstance(e, TupleGetItem) or (isinstance(e, (Tuple, Call)) and children(e)):
             end = compiler_end(e, t)
             self.target_of[id(end)] = t
             return end

@@ -23,6 +23,18 @@ def _type_children(node: Expr) -> tuple[Expr, ...]:
     return children(node)
 
 
+def _type_children_args_first(node: Expr) -> tuple[Expr, ...]:
+    # The slow order, used only when a parameter has no annotation: a called function literal comes after its
+    # arguments, so its unannotated parameters take their argument's type (Relay unifies them the same way).
+    if type(node) is Call and type(node.op) is Function:
+        return node.args + (node.op,)
+    return _type_children(node)
+
+
+class _Unannotated(TypeInferenceError):
+    """A variable without a type annotation (retried once in the arguments-first order)."""
+
+
 def _describe(node: Expr) -> str:
     if isinstance(node, Call):
         return node.op.name if isinstance(node.op, Op) else "call"
@@ -37,20 +49,52 @@ def infer_expr(expr: Expr, global_types: dict[str, Type] | None = None, root: Ex
 def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type] | None = None,
                     root: Expr | None = None) -> Type:
     """``infer_expr`` given ``post_order(expr, child_fn=_type_children)``."""
+    try:
+        return _infer_ordered(expr, order, global_types, root, False)
+    except _Unannotated:
+        pass
+    # The slow order may type nodes (and annotate variables) before it fails: then it undoes them, so a failed
+    # inference leaves the graph as the fast order would.
+    touched: list[tuple[Expr, bool]] = []  # (node, its annotation was filled here)
+    try:
+        return _infer_ordered(expr, post_order(expr, child_fn=_type_children_args_first), global_types, root,
+                              True, touched)
+    except ByocError:
+        for n, annotated in touched:
+            object.__setattr__(n, "_checked_type", None)
+            if annotated:
+                object.__setattr__(n, "type_annotation", None)
+        raise
+
+
+def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first: bool,
+                   touched: list | None = None) -> Type:
     global_types = global_types or {}
     # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
     let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
+    if args_first:  # ... and so does an unannotated parameter of a called function literal
+        for n in order:
+            if type(n) is Call and type(n.op) is Function:
+                for p, a in zip(n.op.params, n.args):
+                    if p.type_annotation is None:
+                        let_value.setdefault(id(p), a)
     for node in order:
         if node._checked_type is not None:  # type: ignore[attr-defined]
             if type(node) is Function and node.ret_type is None:  # typed by a pass that carries types over
                 _fill_ret_type(node, node.body.checked_type)
             continue
         try:
-            t = _infer_node(node, global_types, let_value)
+            t = _infer_node(node, global_types, let_value, touched)
+        except _Unannotated:
+            if not args_first:
+                raise
+            continue  # a variable: typed by the op that uses it (arg_types), or reported at its function
         except ByocError as e:
             _attach_excerpt(e, root if root is not None else expr, node)
             raise
         node._set_checked_type(t)
+        if touched is not None:
+            touched.append((node, False))
     return expr.checked_type
 
 
@@ -68,18 +112,67 @@ def _attach_excerpt(err: ByocError, root: Expr, node: Expr) -> None:
         err.with_note(text)
 
 
-def _infer_node(node: Expr, global_types, let_value) -> Type:
+def _annotate(var: Var, t: Type, touched: list | None) -> None:
+    """Give an unannotated variable its inferred type as annotation, as Relay's InferType does (in place, like a
+    function's ret_type: it is a pure function of what the variable is bound to)."""
+    object.__setattr__(var, "type_annotation", t)
+    var._set_checked_type(t)
+    if touched is not None:
+        touched.append((var, True))
+
+
+def _type_args_from_op(call: Call, touched: list | None = None) -> None:
+    """Unannotated variables among ``call``'s operands take the types the op determines (``arg_types``)."""
+    from ..ops.registry import arg_types_hint
+    hint = arg_types_hint(call.op.name)
+    types = [a._checked_type for a in call.args]
+    if hint is not None:
+        types = hint(list(types), call.attrs)
+    for a, t in zip(call.args, types):
+        if a._checked_type is not None:
+            continue
+        if t is None or type(a) is not Var:
+            msg, h = _unannotated_message(a) if type(a) is Var else (f"operand of {call.op.name} has no type", None)
+            raise TypeInferenceError(msg + f" (and {call.op.name} does not determine it)", hint=h)
+        _annotate(a, t, touched)
+
+
+def _type_args_from_callee(call: Call, ftype: Type, touched: list | None = None) -> None:
+    """Unannotated variables passed to a typed global function take its parameter types."""
+    if not isinstance(ftype, FuncType) or len(ftype.arg_types) != len(call.args):
+        return
+    for a, t in zip(call.args, ftype.arg_types):
+        if a._checked_type is None and type(a) is Var:
+            _annotate(a, t, touched)
+
+
+def _unannotated_message(var: Var) -> tuple[str, str]:
+    return (f"variable %{var.name_hint} has no type annotation",
+            "give it one: relay.var(name, shape=..., dtype=...)")
+
+
+def _infer_node(node: Expr, global_types, let_value, touched: list | None = None) -> Type:
     if isinstance(node, Constant):
         return node.type
     if isinstance(node, Var):
         if node.type_annotation is not None:
             return node.type_annotation
         if id(node) in let_value:
-            return let_value[id(node)].checked_type
-        raise TypeInferenceError(f"variable %{node.name_hint} has no type annotation",
-                                 hint="give it one: relay.var(name, shape=..., dtype=...)")
+            # As Relay's InferType, an unannotated variable gets its inferred type as annotation (filled in
+            # place like a function's ret_type: it is a pure function of the value bound to it).
+            t = let_value[id(node)].checked_type
+            _annotate(node, t, touched)
+            return t
+        msg, hint = _unannotated_message(node)
+        raise _Unannotated(msg, hint=hint)
     if isinstance(node, Call):
-        arg_types = [a.checked_type for a in node.args]
+        arg_types = [a._checked_type for a in node.args]
+        if None in arg_types:  # an unannotated variable (slow order only): its use determines its type
+            if isinstance(node.op, Op):
+                _type_args_from_op(node, touched)
+            elif isinstance(node.op, GlobalVar) and node.op.name_hint in global_types:
+                _type_args_from_callee(node, global_types[node.op.name_hint], touched)
+            arg_types = [a.checked_type for a in node.args]
         if isinstance(node.op, Op):
             op_def = node.op.op_def
             if op_def.type_rel is None:
@@ -123,6 +216,10 @@ def _infer_node(node: Expr, global_types, let_value) -> Type:
             raise TypeInferenceError(f"if branches disagree: then {tt}, else {ft}")
         return tt
     if isinstance(node, Function):
+        for p in node.params:
+            if p._checked_type is None:
+                msg, hint = _unannotated_message(p)
+                raise TypeInferenceError(msg, hint=hint)
         body_t = node.body.checked_type
         if node.ret_type is None:
             _fill_ret_type(node, body_t)

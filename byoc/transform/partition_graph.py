@@ -5,11 +5,13 @@ Relay semantics (partition_graph.cc): a ``compiler_end`` on a tuple is pushed on
 becomes a global function with ``Compiler=<target>``, ``global_symbol``, ``Primitive=1`` and ``Inline=1``.
 Inputs are de-duplicated by producer, outputs by value; several outputs make the body a ``Tuple`` and each use
 a ``TupleGetItem`` of the call. With ``bind_constants`` constant inputs are bound into the body instead of
-passed. Names are ``tvmgen_<mod>_<target>_<func>_<n>`` with non-alphanumerics replaced by ``_``; ``n`` counts
-the regions of one function in topological order.
+passed. Names are ``tvmgen_<mod>_<target>_<func>_<n>`` with non-alphanumerics replaced by ``_``; ``n`` is Relay's
+region id: every compiler_begin opens a region numbered in post-order, and a merged region keeps the number of
+its first one (so after MergeCompilerRegions the numbers can skip: ``..._main_0``, ``..._main_2``).
 """
 from __future__ import annotations
 
+import bisect
 import re
 
 from ..errors import PartitionError
@@ -110,6 +112,7 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
     # Per class: outputs, inputs (by producer), and the function.
     info: dict[int, dict] = {}
     counter = 0
+    region_id = {c: min((rs.region_of[id(b)] for b in rs.begins[c]), default=None) for c in classes}
     for c in classes:
         ends = sorted(rs.ends[c], key=lambda e: index[id(e)])
         if not ends:
@@ -121,7 +124,8 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
             outputs.setdefault(id(e.args[0]), e.args[0])
         out_index = {k: i for i, k in enumerate(outputs)}
         target = rs.target[c]
-        name, number = fresh_partition_name(mod_name, target, fname, counter, taken)
+        start = region_id[c] if region_id[c] is not None else counter
+        name, number = fresh_partition_name(mod_name, target, fname, start, taken)
         counter = number + 1
         # Inputs: first begin per producer, in the order a traversal of the region body meets them.
         params: dict[int, Var] = {}
@@ -347,6 +351,25 @@ class _CallRegions(RegionSet):
         return parents
 
 
+def _region_ids(calls: list[Call], cls: dict, target_of_class, edge_pos) -> dict[int, int]:
+    """Relay's region ids for the direct path: the rank of a class's first input edge (a compiler_begin in the
+    annotated graph) among all non-default input edges in post-order (see ``partition_graph``)."""
+    first: dict[int, int] = {}
+    positions: list[int] = []
+    for n in calls:
+        cn = cls[n]
+        if target_of_class[cn] == DEFAULT_TARGET:
+            continue
+        for pos, a in zip(edge_pos[n], n.args):
+            if type(a) is Call and cls[a] == cn:
+                continue  # an edge inside the region carries no annotation after merging
+            positions.append(pos)
+            if pos < first.get(cn, pos + 1):
+                first[cn] = pos
+    positions.sort()
+    return {c: bisect.bisect_left(positions, p) for c, p in first.items()}
+
+
 def _first(item):
     return item[0]
 
@@ -393,10 +416,12 @@ def partition_direct(func: Function, walk: tuple[list[Expr], dict[Expr, list[int
     made: list[tuple[GlobalVar, Function]] = []
     info: dict[int, dict] = {}
     counter = 0
+    region_id = _region_ids(calls, cls, target_of_class, edge_pos)
     for c in classes:
         outputs: dict[Call, None] = dict.fromkeys(a for _, a in end_pos[c])
         target = target_of_class[c]
-        name, number = fresh_partition_name(mod_name, target, fname, counter, taken)
+        start = region_id.get(c, counter)
+        name, number = fresh_partition_name(mod_name, target, fname, start, taken)
         counter = number + 1
         # Parameters: one per producer, in the order a post-order walk of the region from its outputs meets
         # the input edges (PartitionGraph's walk, where each input edge is a compiler_begin leaf).

@@ -251,15 +251,49 @@ class _FnFunctionPass(_FnPass, FunctionPass):
         return self.fn(func, mod, ctx)
 
 
+def _class_pass(cls, base, name: str, opt_level: int):
+    """TVM's class decoration: ``@function_pass(opt_level=0) class A: def transform_function(self, f, mod, ctx)``
+    makes ``A(...)`` a pass object wrapping an ``A`` instance (its attributes stay reachable)."""
+    method = "transform_function" if base is FunctionPass else "transform_module"
+    if not callable(getattr(cls, method, None)):
+        raise PassError(f"class {cls.__name__} decorated as a {'function' if base is FunctionPass else 'module'} "
+                        f"pass has no {method} method")
+
+    def __init__(self, *args, **kwargs):
+        self.instance = cls(*args, **kwargs)
+
+    def __getattr__(self, attr):
+        if attr == "instance":  # not constructed yet
+            raise AttributeError(attr)
+        return getattr(self.instance, attr)
+
+    def info(self):
+        return PassInfo(name, opt_level)
+
+    body = {"__init__": __init__, "__getattr__": __getattr__, "info": property(info), "__doc__": cls.__doc__,
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+    if base is FunctionPass:
+        body["transform_function"] = lambda self, func, mod, ctx: self.instance.transform_function(func, mod, ctx)
+    else:
+        body["run"] = lambda self, mod, ctx: self.instance.transform_module(mod, ctx)
+    return type(cls.__name__, (base,), body)
+
+
 def module_pass(pass_func=None, opt_level: int = 0, name: str | None = None, required=None):
-    """Decorator: ``@module_pass(opt_level=1)`` on ``f(mod, ctx) -> mod``."""
+    """Decorator: ``@module_pass(opt_level=1)`` on ``f(mod, ctx) -> mod``, or on a class with
+    ``transform_module(self, mod, ctx)`` (then the class's instances are passes)."""
     def wrap(fn):
+        if isinstance(fn, type):
+            return _class_pass(fn, ModulePass, name or fn.__name__, opt_level)
         return _FnModulePass(fn, name or fn.__name__, opt_level)
     return wrap(pass_func) if pass_func is not None else wrap
 
 
 def function_pass(pass_func=None, opt_level: int = 0, name: str | None = None, required=None):
-    """Decorator: ``@function_pass(opt_level=1)`` on ``f(func, mod, ctx) -> func``."""
+    """Decorator: ``@function_pass(opt_level=1)`` on ``f(func, mod, ctx) -> func``, or on a class with
+    ``transform_function(self, func, mod, ctx)`` (then the class's instances are passes)."""
     def wrap(fn):
+        if isinstance(fn, type):
+            return _class_pass(fn, FunctionPass, name or fn.__name__, opt_level)
         return _FnFunctionPass(fn, name or fn.__name__, opt_level)
     return wrap(pass_func) if pass_func is not None else wrap

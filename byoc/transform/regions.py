@@ -12,7 +12,7 @@ from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem
 from ..ir.traversal import children, plain_on_calls, post_order, rebuild
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
 
-__all__ = ["RegionSet", "region_operands", "skip_composites", "describe_node", "rewrite_in_order"]
+__all__ = ["AnnotatedRegion", "AnnotatedRegionSet", "RegionSet", "region_operands", "skip_composites", "describe_node", "rewrite_in_order"]
 
 
 @plain_on_calls
@@ -180,3 +180,46 @@ class RegionSet:
             if r is not None:
                 out.setdefault(self.find(r), []).append(n)
         return out
+
+
+class AnnotatedRegion:
+    """One region of an ``AnnotatedRegionSet`` (TVM's view): ``target``, ``args`` (its compiler_begin
+    calls), ``rets`` (its compiler_end calls), ``nodes`` (every node in it, annotations included), ``id``."""
+
+    def __init__(self, rid: int, target: str, args: list, rets: list, nodes: list):
+        self.id = rid
+        self.target = target
+        self.args = tuple(args)
+        self.rets = tuple(rets)
+        self.nodes = tuple(nodes)
+
+    def __repr__(self) -> str:
+        return f"AnnotatedRegion(id={self.id}, target={self.target!r}, {len(self.nodes)} nodes)"
+
+
+class AnnotatedRegionSet:
+    """``relay.analysis.AnnotatedRegionSet(expr, begin_op, end_op)``: the regions of an annotated function
+    (or expression), in topological order; ``get_region(node)`` is the region holding ``node`` or None."""
+
+    def __init__(self, expr: Expr, region_begin_op=None, region_end_op=None):
+        for given, want in ((region_begin_op, COMPILER_BEGIN), (region_end_op, COMPILER_END)):
+            name = getattr(given, "name", given)
+            if given is not None and name != want:
+                raise PartitionError(f"AnnotatedRegionSet delimits regions with {want}, not {name}",
+                                     hint="pass relay.op.get('annotation.compiler_begin') / '...compiler_end'")
+        body = expr.body if isinstance(expr, Function) else expr
+        self._set = rs = RegionSet(body)
+        nodes = rs.class_nodes()
+        self._regions = [AnnotatedRegion(i, rs.target[r], rs.begins[r], rs.ends[r], nodes.get(r, []))
+                         for i, r in enumerate(rs.classes())]
+        self._by_class = {r: reg for r, reg in zip(rs.classes(), self._regions)}
+
+    def __len__(self) -> int:
+        return len(self._regions)
+
+    def __iter__(self):
+        return iter(self._regions)
+
+    def get_region(self, node: Expr) -> AnnotatedRegion | None:
+        r = self._set.region(node)
+        return None if r is None else self._by_class.get(r)

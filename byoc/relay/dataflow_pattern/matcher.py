@@ -156,7 +156,8 @@ class DFPatternMatcher:
         if t is CallPattern:
             return self._match_call(p, e)
         if t is WildcardPattern:
-            return True
+            r = p.__dict__.get("_redirect")  # redirect_to: a recursive pattern (recurses over the match depth)
+            return True if r is None else self._visit(r, e)
         if t is ConstantPattern:
             return isinstance(e, Constant)
         if t is ExprPattern and type(p.expr) is Op:
@@ -164,7 +165,8 @@ class DFPatternMatcher:
         if t is AltPattern:
             return self._visit(p.left, e) or self._visit(p.right, e)
         if isinstance(p, WildcardPattern):
-            return True
+            r = p.__dict__.get("_redirect")
+            return True if r is None else self._visit(r, e)
         if isinstance(p, CallPattern):
             return self._match_call(p, e)
         if isinstance(p, ExprPattern):
@@ -242,19 +244,21 @@ class DFPatternMatcher:
     def _match_attrs(self, p: AttrPattern, e: Expr) -> bool:
         if isinstance(e, Op):
             from ...ops.registry import get_op_attr
-            for k, v in p.attrs:
+            for k, v in p.attrs.items():
                 found = get_op_attr(e.name, k)
                 if found is None or not _attr_equal(v, found):
                     return False
             return True
         if isinstance(e, Call):
             attrs = e.attrs
+            if not p.attrs:
+                return True
             if attrs is None:
                 return False
-            keys = attrs.keys()
-            return all(k in keys and _attr_equal(v, getattr(attrs, k)) for k, v in p.attrs)
+            keys = attrs.keys()  # typed op attributes, or a DictAttrs (FrozenDict) on a call to a function/var
+            return all(k in keys and _attr_equal(v, attrs[k]) for k, v in p.attrs.items())
         if isinstance(e, Function):
-            return all(k in e.attrs and _attr_equal(v, e.attrs[k]) for k, v in p.attrs)
+            return all(k in e.attrs and _attr_equal(v, e.attrs[k]) for k, v in p.attrs.items())
         return False
 
     def _type_of(self, e: Expr, p: DFPattern) -> Type:
@@ -271,38 +275,53 @@ class DFPatternMatcher:
 
     # -- dominator (diamond) patterns ----------------------------------------------------------------------
     def _match_dominator(self, p: DominatorPattern, e: Expr) -> bool:
+        """TVM's rule: walking up from ``e`` depth-first, every input that is not a Var/Constant leaf (nor the
+        callee) matches ``parent`` or else ``path`` (and is walked in turn); each walked node needs at least one
+        such input. ``parent`` is memoised, so it pins to one node; ``path`` is matched afresh at every node.
+        Finally ``e`` must post-dominate that parent."""
         if not self._visit(p.child, e):
             return False
         if self.graph is None or e not in self.graph:
             self.graph = IndexedGraph(e)
         graph = self.graph
         parents: list[Expr] = []
-        seen: set[int] = {id(e)}
-        stack = [e]
         was = self._memoize
         try:
-            while stack:
-                node = stack.pop()
-                for inp in graph.inputs(node):
-                    if isinstance(node, Call) and inp is node.op:
-                        continue
-                    if id(inp) in seen:
-                        continue
-                    seen.add(id(inp))
-                    # Parent and path are matched afresh at every node they cover (no memo equality).
-                    self._memoize = False
-                    if self._visit(p.parent, inp):
-                        parents.append(inp)
-                        continue
-                    if self._visit(p.path, inp):
-                        stack.append(inp)
-                        continue
-                    return False
+            if not self._walk_dominator_paths(p, e, graph, parents):
+                return False
         finally:
             self._memoize = was
-        if not parents:
+        return bool(parents) and all(graph.post_dominates(e, par) for par in parents)
+
+    def _walk_dominator_paths(self, p: DominatorPattern, e: Expr, graph: IndexedGraph, parents: list) -> bool:
+        def operands(node):
+            op = node.op if isinstance(node, Call) else None
+            return [i for i in graph.inputs(node) if i is not op and not isinstance(i, (Var, Constant))]
+
+        walked: set[Expr] = set()  # a path node's walk does not depend on where it was reached from
+        stack = [(e, operands(e), 0)]
+        if not stack[0][1]:
             return False
-        return all(graph.post_dominates(e, par) for par in parents)
+        while stack:
+            node, kids, i = stack.pop()
+            if i == len(kids):
+                continue
+            stack.append((node, kids, i + 1))
+            inp = kids[i]
+            self._memoize = True
+            if self._visit(p.parent, inp):
+                parents.append(inp)
+                continue
+            self._memoize = False
+            if not self._visit(p.path, inp):
+                return False
+            if inp not in walked:
+                walked.add(inp)
+                inp_kids = operands(inp)
+                if not inp_kids:
+                    return False
+                stack.append((inp, inp_kids, 0))
+        return True
 
 
 def match(pattern: DFPattern, expr: Expr) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ...errors import ByocError, PatternError
-from ...ir.attrs import freeze_value
+from ...ir.attrs import FrozenDict, freeze_value
 from ...ir.expr import Expr, Op
 from ...ir.types import Type
 
@@ -39,8 +39,9 @@ class DFPattern:
     def __call__(self, *args: "DFPattern | None") -> "CallPattern":
         if len(args) == 1 and args[0] is None:
             return CallPattern(self, None)
-        _check_arity(self, len(args))
-        return CallPattern(self, tuple(_as_pattern(a) for a in args))
+        pats = tuple(_as_pattern(a) for a in args)  # a non-pattern argument is an error before any warning
+        _check_arity(self, len(pats))
+        return CallPattern(self, pats)
 
     def __or__(self, other: "DFPattern") -> "AltPattern":
         return AltPattern(self, _as_pattern(other))
@@ -112,7 +113,17 @@ class ExprPattern(DFPattern):
 
 @dataclass(frozen=True, eq=False)
 class WildcardPattern(DFPattern):
-    """Matches anything."""
+    """Matches anything, or (after ``redirect_to(p)``) what ``p`` matches: a recursive pattern."""
+
+    def redirect_to(self, pattern: DFPattern) -> None:
+        """TVM's ``WildcardPattern.redirect_to``: from now on this wildcard matches as ``pattern`` does (so
+        ``w = wildcard(); p = is_op("cast")(w | q); w.redirect_to(p)`` matches any chain of casts ending in q).
+        The one mutation of a pattern: it ties a knot that construction bottom-up cannot."""
+        object.__setattr__(self, "_redirect", _as_pattern(pattern))
+
+    @property
+    def redirect(self) -> "DFPattern | None":
+        return getattr(self, "_redirect", None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,6 +167,10 @@ class TupleGetItemPattern(DFPattern):
     tuple_value: DFPattern = None  # type: ignore[assignment]
     index: int | None = None
 
+    @property
+    def tuple(self) -> DFPattern:  # TVM's field name
+        return self.tuple_value
+
 
 @dataclass(frozen=True, eq=False)
 class IfPattern(DFPattern):
@@ -183,7 +198,7 @@ class AttrPattern(DFPattern):
     """``pattern`` plus attribute constraints: op attributes (``TOpPattern``, ``target.<t>``) on an Op, call
     attributes on a Call, function attributes (``Composite``) on a Function."""
     pattern: DFPattern = None  # type: ignore[assignment]
-    attrs: tuple[tuple[str, Any], ...] = ()
+    attrs: FrozenDict = field(default_factory=FrozenDict)  # name -> required value (TVM: a dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,8 +230,12 @@ class DominatorPattern(DFPattern):
 
 # -- constructors (TVM spelling) --------------------------------------------------------------------------
 
+class PatternArityWarning(UserWarning):
+    """A call pattern for a registered op with the wrong number of arguments: allowed (as in TVM), never matches."""
+
+
 def _check_arity(callee: DFPattern, n: int) -> None:
-    """A call pattern for a registered op with the wrong number of arguments can never match: say so now."""
+    """Warn now about a call pattern that can never match (TVM accepts it silently; it just never matches)."""
     if not isinstance(callee, ExprPattern) or not isinstance(callee.expr, Op):
         return
     from ...ops.registry import get_op_def
@@ -225,10 +244,11 @@ def _check_arity(callee: DFPattern, n: int) -> None:
     except ByocError:
         return
     if n != len(arg_names):
-        raise PatternError(f"is_op({callee.expr.name!r}) called with {n} argument pattern(s), but "
-                           f"{callee.expr.name} takes {len(arg_names)} ({', '.join(arg_names)}); it could never match",
-                           hint="give one pattern per argument (wildcard() for any), or call with None for any "
-                                "arguments")
+        import warnings
+        warnings.warn(f"is_op({callee.expr.name!r}) called with {n} argument pattern(s), but {callee.expr.name} "
+                      f"takes {len(arg_names)} ({', '.join(arg_names)}); it can never match (give one pattern per "
+                      f"argument, wildcard() for any, or call with None for any arguments)",
+                      PatternArityWarning, stacklevel=3)
 
 
 def is_op(op_name: str) -> ExprPattern:
@@ -249,8 +269,9 @@ def wildcard(name: str = "") -> WildcardPattern:
 
 
 def is_var(name: str = "", *, capture: str = "") -> VarPattern:
-    """A variable named ``name`` (any variable when empty). ``capture`` names the match."""
-    return VarPattern(name, name=capture)
+    """A variable named ``name`` (any variable when empty). The match is captured under ``capture``, by default
+    the variable's name (so ``is_var("x").name == "x"``, as in TVM)."""
+    return VarPattern(name, name=capture or name)
 
 
 def is_constant(name: str = "") -> ConstantPattern:
@@ -284,9 +305,9 @@ def is_let(var: DFPattern, value: DFPattern, body: DFPattern, name: str = "") ->
 
 
 def has_attr(attrs: dict[str, Any], pattern: DFPattern | None = None) -> AttrPattern:
-    if not isinstance(attrs, dict) or not attrs:
-        raise PatternError(f"has_attr needs a non-empty dict of attributes, got {attrs!r}")
-    items = tuple((str(k), freeze_value(v)) for k, v in attrs.items())
+    if not isinstance(attrs, dict):
+        raise PatternError(f"has_attr needs a dict of attributes, got {attrs!r}")
+    items = FrozenDict((str(k), freeze_value(v)) for k, v in attrs.items())  # empty: no constraint (TVM)
     return AttrPattern(pattern if pattern is not None else wildcard(), items)
 
 
@@ -339,6 +360,9 @@ def pattern_children(p: DFPattern) -> tuple[DFPattern, ...]:
         return (p.pattern,)
     if isinstance(p, DominatorPattern):
         return (p.parent, p.path, p.child)
+    if isinstance(p, WildcardPattern):  # redirect_to makes a cycle: pattern_post_order skips the back edge
+        r = p.__dict__.get("_redirect")
+        return () if r is None else (r,)
     return ()
 
 

@@ -34,6 +34,9 @@ class TupleWrapper:
     def __len__(self) -> int:
         return self.size
 
+    def __iter__(self):  # a, b = relay.split(x, 2)
+        return (TupleGetItem(self.tuple_value, i) for i in range(self.size))
+
 
 def _binary(name):
     def f(lhs, rhs):
@@ -195,6 +198,57 @@ greater = _binary("greater")
 greater_equal = _binary("greater_equal")
 
 
+
+__all__ += ["log", "erf", "power", "left_shift", "right_shift", "fixed_point_multiply", "zeros", "ones",
+            "zeros_like", "ones_like", "einsum", "layout_transform", "variance"]
+
+log = _unary("log")
+erf = _unary("erf")
+zeros_like = _unary("zeros_like")
+ones_like = _unary("ones_like")
+power = _binary("power")
+left_shift = _binary("left_shift")
+right_shift = _binary("right_shift")
+
+
+def fixed_point_multiply(data, multiplier: int, shift: int):
+    """round(data · multiplier · 2^(shift − 31)) on int32 (TVM's q_multiply_shift)."""
+    return make_call("fixed_point_multiply", (data,), {"multiplier": int(multiplier), "shift": int(shift)})
+
+
+def _shape_attr(shape):
+    if isinstance(shape, int):
+        return (shape,)
+    return tuple(int(d) for d in shape)
+
+
+def zeros(shape, dtype="float32"):
+    return make_call("zeros", (), {"shape": _shape_attr(shape), "dtype": dtype})
+
+
+def ones(shape, dtype="float32"):
+    return make_call("ones", (), {"shape": _shape_attr(shape), "dtype": dtype})
+
+
+def einsum(data, equation: str):
+    """``relay.einsum([a, b], "ij,jk->ik")``."""
+    return make_call("einsum", (_as_tuple(data),), {"equation": str(equation)})
+
+
+def layout_transform(data, src_layout: str, dst_layout: str):
+    return make_call("layout_transform", (data,), {"src_layout": src_layout, "dst_layout": dst_layout})
+
+
+def variance(data, axis=None, keepdims=False, exclude=False, unbiased=False):
+    """Mean of squared deviations from the mean over ``axis`` (``unbiased``: divide by N − 1)."""
+    if isinstance(axis, int):
+        axis = (axis,)
+    m = mean(data, axis, keepdims=True, exclude=exclude)
+    return make_call("variance", (data, m), {"axis": None if axis is None else tuple(axis),
+                                             "keepdims": bool(keepdims), "exclude": bool(exclude),
+                                             "unbiased": bool(unbiased)})
+
+
 def get(op_name: str):
     """``relay.op.get("add")``."""
     return Op.get(op_name)
@@ -203,6 +257,6 @@ def get(op_name: str):
 def __getattr__(name):
     # relay.op.nn / relay.op.op / relay.op.annotation load on first use (relay.nn imports this package).
     import importlib
-    if name in ("nn", "op", "annotation", "contrib", "strategy", "op_attrs"):
+    if name in ("nn", "op", "annotation", "contrib", "strategy", "op_attrs", "_make"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

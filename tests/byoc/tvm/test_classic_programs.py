@@ -50,8 +50,6 @@ def test_hello_world_relay_build_graph_executor():
     assert len(res.results) == 3 and all(t > 0 for t in res.results)
 
 
-@pytest.mark.xfail(strict=True, reason="InferType does not type untyped variables by unification yet "
-                                       "(docs/porting-from-tvm.md, not done)")
 def test_conv_bn_relu_untyped_weights_typed_by_infer_type():
     data = relay.var("data", shape=(1, 3, 32, 32), dtype="float32")
     weight = relay.var("weight")
