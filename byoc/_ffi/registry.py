@@ -11,6 +11,17 @@ __all__ = ["register_func", "get_global_func", "list_global_func_names", "remove
 
 _FUNCS: dict[str, Callable] = {}
 _EXT = "relay.ext."
+_BUILTINS_LOADED = False
+
+
+def _funcs() -> dict[str, Callable]:
+    """The table, with TVM's C++-side builtins that ported tables call (``tvm_builtins.py``) added on first use."""
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        from .tvm_builtins import register_tvm_builtins
+        register_tvm_builtins(_FUNCS)
+    return _FUNCS
 
 
 def _codegen_name(name: str) -> str | None:
@@ -35,7 +46,7 @@ def register_func(func_name, f: Callable | None = None, override: bool = False):
             from ..build import register_codegen
             register_codegen(compiler, fn, override=override)
             return fn
-        if func_name in _FUNCS and not override:
+        if func_name in _funcs() and not override:
             raise CodegenError(f"global function {func_name!r} is already registered",
                                hint="pass override=True to replace it")
         _FUNCS[func_name] = fn
@@ -46,7 +57,7 @@ def register_func(func_name, f: Callable | None = None, override: bool = False):
 
 def get_global_func(name: str, allow_missing: bool = False) -> Callable | None:
     """The function registered under ``name`` (a codegen's compile function for ``relay.ext.<compiler>``)."""
-    if name in _FUNCS:
+    if name in _funcs():
         return _FUNCS[name]
     compiler = _codegen_name(name)
     if compiler is not None:
@@ -72,7 +83,7 @@ def remove_global_func(name: str) -> None:
 
 def list_global_func_names() -> list[str]:
     from ..build import registered_codegens
-    return sorted(set(_FUNCS) | {_EXT + c for c in registered_codegens()})
+    return sorted(set(_funcs()) | {_EXT + c for c in registered_codegens()})
 
 
 def optimize_pass_for(compiler: str) -> Callable | None:
@@ -85,7 +96,7 @@ def _init_api(namespace: str, target_module_name: str | None = None) -> None:
     ``_init_api``). Only functions registered before the call are seen, as in TVM."""
     module = sys.modules[target_module_name or namespace]
     prefix = namespace + "."
-    for name, fn in list(_FUNCS.items()):
+    for name, fn in list(_funcs().items()):
         if name.startswith(prefix) and "." not in name[len(prefix):]:
             setattr(module, name[len(prefix):], fn)
 

@@ -10,12 +10,13 @@ import pytest
 
 from . import tvm_tables
 from .table_offload import measure
+from tests.shared_models import PERSON_DETECT as PERSON_DETECT_NAME, SHARED_MODELS
 
 pytestmark = pytest.mark.skipif(not tvm_tables.available(),
                                 reason=f"TVM's table files are not at {tvm_tables.TVM_TABLES}")
 
 MODELS = Path(__file__).resolve().parents[2] / "data" / "mlcommons_tiny"
-PERSON_DETECT = Path("/work/shared/models/person_detect.tflite")
+PERSON_DETECT = SHARED_MODELS / PERSON_DETECT_NAME
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ else changed, and imports them.
 What the Ethos-U table imports from TVM's Ethos-U backend (not part of byoc) comes from ``ethosu_backend.py``
 beside this file: ``codegen.replicate_pads`` (written here), ``preprocess.preprocess_ext_io`` (identity: it
 reshapes partition inputs/outputs for the NPU's calling convention, after partitioning) and ``_ffi_api``.
-CMSIS-NN's four C++ codegen-preparation passes (``relay.ext.cmsisnn.transform.*``) run after PartitionGraph;
-``register_cmsisnn_passes`` registers identity passes under their names so ``partition_for_cmsisnn`` runs.
+CMSIS-NN's C++ helpers (``relay.ext.cmsisnn.transform.*``: its conv check's padding helper and the
+codegen-preparation passes run after PartitionGraph) are byoc's own builtins (``byoc/_ffi/tvm_builtins.py``).
 """
 from __future__ import annotations
 
@@ -64,38 +64,6 @@ def changed_lines(old: str, new: str) -> list[tuple[str, str]]:
     return [(x, y) for x, y in zip(a, b) if x != y]
 
 
-def _identity_pass(name: str):
-    from byoc.transform import module_pass
-
-    @module_pass(opt_level=0, name=name)
-    def identity(mod, ctx):
-        return mod
-    return identity
-
-
-def effective_conv2d_padding(conv2d, pad):
-    """CMSIS-NN's ``GetEffectiveConv2DPadding``: (top, left, bottom, right) of the conv's own padding plus the
-    preceding ``nn.pad``'s H and W padding (axes found in the conv's data layout)."""
-    from byoc.tir import IntImm
-    layout = str(conv2d.attrs.data_layout)
-    h, w = layout.index("H"), layout.index("W")
-    pw = pad.attrs.pad_width
-    top, left, bottom, right = (int(p) for p in conv2d.attrs.padding)
-    return [IntImm("int32", v) for v in (top + int(pw[h][0]), left + int(pw[w][0]),
-                                         bottom + int(pw[h][1]), right + int(pw[w][1]))]
-
-
-def register_cmsisnn_passes() -> None:
-    """Identity passes under the names partition_for_cmsisnn calls after PartitionGraph, and the padding
-    helper its conv2d check calls."""
-    from byoc._ffi import register_func
-    register_func("relay.ext.cmsisnn.transform.GetEffectiveConv2DPadding", effective_conv2d_padding,
-                  override=True)
-    for name in ("GenerateCMSISNNConstants", "CMSISNNFusePads", "ScalarToTensorConstants",
-                 "ExtractConstantsFromPartitionedFunction"):
-        register_func(f"relay.ext.cmsisnn.transform.{name}", lambda n=name: _identity_pass(n), override=True)
-
-
 def load_tables(workdir: Path) -> dict[str, object]:
     """Write the rewritten copies to ``workdir`` and import them; returns module name -> module."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -109,7 +77,6 @@ def load_tables(workdir: Path) -> dict[str, object]:
     for p in (str(workdir), here):
         if p not in sys.path:
             sys.path.insert(0, p)
-    register_cmsisnn_passes()
     mods = {}
     for mod_name in ("ethosu_util", "tvm_cmsisnn", "tvm_ethosu", "tvm_arm_compute_lib"):
         sys.modules.pop(mod_name, None)
