@@ -11,6 +11,8 @@ beside this file: ``codegen.replicate_pads`` (written here), ``preprocess.prepro
 reshapes partition inputs/outputs for the NPU's calling convention, after partitioning) and ``_ffi_api``.
 CMSIS-NN's four C++ codegen-preparation passes (``relay.ext.cmsisnn.transform.*``) run after PartitionGraph;
 ``register_cmsisnn_passes`` registers identity passes under their names so ``partition_for_cmsisnn`` runs.
+``import numpy as np`` becomes ``numpy1_dtype.np``: NumPy with NumPy 1.x's ``np.dtype(obj)`` (through a string
+``obj.dtype``), which Ethos-U's elementwise checks call and NumPy 2 refuses, in TVM as here.
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ IMPORT_REWRITES = [
     (r"^(\s*)from \.\.strategy\.generic import", r"\1from byoc.relay.op.strategy.generic import"),
     (r"^(\s*)import tvm(\.ir)?(\s|$)", r"\1import byoc as tvm\3"),
     (r"^(\s*)from tvm(\.|\s)", r"\1from byoc\2"),
+    # NumPy 1.x's np.dtype(obj-with-a-string-.dtype), which the Ethos-U table relies on (numpy1_dtype.py)
+    (r"^(\s*)import numpy as np(\s|$)", r"\1from numpy1_dtype import np\2"),
 ]
 _IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
 
