@@ -1,9 +1,10 @@
 """TFLite converters for the weighted ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV.
 
-Quantized chains follow TVM's frontend (docs/architecture.md): ``qnn.conv2d(padding inside, kernel HWIO / depthwise
-HWOI) → nn.bias_add → qnn.requantize [→ clip]``. The requantize input scale is the exact float64 product double(s_in)·double(s_w[c]),
-so the (M, shift) the op derives equals TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's
-reference kernel) or, with ``semantics="tflm"``, with the float32-product multiplier and ``TFLITE`` rounding.
+Quantized chains are TVM's frontend's (docs/architecture.md, "TFLite import conventions"): ``qnn.conv2d(padding
+inside, kernel HWIO; depthwise HWOI [KH, KW, Cin, M]) → nn.bias_add → qnn.requantize [→ clip]``. The requantize
+input scale is the exact float64 product double(s_in)·double(s_w[c]), so the (M, shift) the op derives equals
+TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's reference kernel) or, with
+``semantics="tflm"``, with the float32-product multiplier and ``TFLITE`` rounding.
 
 16x8 (int16 activations with zero point 0, int8 weights): LiteRT accumulates in int64 with an int64 bias, so the
 chain's accumulator is int64 (``out_dtype="int64"``) and ``qnn.requantize`` of int64 data is LiteRT's int64
