@@ -100,8 +100,15 @@ def register_cmsisnn_passes() -> None:
         register_func(f"relay.ext.cmsisnn.transform.{name}", lambda n=name: _identity_pass(n), override=True)
 
 
+_LOADED: dict[str, object] = {}
+
+
 def load_tables(workdir: Path) -> dict[str, object]:
-    """Write the rewritten copies to ``workdir`` and import them; returns module name -> module."""
+    """Write the rewritten copies to ``workdir`` and import them; returns module name -> module. Once per
+    process: the tables register global functions at import (as in TVM, where a module is imported once), so a
+    second call returns the first call's modules."""
+    if _LOADED:
+        return dict(_LOADED)
     workdir.mkdir(parents=True, exist_ok=True)
     for f, mod_name in FILES.items():
         src = (TVM_TABLES / f).read_text()
@@ -118,4 +125,5 @@ def load_tables(workdir: Path) -> dict[str, object]:
     for mod_name in ("ethosu_util", "tvm_cmsisnn", "tvm_ethosu", "tvm_arm_compute_lib"):
         sys.modules.pop(mod_name, None)
         mods[mod_name] = importlib.import_module(mod_name)
+    _LOADED.update(mods)
     return mods
