@@ -28,7 +28,9 @@ _CONV_BODY = "[nn.pad →] qnn.conv2d → [nn.bias_add] → qnn.requantize → [
 
 LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
     LayerKind("conv2d", "npu.qnn_conv2d", _CONV_BODY,
-              "MAC array + PPU requantization; NHWC, batch 1, groups 1 or depthwise (groups = input channels)"),
+              "MAC array + PPU requantization; NHWC, batch 1, groups 1 or depthwise (groups = input channels); "
+              "kernels in any layout kernel_to_hwio reads: HWIO (TVM's TFLite form), OHWI, OIHW, depthwise HWOI "
+              "[KH, KW, Cin, M] (TVM's) or HWIO [KH, KW, 1, Cin·M]"),
     LayerKind("depthwise_conv2d", "npu.qnn_depthwise_conv2d", _CONV_BODY, "the same lowering as conv2d"),
     LayerKind("dense", "npu.qnn_dense", "qnn.dense → [nn.bias_add] → qnn.requantize → [clip]",
               "MAC array + PPU requantization; 2-D input"),

@@ -19,6 +19,7 @@ from byoc.errors import ByocError, NPUError
 from byoc.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
+from byoc.ops.kernels import kernel_to_hwio
 from byoc.quant import params as qp
 from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
@@ -445,19 +446,20 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
             pad_value = pv
         padding = tuple(p + q for p, q in zip(padding, a.padding))  # type: ignore[assignment]
         stride, dilation = tuple(a.strides), tuple(a.dilation)
+        if a.kernel_layout not in ("OHWI", "HWIO", "OIHW", "HWOI"):
+            raise body.fail(f"kernel_layout {a.kernel_layout!r} is not supported", hint="HWIO (TVM's TFLite form)")
+        # Grouped HWIO [KH, KW, Cin/groups, Cout], TVM's depthwise HWOI [KH, KW, Cin, M] included.
+        hwio = kernel_to_hwio(w, a.kernel_layout, groups, cin)
         if groups == 1:
-            if a.kernel_layout not in ("OHWI", "HWIO", "OIHW"):
-                raise body.fail(f"kernel_layout {a.kernel_layout!r} is not supported", hint="OHWI")
-            perm = {"OHWI": (0, 1, 2, 3), "HWIO": (3, 0, 1, 2), "OIHW": (0, 2, 3, 1)}[a.kernel_layout]
-            packed = np.ascontiguousarray(w.transpose(perm))
+            packed = np.ascontiguousarray(hwio.transpose(3, 0, 1, 2))  # the NPU's OHWI weight stream
             kind, dm = "conv", 1
         elif groups == cin:
-            if a.kernel_layout != "HWIO" or w.shape[2] != 1:
-                raise body.fail(f"depthwise kernel must be HWIO [KH, KW, 1, Cin·m], found {a.kernel_layout} "
-                                f"{w.shape}")
-            oc = w.shape[3]
+            if hwio.shape[2] != 1:
+                raise body.fail(f"depthwise kernel {a.kernel_layout} {list(w.shape)} does not have one input "
+                                f"channel per group for {cin} channels")
+            oc = hwio.shape[3]
             dm = oc // cin
-            packed = np.ascontiguousarray(w[:, :, 0, :].transpose(2, 0, 1))
+            packed = np.ascontiguousarray(hwio[:, :, 0, :].transpose(2, 0, 1))
             kind = "depthwise"
         else:
             raise body.fail(f"grouped convolution (groups={groups}, {cin} channels) is not supported",

@@ -13,6 +13,7 @@ import numpy as np
 from byoc.errors import ByocError
 from byoc.ir.expr import Call, Tuple
 from byoc.ir.types import TupleType
+from byoc.ops.kernels import kernel_hwio_shape
 from byoc.ops.transform_ops import strided_slice_indices
 from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
@@ -97,7 +98,8 @@ def _depth_multiplier(ctx):
     w, cin = const_value(ctx["conv"].args[1]), _cin(ctx)
     if w is None or cin is None:
         return "found an unknown kernel shape"
-    oc = w.shape[ctx["conv"].attrs.kernel_layout.index("O")]
+    a = ctx["conv"].attrs
+    oc = kernel_hwio_shape(w.shape, a.kernel_layout, a.groups, cin)[3]
     return None if oc == cin else f"found multiplier {oc // max(cin, 1)} ({cin} → {oc} channels)"
 
 
@@ -115,10 +117,10 @@ _COMMON_CONV = [_IO_DTYPES, batch_one_rule(capture("data")), _dilation, _padding
                 _QUANT_CONV, fixed_point_rule("rq"), _channels, clip_range_rule()]
 
 CONV_CHECK = Check((_ordinary, layout_rule("conv", "data_layout", ("NHWC",)),
-                    layout_rule("conv", "kernel_layout", ("OHWI", "HWIO", "OIHW")), *_COMMON_CONV),
+                    layout_rule("conv", "kernel_layout", ("HWIO", "OHWI", "OIHW")), *_COMMON_CONV),
                    summary="2-D convolution with bias, requantization and optional activation")
 DEPTHWISE_CHECK = Check((_depthwise, layout_rule("conv", "data_layout", ("NHWC",)),
-                         layout_rule("conv", "kernel_layout", ("HWIO",)), _depth_multiplier, *_COMMON_CONV),
+                         layout_rule("conv", "kernel_layout", ("HWOI", "HWIO")), _depth_multiplier, *_COMMON_CONV),
                         summary="depthwise convolution")
 
 

@@ -145,11 +145,15 @@ class _Importer:
                        + (f"is only produced later by operator {later[0]}" if later else "is produced by no operator"),
                        hint="operators must be stored in execution order" if later else None)
 
-    def constant_of(self, t: TensorInfo, value: np.ndarray, reshape) -> Constant:
-        key = (t.index, reshape)
+    def constant_of(self, t: TensorInfo, value: np.ndarray, reshape, transpose=None) -> Constant:
+        key = (t.index, reshape, transpose)
         c = self.constants.get(key)
         if c is None:
-            c = Constant(value if reshape is None else value.reshape(reshape), Span(tensor_name(t)))
+            if reshape is not None:
+                value = value.reshape(reshape)
+            if transpose is not None:
+                value = np.ascontiguousarray(value.transpose(transpose))
+            c = Constant(value, Span(tensor_name(t)))
             c._set_checked_type(c.type)
             self.constants[key] = c
         return c

@@ -225,13 +225,14 @@ class OpContext:
         node._set_checked_type(tup.checked_type.fields[index])
         return node
 
-    def weight(self, i: int, reshape: tuple[int, ...] | None = None) -> Constant:
-        """Input ``i`` as a constant (zero-copy view of the file), optionally reshaped."""
+    def weight(self, i: int, reshape: tuple[int, ...] | None = None,
+               transpose: tuple[int, ...] | None = None) -> Constant:
+        """Input ``i`` as a constant (zero-copy view of the file), optionally reshaped, then transposed (a copy)."""
         t = self.tensor(i)
         value = self.model.constant(t)
         if value is None:
             raise self.fail(f"weight {t.label} must be a constant tensor")
-        return self.importer.constant_of(t, value, reshape)
+        return self.importer.constant_of(t, value, reshape, transpose)
 
     def type_of(self, t: TensorInfo) -> TensorType:
         if t.dtype not in _IR_DTYPES:

@@ -1,10 +1,11 @@
 """TFLite converters for the weighted ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV.
 
-Quantized chains follow TVM's frontend (docs/architecture.md): ``[nn.pad →] qnn.conv2d → nn.bias_add →
-qnn.requantize [→ clip]``. The requantize input scale is the exact float64 product double(s_in)·double(s_w[c])
-(for uint8 inputs the float32-rounded product, as LiteRT's legacy per-tensor path forms it), so the (M, shift) the
-op derives equals TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's
-reference kernel) or, with ``semantics="tflm"``, with the float32-product multiplier and ``TFLITE`` rounding.
+Quantized chains are TVM's frontend's (docs/architecture.md, "TFLite import conventions"): ``qnn.conv2d(padding
+inside, kernel HWIO; depthwise HWOI [KH, KW, Cin, M]) → nn.bias_add → qnn.requantize [→ clip]``. The requantize
+input scale is the exact float64 product double(s_in)·double(s_w[c]) (for uint8 inputs the float32-rounded
+product, as LiteRT's legacy per-tensor path forms it), so the (M, shift) the op derives equals
+TFLite's; FULLY_CONNECTED requantizes with ``TFLITE_FLOAT`` (LiteRT's reference kernel) or, with
+``semantics="tflm"``, with the float32-product multiplier and ``TFLITE`` rounding.
 
 16x8 (int16 activations with zero point 0, int8 weights): LiteRT accumulates in int64 with an int64 bias, so the
 chain's accumulator is int64 (``out_dtype="int64"``) and ``qnn.requantize`` of int64 data is LiteRT's int64
@@ -19,8 +20,8 @@ from .tflite_context import QUANT_DTYPES, OpContext, converter
 from .tflite_quant import conv_products_for, conv_scale_products, float32_scale_products, same_padding
 from .tflite_reader import DTYPES
 
-_CONV_Q = ("nn.pad", "qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip")
-_CONV_F = ("nn.pad", "nn.conv2d", "nn.bias_add", "clip")
+_CONV_Q = ("qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip")
+_CONV_F = ("nn.conv2d", "nn.bias_add", "clip")
 
 
 def _padding_mode(ctx: OpContext) -> str:
@@ -133,22 +134,26 @@ def _conv_like(ctx: OpContext, depthwise: bool) -> list[Expr]:
         if one != 1 or cout % cin:
             raise ctx.fail(f"depthwise filter {w_t.label} has shape {list(w_t.shape)}; expected [1, KH, KW, "
                            f"{cin}·multiplier] for {cin} input channels")
+        # TVM's form: [KH, KW, Cin, multiplier] in "HWOI" (groups = Cin); one input channel is an ordinary
+        # HWIO convolution [KH, KW, 1, multiplier].
         groups, channel_axis = cin, 3
-        weight = ctx.weight(1, (kh, kw, 1, cout))
-        layout = {"kernel_layout": "HWIO"}
+        weight = ctx.weight(1, (kh, kw, cin, cout // cin))
+        layout = {"kernel_layout": "HWIO" if cin == 1 else "HWOI"}
     else:
         cout, kh, kw, wcin = w_t.shape
         if cin % wcin or cout % (cin // wcin):
             raise ctx.fail(f"filter {w_t.label} has {wcin} input channels and {cout} outputs, which does not "
                            f"divide the {cin} channels of {x_t.label} into groups")
         groups, channel_axis = cin // wcin, 0
-        weight = ctx.weight(1)
-        layout = {"kernel_layout": "OHWI"}
+        weight = ctx.weight(1, transpose=(1, 2, 3, 0))  # TVM's HWIO from TFLite's OHWI
+        layout = {"kernel_layout": "HWIO"}
     oh, pt, pb = same_padding(h, kh, sh, dh, padding)
     ow, pl, pr = same_padding(w, kw, sw, dw, padding)
     if oh <= 0 or ow <= 0:
         raise ctx.fail(f"input {x_t.label} of {h}x{w} is smaller than the dilated {kh}x{kw} filter")
-    attrs = dict(strides=(sh, sw), padding=(0, 0, 0, 0), dilation=(dh, dw), groups=groups, channels=cout,
+    # The padding sits inside the convolution, as TVM's frontend puts it (qnn.conv2d pads with the input zero
+    # point, nn.conv2d with 0).
+    attrs = dict(strides=(sh, sw), padding=(pt, pl, pb, pr), dilation=(dh, dw), groups=groups, channels=cout,
                  kernel_size=(kh, kw), data_layout="NHWC", **layout)
     x = ctx.input(0)
     quantized = x_t.dtype in QUANT_DTYPES
@@ -156,11 +161,6 @@ def _conv_like(ctx: OpContext, depthwise: bool) -> list[Expr]:
         s_in, zp_in = ctx.quant(x_t, "input")
         w_scales, w_zps = ctx.weight_quant(w_t, channel_axis, "filter")
         kzp = _quantized_kernel_zp(ctx, w_t, w_zps)
-        pad_value = ctx.const(zp_in, x_t.dtype)
-    else:
-        pad_value = ctx.const(0, x_t.dtype)
-    if pt or pb or pl or pr:
-        x = ctx.call("nn.pad", [x, pad_value], {"pad_width": ((0, 0), (pt, pb), (pl, pr), (0, 0))})
     if not quantized:
         y = ctx.call("nn.conv2d", [x, weight], attrs)
         y = _bias(ctx, y, 2, cout, 3, False)

@@ -36,15 +36,33 @@ _KERNEL_PERM = {"HWIO": (0, 1, 2, 3), "OIHW": (2, 3, 1, 0), "OHWI": (1, 2, 3, 0)
                 "IHWO": (1, 2, 0, 3)}
 
 
-def kernel_to_hwio(w: np.ndarray, layout: str) -> np.ndarray:
+def _multiplier_form(shape, layout: str, groups: int, cin: int | None) -> bool:
+    """TVM's depthwise kernel convention: with groups = Cin > 1 the kernel's ``O`` axis holds the Cin input
+    channels and its ``I`` axis the depth multiplier (TVM's conv2d type relation; the TFLite frontend's HWOI
+    [KH, KW, Cin, M]). Output channel c·M + m reads input channel c. With M = 1 it is the plain grouped form."""
+    if groups <= 1 or cin != groups or layout not in _KERNEL_PERM:
+        return False
+    return shape[layout.index("O")] == groups and shape[layout.index("I")] != 1
+
+
+def kernel_to_hwio(w: np.ndarray, layout: str, groups: int = 1, cin: int | None = None) -> np.ndarray:
+    """The kernel as grouped HWIO [KH, KW, Cin/groups, Cout]; ``groups`` and ``cin`` (the data's channels)
+    recognise TVM's depthwise [.., Cin, M] convention (see ``_multiplier_form``)."""
     if layout not in _KERNEL_PERM:
         raise IRError(f"unsupported kernel layout {layout!r}", hint=", ".join(_KERNEL_PERM))
+    if _multiplier_form(w.shape, layout, groups, cin):
+        hwoi = w.transpose(tuple(layout.index(c) for c in "HWOI"))
+        return hwoi.reshape(hwoi.shape[0], hwoi.shape[1], 1, hwoi.shape[2] * hwoi.shape[3])
     return w.transpose(_KERNEL_PERM[layout])
 
 
-def kernel_hwio_shape(shape: tuple[int, ...], layout: str) -> tuple[int, int, int, int]:
+def kernel_hwio_shape(shape: tuple[int, ...], layout: str, groups: int = 1,
+                      cin: int | None = None) -> tuple[int, int, int, int]:
     if layout not in _KERNEL_PERM:
         raise IRError(f"unsupported kernel layout {layout!r}", hint=", ".join(_KERNEL_PERM))
+    if _multiplier_form(shape, layout, groups, cin):
+        d = dict(zip(layout, shape))
+        return d["H"], d["W"], 1, d["O"] * d["I"]
     p = _KERNEL_PERM[layout]
     return tuple(shape[i] for i in p)  # type: ignore[return-value]
 

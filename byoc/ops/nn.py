@@ -59,7 +59,7 @@ def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv
     if weight.ndim != 4:
         raise fail(name, "weight", f"a 4-D tensor in layout {attrs.kernel_layout}", weight)
     n, h, w, c = to_nhwc(np.broadcast_to(np.False_, data.shape), attrs.data_layout).shape
-    kh, kw, ci, co = kernel_hwio_shape(weight.shape, attrs.kernel_layout)
+    kh, kw, ci, co = kernel_hwio_shape(weight.shape, attrs.kernel_layout, attrs.groups, c)
     g = attrs.groups
     if g <= 0 or c % g or co % g:
         raise fail(name, "groups", f"a divisor of input channels {c} and output channels {co}", g)
@@ -100,7 +100,7 @@ _conv2d_rel = data_weight_rel("nn.conv2d", conv2d_out_type)
 
 def conv2d_compute(x: np.ndarray, w: np.ndarray, attrs: Conv2DAttrs, integer: bool, pad_value=0) -> np.ndarray:
     xn = pad_nhwc(to_nhwc(x, attrs.data_layout), attrs.padding, pad_value)
-    wk = kernel_to_hwio(w, attrs.kernel_layout)
+    wk = kernel_to_hwio(w, attrs.kernel_layout, attrs.groups, xn.shape[3])
     out = conv2d_nhwc_hwio(xn, wk, attrs.strides, attrs.dilation, attrs.groups, integer)
     return from_nhwc(out, attrs.out_layout or attrs.data_layout)
 

@@ -7,7 +7,7 @@ into (multiplier, shift) pairs; the interpreter, the CPU backend and the NPU com
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..ir.types import TensorType
 from ..quant.fixedpoint import mbqm, mbqm64, rha, wrap32
 from ..quant.params import requant64_params, requant_params
 from .conv_transpose import Conv2DTransposeAttrs, conv2d_transpose_compute, conv2d_transpose_out_type
-from .kernels import exact_int_matmul
+from .kernels import exact_int_matmul, kernel_to_hwio
 from .nn import Conv2DAttrs, DenseAttrs, conv2d_compute, conv2d_out_type, dense_out_type
 from .registry import FusionKind, register_op
 from .rel import INT_DTYPES, dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg
@@ -46,14 +46,13 @@ def _zp_along(zp: np.ndarray, ndim: int, axis: int) -> np.ndarray:
     return zp.reshape(shape)
 
 
-def _kernel_out_axis(layout: str) -> int:
-    return layout.index("O")
-
-
 def _conv_compute(args, attrs):
     x, w, zp_in, zp_w = args[:4]
     xs = x.astype(np.int64) - np.asarray(zp_in, np.int64).reshape(())
-    ws = w.astype(np.int64) - _zp_along(zp_w, w.ndim, _kernel_out_axis(attrs.kernel_layout))
+    # Grouped HWIO first, so per-channel zero points line up with the output channels in any kernel form.
+    w = kernel_to_hwio(w, attrs.kernel_layout, attrs.groups, x.shape[attrs.data_layout.index("C")])
+    attrs = replace(attrs, kernel_layout="HWIO")
+    ws = w.astype(np.int64) - _zp_along(zp_w, w.ndim, 3)
     # Padding in qnn.conv2d itself pads with the input zero point, i.e. 0 after the subtraction.
     acc = conv2d_compute(xs, ws, attrs, integer=True, pad_value=0)
     return _accumulator(acc, attrs.out_dtype)

@@ -235,7 +235,7 @@ def try_emit_qnn_conv_fast(ctx, builder, node, data, weight, zp_in: int, zp_w: n
         return False
     g = ConvGeometry(data.shape, weight.shape, node.checked_type.shape, a)
     from ...ops.kernels import kernel_to_hwio
-    w_hwio = kernel_to_hwio(np.asarray(weight.value), a.kernel_layout).astype(np.int64)
+    w_hwio = kernel_to_hwio(np.asarray(weight.value), a.kernel_layout, a.groups, g.c).astype(np.int64)
     zpw = np.asarray(zp_w, np.int64).reshape(-1)
     wq = w_hwio - (zpw if zpw.size > 1 else zpw[0])  # per output channel on the last (O) axis
     out_dtype = a.out_dtype or "int32"

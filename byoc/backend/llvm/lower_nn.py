@@ -29,7 +29,8 @@ class ConvGeometry:
         self.out_layout = attrs.out_layout or attrs.data_layout
         d = dict(zip(self.data_layout, data_shape))
         self.n, self.h, self.w, self.c = d["N"], d["H"], d["W"], d["C"]
-        self.kh, self.kw, self.cig, self.cout = kernel_hwio_shape(weight_shape, self.kernel_layout)
+        self.kh, self.kw, self.cig, self.cout = kernel_hwio_shape(weight_shape, self.kernel_layout, attrs.groups,
+                                                                  self.c)
         o = dict(zip(self.out_layout, out_shape))
         self.oh, self.ow = o["H"], o["W"]
         self.groups = attrs.groups
@@ -120,12 +121,32 @@ def _multiply_accumulate(builder, acc, xv, wv, data_dtype: str, weight_dtype: st
         ws = builder.sub(_ext32(builder, wv, weight_dtype), zw)
         builder.store(builder.add(cur, _widen(builder, builder.mul(xs, ws), cur.type)), acc)
 
+def grouped_hwio_kernel(ctx, data, weight, attrs):
+    """(weight, attrs), with TVM's depthwise [.., Cin, M] kernel (M > 1; ``kernels._multiplier_form``) as a
+    build-time grouped HWIO copy [KH, KW, 1, Cin·M] so the kernels below index one form."""
+    from dataclasses import replace
+    from ...ops.kernels import kernel_hwio_shape, kernel_to_hwio
+    from .kernel import ConstBuffer
+    c = dict(zip(attrs.data_layout, data.shape))["C"]
+    plain = kernel_hwio_shape(weight.shape, attrs.kernel_layout)
+    if kernel_hwio_shape(weight.shape, attrs.kernel_layout, attrs.groups, c) == plain:
+        return weight, attrs
+    if not isinstance(weight, ConstBuffer):
+        from ...errors import CodegenError
+        raise CodegenError(f"{attrs.kernel_layout} depthwise kernel {list(weight.shape)} with a depth multiplier "
+                           "must be a constant on the CPU backend", hint="bind the weights as constants")
+    hwio = np.ascontiguousarray(kernel_to_hwio(np.asarray(weight.value), attrs.kernel_layout, attrs.groups, c))
+    return ConstBuffer(ctx.data(hwio), hwio), replace(attrs, kernel_layout="HWIO")
+
+
 @lower_kernel("nn.conv2d")
 def _conv2d(ctx, builder, node, args):
     data, weight = args
     out_dtype = node.attrs.out_dtype or data.dtype
     floating = is_float(data.dtype)
-    emit_generic_conv(ctx, builder, node, data, weight, 0, 0, "float64" if floating else "int32", out_dtype)
+    weight, attrs = grouped_hwio_kernel(ctx, data, weight, node.attrs)
+    emit_generic_conv(ctx, builder, node, data, weight, 0, 0, "float64" if floating else "int32", out_dtype,
+                      attrs)
 
 
 def _conv_absorbs_pad(node, pad) -> bool:
@@ -160,7 +181,7 @@ def conv_attrs_with_pad(attrs, data):
 def _qnn_conv2d(ctx, builder, node, args):
     data, weight, zp_in, zp_w, _s_in, _s_w = args
     from .gemm import try_emit_qnn_conv_fast
-    attrs = conv_attrs_with_pad(node.attrs, data)
+    weight, attrs = grouped_hwio_kernel(ctx, data, weight, conv_attrs_with_pad(node.attrs, data))
     zpw = np.asarray(zp_w).reshape(-1)
     if try_emit_qnn_conv_fast(ctx, builder, node, data, weight, scalar_int(zp_in), zpw, attrs):
         return
@@ -181,7 +202,7 @@ def _int_acc(out_dtype: str) -> str:
 def emit_per_channel_zp_conv(ctx, builder, node, data, weight, zp_in, zpw, attrs=None):
     """Per-output-channel kernel zero points: fold them into a host-side int32 weight copy (w − zp_w[oc])."""
     from .kernel import ConstBuffer
-    layout = node.attrs.kernel_layout
+    layout = (attrs or node.attrs).kernel_layout
     axis = layout.index("O")
     shape = [1] * 4
     shape[axis] = zpw.size

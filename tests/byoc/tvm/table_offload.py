@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # this checkout's byoc, not an installed one
 
 KINDS = ("conv2d", "depthwise", "dense")
 _HERE = Path(__file__).parent
@@ -141,32 +142,3 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     main(sys.argv[1:])
 
-
-def to_tvm_kernel_layouts(mod):
-    """What-if for planning the importer change: the module with TVM's TFLite-importer weight layouts
-    (conv2d OHWI → HWIO, depthwise HWIO [KH, KW, 1, C] → HWOI [KH, KW, C, 1]), weights transposed to match."""
-    import numpy as np
-    from byoc.ir.expr import Call, Constant, Op
-    from byoc.ir.traversal import rewrite_post_order
-
-    def fn(orig, new):
-        if not (isinstance(new, Call) and isinstance(new.op, Op) and new.op.name == "qnn.conv2d"):
-            return None
-        w = new.args[1]
-        if not isinstance(w, Constant):
-            return None
-        layout = new.attrs.kernel_layout
-        if layout == "OHWI" and int(new.attrs.groups) == 1:
-            data, to = np.transpose(w.data, (1, 2, 3, 0)), "HWIO"
-        elif layout == "HWIO" and int(new.attrs.groups) > 1 and w.data.shape[2] == 1:
-            data, to = np.transpose(w.data, (0, 1, 3, 2)), "HWOI"
-        else:
-            return None
-        attrs = {k: new.attrs[k] for k in new.attrs.keys()}
-        attrs["kernel_layout"] = to
-        return Call(new.op, (new.args[0], Constant(np.ascontiguousarray(data))) + tuple(new.args[2:]), attrs,
-                    new.span)
-
-    out = mod.copy()
-    out["main"] = out["main"].replace(body=rewrite_post_order(out["main"].body, fn))
-    return out

@@ -11,6 +11,8 @@ beside this file: ``codegen.replicate_pads`` (written here), ``preprocess.prepro
 reshapes partition inputs/outputs for the NPU's calling convention, after partitioning) and ``_ffi_api``.
 CMSIS-NN's C++ helpers (``relay.ext.cmsisnn.transform.*``: its conv check's padding helper and the
 codegen-preparation passes run after PartitionGraph) are byoc's own builtins (``byoc/_ffi/tvm_builtins.py``).
+``import numpy as np`` becomes ``numpy1_dtype.np``: NumPy with NumPy 1.x's ``np.dtype(obj)`` (through a string
+``obj.dtype``), which Ethos-U's elementwise checks call and NumPy 2 refuses, in TVM as here.
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ IMPORT_REWRITES = [
     (r"^(\s*)from \.\.strategy\.generic import", r"\1from byoc.relay.op.strategy.generic import"),
     (r"^(\s*)import tvm(\.ir)?(\s|$)", r"\1import byoc as tvm\3"),
     (r"^(\s*)from tvm(\.|\s)", r"\1from byoc\2"),
+    # NumPy 1.x's np.dtype(obj-with-a-string-.dtype), which the Ethos-U table relies on (numpy1_dtype.py)
+    (r"^(\s*)import numpy as np(\s|$)", r"\1from numpy1_dtype import np\2"),
 ]
 _IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
 
@@ -64,8 +68,15 @@ def changed_lines(old: str, new: str) -> list[tuple[str, str]]:
     return [(x, y) for x, y in zip(a, b) if x != y]
 
 
+_LOADED: dict[str, object] = {}
+
+
 def load_tables(workdir: Path) -> dict[str, object]:
-    """Write the rewritten copies to ``workdir`` and import them; returns module name -> module."""
+    """Write the rewritten copies to ``workdir`` and import them; returns module name -> module. Once per
+    process: the tables register global functions at import (as in TVM, where a module is imported once), so a
+    second call returns the first call's modules."""
+    if _LOADED:
+        return dict(_LOADED)
     workdir.mkdir(parents=True, exist_ok=True)
     for f, mod_name in FILES.items():
         src = (TVM_TABLES / f).read_text()
@@ -81,4 +92,5 @@ def load_tables(workdir: Path) -> dict[str, object]:
     for mod_name in ("ethosu_util", "tvm_cmsisnn", "tvm_ethosu", "tvm_arm_compute_lib"):
         sys.modules.pop(mod_name, None)
         mods[mod_name] = importlib.import_module(mod_name)
+    _LOADED.update(mods)
     return mods
