@@ -3,10 +3,13 @@
 Two graphs are equal when their post-orders line up node for node: same kinds, same attributes, same constant
 bytes, operands at the same positions. Bound variables (function parameters, Let variables) are matched by
 position, so names do not matter; free variables must be the same object unless ``map_free_vars``.
-Sharing is respected: a sub-expression used twice is not equal to two equal copies.
+Sharing is respected: a sub-expression used twice is not equal to two equal copies. Float attribute values
+compare as TVM's structural equality does: within an absolute 1e-9 (so ``epsilon=1e-5`` equals the float32
+``1e-5`` read back from a constant).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Any
 
@@ -56,6 +59,49 @@ def _local(node: Expr, kids: tuple, bound: set[int], map_free_vars: bool) -> tup
     raise TypeError(f"unknown node {type(node).__name__}")
 
 
+FLOAT_ATOL = 1e-9   # TVM's SEqualReduce on doubles
+
+
+def _fields(x) -> tuple | None:
+    """A comparable view of a container: its items, or None for a leaf."""
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__,) + tuple(x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return (type(x).__name__,) + tuple(getattr(x, f.name) for f in dataclasses.fields(x))
+    if hasattr(x, "items") and callable(x.items):
+        return (type(x).__name__,) + tuple(sorted(x.items(), key=repr))
+    return None
+
+
+def _fuzzy_equal(a, b) -> bool:
+    """``a == b`` with float leaves within FLOAT_ATOL (iterative; only reached when ``==`` says no)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if isinstance(x, float) and isinstance(y, float) and not isinstance(x, bool):
+            if not (x == y or abs(x - y) < FLOAT_ATOL):
+                return False
+            continue
+        fx, fy = _fields(x), _fields(y)
+        if fx is None or fy is None:
+            try:
+                if not bool(x == y):
+                    return False
+            except (TypeError, ValueError):
+                return False
+            continue
+        if len(fx) != len(fy) or fx[0] != fy[0]:
+            return False
+        stack.extend(zip(fx[1:], fy[1:]))
+    return True
+
+
+def _same(sa, sb) -> bool:
+    return sa == sb or _fuzzy_equal(sa, sb)
+
+
 def _module_sigs(mod: IRModule, map_free_vars: bool) -> list:
     return [(gv.name_hint, _signatures(f, map_free_vars)) for gv, f in mod.sorted_items()]
 
@@ -64,9 +110,9 @@ def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
     if isinstance(lhs, IRModule) or isinstance(rhs, IRModule):
         if not (isinstance(lhs, IRModule) and isinstance(rhs, IRModule)):
             return False
-        return _module_sigs(lhs, map_free_vars) == _module_sigs(rhs, map_free_vars)
+        return _same(_module_sigs(lhs, map_free_vars), _module_sigs(rhs, map_free_vars))
     if isinstance(lhs, Expr) and isinstance(rhs, Expr):
-        return _signatures(lhs, map_free_vars) == _signatures(rhs, map_free_vars)
+        return _same(_signatures(lhs, map_free_vars), _signatures(rhs, map_free_vars))
     return lhs == rhs
 
 

@@ -11,8 +11,14 @@ from __future__ import annotations
 from ..errors import CodegenError, UnsupportedAPIError
 from ..ir.expr import Expr, Function
 from ..ir.module import IRModule
-from ..transform.bind import bind_params_by_name
+from ..transform.bind import bind_params_by_name as _bind_params_by_name
 from ..transform.pass_infra import PassContext
+
+
+def bind_params_by_name(func, params: dict):
+    """TVM's ``bind_params_by_name``: values are bound as given (no shape/dtype check here, as in TVM)."""
+    return _bind_params_by_name(func, params, strict=False)
+
 
 __all__ = ["build", "bind_params_by_name", "build_config", "create_executor", "optimize_partitions"]
 

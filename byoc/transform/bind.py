@@ -40,7 +40,10 @@ def _known_type(e: Expr):
     return t
 
 
-def bind_params_by_name(func: Function, params: dict) -> Function:
+def bind_params_by_name(func: Function, params: dict, strict: bool = True) -> Function:
+    """Replace the parameters named in ``params`` by constants. ``strict`` refuses a value whose shape or dtype
+    differs from the parameter's declaration; TVM's spelling (``relay.build_module.bind_params_by_name``) binds it
+    as given, as TVM did (a later InferType names any op the new type does not fit)."""
     names: dict[str, Var] = {}
     for p in func.params:
         if p.name_hint in names:
@@ -52,7 +55,8 @@ def bind_params_by_name(func: Function, params: dict) -> Function:
             continue
         arr = v.data if isinstance(v, Constant) else np.asarray(v)
         want = names[k].type_annotation
-        if isinstance(want, TensorType) and (tuple(arr.shape) != want.shape or arr.dtype.name != want.dtype):
+        if strict and isinstance(want, TensorType) and (tuple(arr.shape) != want.shape or
+                                                        arr.dtype.name != want.dtype):
             raise IRError(f"cannot bind parameter %{k}: it is declared {want}, the value is "
                           f"{arr.dtype.name}{list(arr.shape)}", hint="pass an array of the declared shape and dtype")
         binds[names[k]] = Constant(arr)

@@ -28,6 +28,40 @@ __all__ = ["DFPatternMatcher", "Match", "NodeMap", "match", "match_details"]
 _COMMUTATIVE = ("add", "multiply")
 
 
+def _pattern_op(p) -> str | None:
+    """The op name a call pattern calls, if it is one fixed op."""
+    if isinstance(p, CallPattern) and isinstance(p.op, ExprPattern) and isinstance(p.op.expr, Op):
+        return p.op.expr.name
+    return None
+
+
+def _expr_op(e) -> str | None:
+    return e.op.name if isinstance(e, Call) and isinstance(e.op, Op) else None
+
+
+def _reassociated(p: CallPattern, e) -> list:
+    """TVM's matcher also accepts a product and a quotient associated the other way round:
+    ``(a·b)/c`` matches ``a·(b/c)`` or ``(a/c)·b``, and ``(a/b)·c`` matches ``(a·c)/b``. The equivalent
+    pattern(s) to try on ``e`` (only when ``e``'s shape makes one possible, so patterns stay finite)."""
+    if len(p.args) != 2:
+        return []
+    out = []
+    inner = p.args[0]
+    if _pattern_op(p) == "divide" and _pattern_op(inner) == "multiply" and inner.args is not None \
+            and len(inner.args) == 2 and _expr_op(e) == "multiply" and "divide" in map(_expr_op, e.args):
+        for i in (0, 1):
+            div = CallPattern(p.op, (inner.args[i], p.args[1]))
+            out.append(CallPattern(inner.op, (inner.args[1 - i], div)))
+    if _pattern_op(p) == "multiply" and _expr_op(e) == "divide" and "multiply" in map(_expr_op, e.args):
+        for i in (0, 1):
+            a = p.args[i]
+            if _pattern_op(a) == "divide" and a.args is not None and len(a.args) == 2:
+                mul = CallPattern(p.op, (a.args[0], p.args[1 - i]))
+                out.append(CallPattern(a.op, (mul, a.args[1])))
+                break
+    return out
+
+
 class NodeMap(Mapping):
     """What a match bound: ``node_map[pattern]`` or ``node_map["capture"]`` → tuple of expressions."""
 
@@ -221,8 +255,12 @@ class DFPatternMatcher:
         raise PatternError(f"unknown pattern kind {type(p).__name__}")
 
     def _match_call(self, p: CallPattern, e: Expr) -> bool:
-        if not isinstance(e, Call) or not self._visit(p.op, e.op):
+        if not isinstance(e, Call):
             return False
+        mark = len(self._trail)
+        if not self._visit(p.op, e.op):
+            self._rollback(mark)
+            return p.args is not None and any(self._match_reassociated(q, e, mark) for q in _reassociated(p, e))
         if p.args is None:
             return True
         if len(p.args) != len(e.args):
@@ -239,6 +277,12 @@ class DFPatternMatcher:
             if self._visit(p.args[0], e.args[1]) and self._visit(p.args[1], e.args[0]):
                 return True
             self._rollback(mark)
+        return False
+
+    def _match_reassociated(self, q: CallPattern, e: Expr, mark: int) -> bool:
+        if self._match_call(q, e):
+            return True
+        self._rollback(mark)
         return False
 
     def _match_attrs(self, p: AttrPattern, e: Expr) -> bool:

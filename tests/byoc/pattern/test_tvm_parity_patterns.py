@@ -76,3 +76,48 @@ def test_has_attr_on_calls_of_functions_and_empty_attrs():
     assert pattern.match(with_attr) and not pattern.match(wrong) and not pattern.match(bare)
     anything = wildcard()(wildcard()).has_attr({})
     assert anything.match(with_attr) and anything.match(bare)
+
+
+def test_products_and_quotients_match_associated_either_way():
+    """TVM's matcher accepts ``a·(b/c)`` and ``(a/c)·b`` for the pattern ``(a·b)/c``, and ``(a·c)/b`` for
+    ``(a/b)·c``; a different computation still does not match."""
+    a, b, c = (relay.var(n, shape=(4,)) for n in "abc")
+    pa, pb, pc = wildcard(), wildcard(), wildcard()
+    quotient_of_product = is_op("divide")(is_op("multiply")(pa, pb), pc)
+    assert quotient_of_product.match(relay.divide(relay.multiply(a, b), c))
+    assert quotient_of_product.match(relay.multiply(a, relay.divide(b, c)))
+    assert quotient_of_product.match(relay.multiply(relay.divide(a, c), b))
+    assert not quotient_of_product.match(relay.multiply(a, relay.subtract(b, c)))
+    assert not quotient_of_product.match(relay.add(a, relay.divide(b, c)))
+    product_of_quotient = is_op("multiply")(is_op("divide")(wildcard(), wildcard()), wildcard())
+    assert product_of_quotient.match(relay.divide(relay.multiply(a, c), b))
+    assert not product_of_quotient.match(relay.divide(relay.add(a, c), b))
+
+
+def test_float_attributes_are_equal_within_tvms_tolerance():
+    """``epsilon=1e-5`` and the float32 1e-5 read back from a constant (9.99999974e-06) are structurally equal, as
+    in TVM (absolute 1e-9); a real difference is not."""
+    x, g, b, m, v = (relay.var(n, shape=(1, 4)) for n in ("x", "g", "b", "m", "v"))
+    eps32 = float(np.float32(1e-5))
+    assert eps32 != 1e-5
+    assert byoc.structural_equal(relay.nn.batch_norm(x, g, b, m, v, epsilon=1e-5)[0],
+                                 relay.nn.batch_norm(x, g, b, m, v, epsilon=eps32)[0])
+    assert not byoc.structural_equal(relay.nn.batch_norm(x, g, b, m, v, epsilon=1e-5)[0],
+                                     relay.nn.batch_norm(x, g, b, m, v, epsilon=2e-5)[0])
+
+
+def test_tvm_spelled_bind_params_by_name_binds_as_given():
+    """TVM's ``bind_params_by_name`` binds a value of another dtype as given (TVM's test_match_const binds a
+    float64 array to a float32 parameter); byoc's own binding stays strict."""
+    import pytest
+    from byoc.errors import IRError
+    from byoc.relay.build_module import bind_params_by_name
+    from byoc.transform.bind import bind_params_by_name as strict_bind
+    x, w = relay.var("x", shape=(1, 3, 8, 8)), relay.var("w", shape=(3, 3, 3, 3))
+    func = relay.Function([x, w], relay.nn.conv2d(x, w))
+    pattern = is_op("nn.conv2d")(wildcard(), relay.dataflow_pattern.is_constant())
+    assert not pattern.match(func.body)
+    bound = bind_params_by_name(func, {"w": np.ones((3, 3, 3, 3))})
+    assert pattern.match(bound.body) and [p.name_hint for p in bound.params] == ["x"]
+    with pytest.raises(IRError, match="declared"):
+        strict_bind(func, {"w": np.ones((3, 3, 3, 3))})
