@@ -12,6 +12,7 @@ from ..errors import CodegenError, UnsupportedAPIError
 from ..ir.expr import Expr, Function
 from ..ir.module import IRModule
 from ..transform.bind import bind_params_by_name as _bind_params_by_name
+from ..transform.partition_graph import optimize_partitions
 from ..transform.pass_infra import PassContext
 
 
@@ -39,27 +40,6 @@ def _target_names(target, target_host) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def optimize_partitions(mod: IRModule) -> IRModule:
-    """Run ``relay.ext.<compiler>.optimize`` on each partition of that compiler (a module holding it as
-    ``main``; the function it returns replaces the partition, its attributes kept)."""
-    from .._ffi import optimize_pass_for
-    out = None
-    for gv, func in list(mod.functions.items()):
-        compiler = func.attrs.get("Compiler") if isinstance(func, Function) else None
-        fn = optimize_pass_for(str(compiler)) if compiler else None
-        if fn is None:
-            continue
-        result = fn(IRModule({"main": func}))
-        if not isinstance(result, IRModule) or "main" not in result:
-            raise CodegenError(f"relay.ext.{compiler}.optimize returned {type(result).__name__}, not a module "
-                               f"with a main function", hint="return the module it was given, transformed")
-        new = result["main"]
-        for k, v in func.attrs.items():
-            if k not in new.attrs:
-                new = new.with_attr(k, v)
-        out = out or mod.copy()
-        out[gv.name_hint] = new
-    return out or mod
 
 
 def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, workspace_memory_pools=None,
@@ -80,7 +60,7 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     if not isinstance(ir_mod, IRModule):
         raise CodegenError(f"relay.build expects an IRModule or Function, got {type(ir_mod).__name__}")
     names = _target_names(target, target_host)
-    mod = optimize_partitions(ir_mod)
+    mod = ir_mod   # relay.ext.<compiler>.optimize already ran in PartitionGraph, as in TVM
     gm = byoc_build(mod, target=",".join(names), params=params, **options)
     return GraphExecutorFactoryModule(gm, mod_name, ir_mod)
 

@@ -4,5 +4,6 @@ from __future__ import annotations
 
 from . import models
 from .tflite_writer import TensorRef, TFLiteWriter
+from .tvm_asserts import assert_allclose
 
-__all__ = ["TensorRef", "TFLiteWriter", "models"]
+__all__ = ["TensorRef", "TFLiteWriter", "models", "assert_allclose"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from ..errors import PartitionError
+from ..errors import CodegenError, PartitionError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
@@ -202,6 +202,39 @@ def partition_graph(func: Function, fname: str, mod_name: str, bind_constants: b
     return typed_like(func.replace(body=main[id(body)]), func), made
 
 
+def optimize_partition(func: Function) -> Function:
+    """Run ``relay.ext.<compiler>.optimize`` (if registered) on a partition PartitionGraph just made, as TVM's
+    PartitionGraph did: on a module holding the partition's function, before its attributes are attached (so
+    function passes such as FoldConstant treat it as an ordinary function); the attributes go back on after."""
+    from .._ffi.registry import optimize_pass_for
+    compiler = func.attrs.get("Compiler")
+    fn = optimize_pass_for(str(compiler)) if compiler else None
+    if fn is None:
+        return func
+    from .infer_type import InferType
+    result = fn(InferType()(IRModule({"main": func.replace(attrs={})})))
+    if not isinstance(result, IRModule) or "main" not in result:
+        raise CodegenError(f"relay.ext.{compiler}.optimize returned {type(result).__name__}, not a module "
+                           f"with a main function", hint="return the module it was given, transformed")
+    new = result["main"]
+    for k, v in func.attrs.items():
+        if k not in new.attrs:
+            new = new.with_attr(k, v)
+    return new
+
+
+def optimize_partitions(mod: IRModule) -> IRModule:
+    """``optimize_partition`` on every partition of ``mod`` (for modules partitioned by other means)."""
+    out = None
+    for gv, func in list(mod.functions.items()):
+        if isinstance(func, Function) and func.attrs.get("Compiler"):
+            new = optimize_partition(func)
+            if new is not func:
+                out = out or mod.copy()
+                out[gv.name_hint] = new
+    return out or mod
+
+
 class PartitionGraph(ModulePass):
     """``relay.transform.PartitionGraph(mod_name="default", bind_constants=True)``."""
 
@@ -225,7 +258,7 @@ class PartitionGraph(ModulePass):
                 raise e.with_note(f"in function @{gv.name_hint}")
             out[gv] = new_func
             for new_gv, f in made:
-                out.add(new_gv, f)
+                out.add(new_gv, optimize_partition(f))
         return ensure_typed(out)
 
 
@@ -553,5 +586,5 @@ class AnnotateMergePartition(ModulePass):
                                               self.partition.mod_name, self.partition.bind_constants, taken)
             out[gv] = new_func
             for new_gv, f in made:
-                out.add(new_gv, f)
+                out.add(new_gv, optimize_partition(f))
         return ensure_typed(out)

@@ -200,3 +200,32 @@ def test_failed_inference_leaves_no_partial_types():
 def test_relay_parse_returns_a_typed_module():
     mod = relay.parse('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) { nn.relu(%x) }')
     assert mod["main"].ret_type == relay.TensorType((2,), "float32")
+
+
+def test_partition_graph_runs_the_compilers_optimize_function_on_each_new_partition():
+    """TVM's PartitionGraph hands each partition it makes to ``relay.ext.<compiler>.optimize`` before attaching
+    the partition attributes, so a FoldConstant there folds a partition whose inputs are bound constants."""
+    import numpy as np
+    import byoc as tvm
+    from byoc import relay
+    from byoc.relay.build_module import bind_params_by_name
+    calls = []
+
+    def optimize(mod):
+        calls.append(mod["main"].attrs.get("Compiler"))
+        return relay.transform.FoldConstant()(mod)
+    tvm.register_func("relay.ext.unit_opt.optimize", optimize, override=True)
+    try:
+        x, y0, y1 = (relay.var(n, shape=(2, 2)) for n in ("x", "y0", "y1"))
+        begin = relay.annotation.compiler_begin
+        end = relay.annotation.compiler_end(begin(y0, "unit_opt") + begin(y1, "unit_opt"), "unit_opt")
+        f = relay.Function([x, y0, y1], end * x)
+        ones = np.ones((2, 2), np.float32)
+        f = bind_params_by_name(f, {"y0": ones, "y1": ones})
+        mod = relay.transform.PartitionGraph()(relay.transform.InferType()(tvm.IRModule.from_expr(f)))
+    finally:
+        tvm._ffi.remove_global_func("relay.ext.unit_opt.optimize")
+    (part,) = [fn for _, fn in mod.functions.items() if fn.attrs.get("Compiler") == "unit_opt"]
+    assert calls == [None] and isinstance(part.body, relay.Constant)
+    tvm.testing.assert_allclose(part.body.data.numpy(), np.full((2, 2), 2.0))
+    assert part.attrs["Primitive"] == 1

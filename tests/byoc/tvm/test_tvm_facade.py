@@ -76,19 +76,23 @@ def _npu_partitioned_add():
     return seq(mod)
 
 
-def test_relay_ext_optimize_runs_on_partitions_before_codegen():
-    mod = _npu_partitioned_add()
+def test_relay_ext_optimize_runs_in_partition_graph_on_each_new_partition():
+    """As in TVM's PartitionGraph: ``relay.ext.<compiler>.optimize`` sees each partition it makes (a module with
+    the partition as ``main``, before its attributes are attached) and its result is what the codegen builds."""
     seen = []
 
     @tvm.register_func("relay.ext.npu.optimize")
     def optimize(m):
-        seen.append(m["main"].attrs["Compiler"])
+        seen.append(dict(m["main"].attrs))
         return m
     try:
-        lib = relay.build(mod, target="npu, llvm")
+        mod = _npu_partitioned_add()
+        lib = relay.build(mod, target="npu, llvm")   # relay.build does not run it again
     finally:
         tvm._ffi.remove_global_func("relay.ext.npu.optimize")
-    assert seen == ["npu"]
+    assert seen == [{}]
+    parts = [f for _, f in mod.functions.items() if f.attrs.get("Compiler") == "npu"]
+    assert len(parts) == 1 and parts[0].attrs["Primitive"] == 1   # the attributes went back on
     from byoc.contrib import graph_executor
     m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
     x = np.arange(-64, 64, dtype="int8").reshape(1, 4, 4, 8)
