@@ -6,6 +6,8 @@ commands (double-buffered slots) → dependencies from the hazard tracker → to
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from byoc.errors import NPUError
@@ -18,6 +20,7 @@ from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
 from .tiling import ALIGN, Geometry, TilePlan, plan_layer
+from .weight_encoding import encoded_weight_bytes
 
 __all__ = ["compile"]
 
@@ -236,7 +239,21 @@ class _Codegen:
                         layer.op == "requant", layer.op == "lut", layer.op == "mean", **in2)
 
     def plan(self, layer) -> TilePlan:
-        return plan_layer(self.cfg, self.geometry(layer), layer.name, self.fm_area, self.w_area)
+        g = self.geometry(layer)
+        if isinstance(layer, ConvLayer):
+            # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
+            # give the ratio the simulator charges (layer_info).
+            g = dataclasses.replace(g, weight_ratio=self.weight_ratio(layer, 2 * self.cfg.mac.ublock_c))
+        return plan_layer(self.cfg, g, layer.name, self.fm_area, self.w_area)
+
+    def weight_ratio(self, layer: ConvLayer, slice_depth: int) -> float:
+        """Encoded / raw bytes of the layer's weights and tables, encoded per OFM slice of ``slice_depth``."""
+        raw = layer.weights.nbytes + 10 * len(layer.bias)
+        if self.cfg.weight_encoding != "mlw":
+            return float(self.cfg.weight_compression)
+        m = self.cfg.mac
+        enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth)
+        return enc / raw
 
     def place_layer_constants(self, li: int, layer) -> dict:
         if isinstance(layer, ConvLayer):
@@ -270,13 +287,13 @@ class _Codegen:
         out = T[layer.ofm]
         out_elems = int(np.prod(self.geometry(layer).out_hwc))
         traffic[self.fm_area] += out_elems * np.dtype(out.dtype).itemsize
+        ratio = self.weight_ratio(layer, plan.bc) if isinstance(layer, ConvLayer) else 1.0
         for key, r in const.items():
-            size = r.size * self.cfg.weight_compression if key == "weights" else r.size
-            traffic[r.area] += int(size)
+            traffic[r.area] += int(round(r.size * ratio))
         kind = layer.kind if isinstance(layer, ConvLayer) else layer.op
         return LayerInfo(layer.name, layer.composite, kind, int(layer.macs),
                          tuple((n, b) for n, b in zip(area_names, traffic) if b), out_elems,
-                         (plan.bh, plan.bw, plan.bc), plan.order)
+                         (plan.bh, plan.bw, plan.bc), plan.order, ratio)
 
     # ------------------------------------------------------------------------------------------ commands
     def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot) -> Load:

@@ -24,6 +24,8 @@ TILE_KINDS = ("ifm", "weight", "table", "acc", "ofm")
 PPU_OPS = ("requant", "add", "mul", "max_pool_tap", "avg_pool_tap", "mean_input", "lut", "copy")
 # Per-output-channel table entry: int32 bias, int32 multiplier, int8 shift, one spare byte (as Ethos-U's 10 B).
 TABLE_ENTRY_BYTES = 10
+# How weights are stored in the weight area (timing only): raw bytes, or Arm's MLW compressed streams.
+WEIGHT_ENCODINGS = ("raw", "mlw")
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ class NPUConfig:
     memory_areas: tuple[MemoryArea, ...]
     placement: Placement = Placement()
     overheads: Overheads = Overheads()
-    weight_compression: float = 1.0    # timing-only ratio of encoded to raw weight bytes
+    weight_compression: float = 1.0    # timing-only ratio of encoded to raw weight bytes ("raw" encoding)
+    weight_encoding: str = "raw"       # "mlw": weights fetched as Arm's MLW streams (weight_encoding.py)
 
     def area(self, name: str) -> MemoryArea:
         for a in self.memory_areas:
@@ -211,6 +214,8 @@ def _problems(cfg: NPUConfig) -> list[str]:
         out.append(f"overheads.cmd_issue must be >= 0, got {o.cmd_issue}")
     if o.dma_in_channels < 1 or o.dma_out_channels < 1:
         out.append("overheads.dma_in_channels and dma_out_channels must be >= 1")
+    if cfg.weight_encoding not in WEIGHT_ENCODINGS:
+        out.append(f"weight_encoding must be one of {', '.join(WEIGHT_ENCODINGS)}, got {cfg.weight_encoding!r}")
     if not (0 < cfg.weight_compression <= 1.0):
         out.append(f"weight_compression must be in (0, 1], got {cfg.weight_compression}")
     return out
@@ -251,8 +256,8 @@ _U55_256 = NPUConfig(
     memory_areas=(MemoryArea("sram", 8.0, 32, 32, 32), MemoryArea("flash", 1.0, 64, 64, 128)),
     placement=Placement(feature_maps="sram", weights="flash"),
     overheads=Overheads(cmd_issue=4, dma_in_channels=4, dma_out_channels=1),
-    # Vela's MLW weight encoding shrinks MobileNetV2's weights to 0.914 of raw (3151.89 / 3449.69 KiB).
-    weight_compression=0.914)
+    # Weights are fetched as MLW streams; each layer's encoded size is computed from its weights.
+    weight_encoding="mlw")
 
 # TVM's default VTA: 1×16×16 int8 GEMM, pynq 100 MHz, 64-bit AXI (npu-model.md §1.1, §5.3).
 _VTA = NPUConfig(
@@ -295,7 +300,7 @@ def preset(name: str) -> NPUConfig:
 # ---------------------------------------------------------------------------------------------------- TOML
 
 _SECTIONS = {"mac": MacArray, "ppu": PostProcessing, "placement": Placement, "overheads": Overheads}
-_TOP_KEYS = ("name", "base", "clock_hz", "weight_compression", "mac", "ppu", "placement", "overheads",
+_TOP_KEYS = ("name", "base", "clock_hz", "weight_compression", "weight_encoding", "mac", "ppu", "placement", "overheads",
              "local_buffer", "memory_area")
 
 
@@ -334,6 +339,11 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> NPUConfig:
     for k in ("clock_hz", "weight_compression"):
         if k in data:
             changes[k] = _number(data[k], k, problems)
+    if "weight_encoding" in data:
+        if isinstance(data["weight_encoding"], str):
+            changes["weight_encoding"] = data["weight_encoding"]
+        else:
+            problems.append(f"weight_encoding must be a string, got {data['weight_encoding']!r}")
     for sec, cls in _SECTIONS.items():
         if sec in data:
             changes[sec] = _section(getattr(base, sec), cls, data[sec], sec, problems)

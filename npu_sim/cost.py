@@ -85,23 +85,23 @@ def window_traffic(img_h: int, img_w: int, img_c: int, y0: int, x0: int, h: int,
     return nbytes, run
 
 
-def transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, compress: bool = False) -> int:
-    """Cycles the memory area's port is busy: burst-efficiency-scaled bytes over bandwidth."""
+def transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, ratio: float = 1.0) -> int:
+    """Cycles the memory area's port is busy: burst-efficiency-scaled bytes over bandwidth. ``ratio`` scales
+    the bytes on the wire (encoded weights: encoded / raw size)."""
     if nbytes <= 0:
         return 0
     a = cfg.memory_areas[area_index]
-    eff = nbytes * a.burst_bytes / min(a.burst_bytes, max(run, 1))
-    if compress:
-        eff *= cfg.weight_compression
+    eff = nbytes * a.burst_bytes / min(a.burst_bytes, max(run, 1)) * ratio
     return math.ceil(eff / a.bytes_per_cycle)
 
 
-def dma_command_cost(cfg: NPUConfig, c: Load | Store) -> tuple[int, int, int]:
-    """(bytes moved, area-port cycles, latency) of a DMA command."""
+def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0) -> tuple[int, int, int]:
+    """(bytes moved, area-port cycles, latency) of a DMA command; ``weight_ratio`` (encoded / raw bytes of the
+    layer's weights and tables) applies to weight and table loads."""
     elem = DTYPE_BYTES[c.dtype]
     nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
     a = cfg.memory_areas[c.area]
     if isinstance(c, Load):
-        compress = c.kind == TileKind.WEIGHT
-        return nbytes, transfer_cycles(cfg, c.area, nbytes, run, compress), a.read_latency
+        ratio = weight_ratio if c.kind in (TileKind.WEIGHT, TileKind.TABLE) else 1.0
+        return nbytes, transfer_cycles(cfg, c.area, nbytes, run, ratio), a.read_latency
     return nbytes, transfer_cycles(cfg, c.area, nbytes, run), a.write_latency

@@ -51,6 +51,7 @@ class Geometry:
     channel_step: int = 1       # tile channel counts must be multiples of this (depth multiplier)
     in2_bcast: int = 0          # binary ops: src1 broadcast flags (isa.BCAST_*); its tile is one deep there
     in2_in_weights: bool = False  # binary ops: src1 is a constant in the weight area (read through its port)
+    weight_ratio: float = 1.0   # encoded / raw bytes of the weights and tables (weight_encoding.py)
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
@@ -177,7 +178,8 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     run_out = bc * g.out_bytes if bc < oc else (bw * oc * g.out_bytes if bw < ow else ofm_tile)
     ofm_cyc = transfer_cycles(cfg, fm_area, ofm_tile, run_out)
     wb, tb = g.weight_bytes(bc), g.table_bytes(bc)
-    w_cyc = transfer_cycles(cfg, w_area, wb, wb, compress=True) + transfer_cycles(cfg, w_area, tb, tb)
+    wr = g.weight_ratio if g.has_weights else 1.0
+    w_cyc = transfer_cycles(cfg, w_area, wb, wb, wr) + transfer_cycles(cfg, w_area, tb, tb, wr)
     n_tiles = n_sp * n_c
     fm_port = ifm_loads * ifm_cyc + n_tiles * ofm_cyc
     w_port = w_loads * w_cyc if (wb or tb) else 0
