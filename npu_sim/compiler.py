@@ -240,6 +240,9 @@ class _Codegen:
 
     def plan(self, layer) -> TilePlan:
         g = self.geometry(layer)
+        src = layer.ifm if isinstance(layer, ConvLayer) else layer.inputs[0]
+        g = dataclasses.replace(g, in_linear=self.region_of(src).kind == "input",
+                                out_linear=self.region_of(layer.ofm).kind == "output")
         if isinstance(layer, ConvLayer):
             # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
             # give the ratio the simulator charges (layer_info).

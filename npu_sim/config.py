@@ -109,6 +109,7 @@ class NPUConfig:
     overheads: Overheads = Overheads()
     weight_compression: float = 1.0    # timing-only ratio of encoded to raw weight bytes ("raw" encoding)
     weight_encoding: str = "raw"       # "mlw": weights fetched as Arm's MLW streams (weight_encoding.py)
+    fm_channel_quantum: int = 1        # feature maps stored with channels padded to this (Ethos-U bricks: 16)
 
     def area(self, name: str) -> MemoryArea:
         for a in self.memory_areas:
@@ -257,7 +258,7 @@ _U55_256 = NPUConfig(
     placement=Placement(feature_maps="sram", weights="flash"),
     overheads=Overheads(cmd_issue=4, dma_in_channels=4, dma_out_channels=1),
     # Weights are fetched as MLW streams; each layer's encoded size is computed from its weights.
-    weight_encoding="mlw")
+    weight_encoding="mlw", fm_channel_quantum=16)
 
 # TVM's default VTA: 1×16×16 int8 GEMM, pynq 100 MHz, 64-bit AXI (npu-model.md §1.1, §5.3).
 _VTA = NPUConfig(
@@ -300,7 +301,7 @@ def preset(name: str) -> NPUConfig:
 # ---------------------------------------------------------------------------------------------------- TOML
 
 _SECTIONS = {"mac": MacArray, "ppu": PostProcessing, "placement": Placement, "overheads": Overheads}
-_TOP_KEYS = ("name", "base", "clock_hz", "weight_compression", "weight_encoding", "mac", "ppu", "placement", "overheads",
+_TOP_KEYS = ("name", "base", "clock_hz", "weight_compression", "weight_encoding", "fm_channel_quantum", "mac", "ppu", "placement", "overheads",
              "local_buffer", "memory_area")
 
 
@@ -339,6 +340,12 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> NPUConfig:
     for k in ("clock_hz", "weight_compression"):
         if k in data:
             changes[k] = _number(data[k], k, problems)
+    if "fm_channel_quantum" in data:
+        v = data["fm_channel_quantum"]
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            changes["fm_channel_quantum"] = v
+        else:
+            problems.append(f"fm_channel_quantum must be an integer >= 1, got {v!r}")
     if "weight_encoding" in data:
         if isinstance(data["weight_encoding"], str):
             changes["weight_encoding"] = data["weight_encoding"]

@@ -10,7 +10,8 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "transfer_cycles", "window_traffic", "dma_command_cost"]
+__all__ = ["mac_cycles", "ppu_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "dma_command_cost"]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -95,13 +96,35 @@ def transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, rati
     return math.ceil(eff / a.bytes_per_cycle)
 
 
-def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0) -> tuple[int, int, int]:
+def brick_ratio(cfg: NPUConfig, channels: int) -> float:
+    """Bytes moved per useful byte of a feature-map window ``channels`` deep (channels padded to bricks)."""
+    q = cfg.fm_channel_quantum
+    return _cdiv(channels, q) * q / channels if channels > 0 else 1.0
+
+
+def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, channels: int, elem: int,
+                       linear: bool = False) -> int:
+    """Port cycles of a feature-map window. Bricked (intermediate) maps move whole bricks, in runs of at least
+    one brick. ``linear`` maps (a partition's inputs and outputs stay NHWC for the host) with more channels than
+    the window are fetched one pixel's window-depth (rounded to the IFM micro-block) per burst."""
+    if cfg.fm_channel_quantum == 1:
+        return transfer_cycles(cfg, area_index, nbytes, run)
+    if linear:
+        q = cfg.mac.dot_depth
+        return transfer_cycles(cfg, area_index, nbytes, min(run, _cdiv(channels, q) * q * elem))
+    q = min(cfg.fm_channel_quantum, channels)
+    return transfer_cycles(cfg, area_index, nbytes, max(run, q * elem), brick_ratio(cfg, channels))
+
+
+def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
+                     linear: bool = False) -> tuple[int, int, int]:
     """(bytes moved, area-port cycles, latency) of a DMA command; ``weight_ratio`` (encoded / raw bytes of the
     layer's weights and tables) applies to weight and table loads."""
     elem = DTYPE_BYTES[c.dtype]
     nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
     a = cfg.memory_areas[c.area]
     if isinstance(c, Load):
-        ratio = weight_ratio if c.kind in (TileKind.WEIGHT, TileKind.TABLE) else 1.0
-        return nbytes, transfer_cycles(cfg, c.area, nbytes, run, ratio), a.read_latency
-    return nbytes, transfer_cycles(cfg, c.area, nbytes, run), a.write_latency
+        if c.kind in (TileKind.WEIGHT, TileKind.TABLE):
+            return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
+        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
+    return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency
