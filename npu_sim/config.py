@@ -241,6 +241,7 @@ def _costs(**kw: float) -> tuple[tuple[str, float], ...]:
 
 KIB = 1024
 
+# "ethos-u55-256-like" is kept as the name of ethos-u55-256 (below) that older configs and programs use.
 # Arm's default U55-256 system (vela.ini Ethos_U55_High_End_Embedded + Shared_Sram), npu-model.md §3.6/§5.3.
 # PPU costs are Vela's AO table (0.25/element for int8 MAC outputs, 0.75 for Add, 0.375 for Mul, 0.125 for
 # pooling). MEAN runs on Ethos-U as a depthwise pass over 1×1 output blocks, bound by the 32-cycle weight-buffer
@@ -288,7 +289,36 @@ _N78 = NPUConfig(
     placement=Placement(feature_maps="dram", weights="dram"),
     overheads=Overheads(cmd_issue=1, dma_in_channels=2, dma_out_channels=1))
 
-PRESETS: dict[str, NPUConfig] = {c.name: c for c in (_N78, _VTA, _U55_256)}
+
+
+def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scale: float,
+             u65: bool = False) -> NPUConfig:
+    """An Ethos-U configuration as Vela's architecture_features gives it (OFM micro-block, SHRAM banks of 1 KiB,
+    output cycles per element relative to the 256-MAC table) on Vela's default system config: U55 on
+    Ethos_U55_High_End_Embedded + Shared_Sram (SRAM 8 B/cycle, off-chip flash 1 B/cycle at 500 MHz), U65 on
+    Ethos_U65_Client_Server (SRAM 16 B/cycle, DRAM 12 B/cycle at 1 GHz; feature maps in SRAM)."""
+    h, w, c = ublock
+    base = _U55_256
+    ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element))
+    cfg = replace(base, name=name, mac=replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c), ppu=ppu,
+                  local_buffers=(LocalBuffer("shram", (shram_banks - 2) * KIB, ("ifm", "acc", "ofm")),
+                                 base.local_buffers[1]))
+    if u65:
+        cfg = replace(cfg, clock_hz=1e9,
+                      memory_areas=(MemoryArea("sram", 16.0, 32, 32, 32), MemoryArea("dram", 12.0, 500, 250, 128)),
+                      placement=Placement(feature_maps="sram", weights="dram"),
+                      overheads=replace(base.overheads, dma_in_channels=2))
+    return cfg
+
+
+_ETHOS_U = tuple(_ethos_u(*a) for a in (
+    ("ethos-u55-32", (1, 1, 4), 16, 8.0), ("ethos-u55-64", (1, 1, 8), 16, 4.0),
+    ("ethos-u55-128", (2, 1, 8), 24, 2.0), ("ethos-u55-256", (2, 2, 8), 48, 1.0),
+    ("ethos-u65-256", (2, 2, 8), 48, 1.0, True),
+    # two 256-MAC cores splitting the OFM depth: one 2x2x16 array, half the output cycles per element
+    ("ethos-u65-512", (2, 2, 16), 48, 0.5, True)))
+
+PRESETS: dict[str, NPUConfig] = {c.name: c for c in (_N78, _VTA, _U55_256) + _ETHOS_U}
 
 
 def preset(name: str) -> NPUConfig:
