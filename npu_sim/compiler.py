@@ -161,11 +161,47 @@ class _Codegen:
         self.mem = _MemoryPlan(cfg)
         self.tensor_region: dict[int, Region] = {}
         self.weight_busy: dict[int, int] = {}   # buffer → end of the previous layer's weight/table slots
+        self.plans: list[TilePlan] = []
+        self.consts: list[dict] = []
+        self.prefetched: dict[int, tuple] = {}   # layer → (its slots, its first (weight, table) slots)
 
-    def slots(self, plan: TilePlan) -> _Slots:
+    def slots(self, plan: TilePlan, li: int | None = None) -> _Slots:
+        if li is not None and li in self.prefetched:
+            return self.prefetched[li][0]
         s = _Slots(self.cfg, plan, self.weight_busy)
         self.weight_busy = {b: end for b, end in s.weight_end.items()}
         return s
+
+    def prefetch_next(self, em: "_Emitter", li: int, cur: _Slots) -> None:
+        """Queue the next layer's first weights now, so their transfer overlaps this layer's compute (as Vela
+        buffers layer N+1's weights during layer N). Only when the next layer is a convolution whose weight and
+        table slots sit in buffers holding nothing else and do not overlap this layer's slots."""
+        nxt = li + 1
+        if nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer):
+            return
+        plan = self.plans[nxt]
+        busy = dict(self.weight_busy)
+        s = _Slots(self.cfg, plan, busy)
+        bufs = self.cfg.local_buffers
+        for k in ("weight", "table"):
+            if k not in s.where:
+                continue
+            b, off, size, n = s.where[k]
+            if any(h not in ("weight", "table") for h in bufs[b].holds):
+                return
+            for kk in ("weight", "table"):
+                if kk in cur.where and cur.where[kk][0] == b:
+                    _, o2, z2, n2 = cur.where[kk]
+                    if off < o2 + z2 * n2 and o2 < off + size * n:
+                        return
+        self.weight_busy = {b: end for b, end in s.weight_end.items()}
+        L = self.graph.layers[nxt]
+        tc = min(plan.bc, self.graph.tensors[L.ofm].hwc[2])
+        w_per_oc = int(np.prod(L.weights.shape[1:]))
+        ws, ts = s.take("weight"), s.take("table")
+        em.emit(self.load_const(nxt, TileKind.WEIGHT, self.consts[nxt]["weights"], 0, tc * w_per_oc, ws))
+        em.emit(self.load_const(nxt, TileKind.TABLE, self.consts[nxt]["table"], 0, tc * 10, ts))
+        self.prefetched[nxt] = (s, (ws, ts))
 
     def region_of(self, tid: int) -> Region:
         t = self.graph.tensors[tid]
@@ -191,11 +227,9 @@ class _Codegen:
 
     def run(self) -> Program:
         self.place_tensors()
-        plans = []
-        for li, layer in enumerate(self.graph.layers):
-            plans.append(self.plan(layer))
+        plans = self.plans = [self.plan(layer) for layer in self.graph.layers]
         # Constants of every layer are placed before any command is emitted (the tracker needs all regions).
-        consts = [self.place_layer_constants(li, layer) for li, layer in enumerate(self.graph.layers)]
+        consts = self.consts = [self.place_layer_constants(li, layer) for li, layer in enumerate(self.graph.layers)]
         em = _Emitter(self.mem.regions)
         infos = []
         for li, (layer, plan, const) in enumerate(zip(self.graph.layers, plans, consts)):
@@ -321,7 +355,8 @@ class _Codegen:
         T = self.graph.tensors
         ifm, ofm = T[L.ifm], T[L.ofm]
         OH, OW, OC = ofm.hwc
-        slots = self.slots(plan)
+        slots = self.slots(plan, li)
+        first = self.prefetched.pop(li, (None, None))[1]
         sh, sw = L.stride
         dh, dw = L.dilation
         kh, kw = L.kernel
@@ -340,6 +375,10 @@ class _Codegen:
             return (y * sh - pt, x * sw - pl, (th - 1) * sh + (kh - 1) * dh + 1, (tw - 1) * sw + (kw - 1) * dw + 1)
 
         def weights(c0, tc):
+            nonlocal first
+            if first is not None and c0 == 0:
+                got, first = first, None
+                return got
             ws = slots.take("weight")
             ts = slots.take("table")
             em.emit(self.load_const(li, TileKind.WEIGHT, const["weights"], c0 * w_per_oc, tc * w_per_oc, ws))
@@ -371,6 +410,8 @@ class _Codegen:
                     em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s))
                     if j == 0 and k + 1 < len(chans):
                         pending = weights(*chans[k + 1])
+                    elif j == 0 and k + 1 == len(chans):
+                        self.prefetch_next(em, li, slots)
                     compute(y, x, th, tw, c0, tc, s, ic, ws, ts)
         else:
             resident = None
@@ -382,6 +423,8 @@ class _Codegen:
                     if resident is None or len(chans) > 1:
                         resident = weights(c0, tc)
                     compute(y, x, th, tw, c0, tc, s, ifm.hwc[2], *resident)
+                if y == 0 and x == 0:
+                    self.prefetch_next(em, li, slots)
 
     def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
         T = self.graph.tensors
