@@ -59,6 +59,7 @@ class PostProcessing:
     elementwise_quantum: int = 0       # the same for PPU-only ops (0: channel_quantum); Ethos-U: 16 (NHCWB16)
     command_overhead: int = 0          # cycles added to every PPU command (Ethos-N: 10 per block)
     shares_mac_engine: bool = False    # VTA: the tensor ALU and the GEMM core are one unit
+    pool_on_mac: bool = False          # Ethos-U: pooling runs on the MAC engine per micro-block (cost.pool_cycles)
 
     def cost(self, op: str) -> float:
         for name, value in self.cycles_per_element:
@@ -252,7 +253,7 @@ _U55_256 = NPUConfig(
                  part_kernel=True, dw_kernel_group=4, dw_cycles_per_ublock=4, pipe_fill=2),
     ppu=PostProcessing(cycles_per_element=_costs(requant=0.25, add=0.75, mul=0.375, max_pool_tap=0.125,
                                                  avg_pool_tap=0.125, mean_input=1.0, lut=1.0, copy=0.125),
-                       channel_quantum=8, elementwise_quantum=16, command_overhead=0),
+                       channel_quantum=8, elementwise_quantum=16, command_overhead=0, pool_on_mac=True),
     local_buffers=(LocalBuffer("shram", 46 * KIB, ("ifm", "acc", "ofm")),
                    LocalBuffer("weight_buffer", 256 * KIB, ("weight", "table"))),
     memory_areas=(MemoryArea("sram", 8.0, 32, 32, 32), MemoryArea("flash", 1.0, 64, 64, 128)),

@@ -38,9 +38,26 @@ def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: 
     return cfg.overheads.cmd_issue + m.pipe_fill + core
 
 
+def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw: int) -> int:
+    """A pooling tile on the MAC engine (Ethos-U): per 8x8 sub-kernel at least 4 cycles per OFM micro-block, one
+    per tap beyond that; the output stage (requantizing for average pooling, a plain pass for max) runs in
+    parallel, so the slower of the two bounds the tile."""
+    m, p = cfg.mac, cfg.ppu
+    n_ub = _cdiv(oh, m.ublock_h) * _cdiv(ow, m.ublock_w) * _cdiv(oc, m.ublock_c)
+    dpu = 0
+    for y in range(0, kh, 8):
+        for x in range(0, kw, 8):
+            dpu += max(4, min(8, kh - y) * min(8, kw - x)) * n_ub
+    out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost(
+        "requant" if op == PpuOp.AVG_POOL else "copy")
+    return cfg.overheads.cmd_issue + p.command_overhead + max(dpu, math.ceil(out))
+
+
 def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int, ic: int,
-               taps: int = 1, from_mac: bool = False) -> int:
+               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1)) -> int:
     p = cfg.ppu
+    if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
+        return pool_cycles(cfg, op, oh, ow, oc, *kernel)
     q = p.channel_quantum if from_mac or not p.elementwise_quantum else p.elementwise_quantum
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
@@ -63,8 +80,10 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
 
 
 def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
-    taps = c.param("kh") * c.param("kw") if c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
-    return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, taps, from_mac=c.in_dtype == 3)
+    pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
+    kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
+    return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
+                      from_mac=c.in_dtype == 3, kernel=kernel)
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:

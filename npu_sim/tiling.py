@@ -160,7 +160,7 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                                g.in_channels(tc), *g.kernel) if g.kind != "ppu" else 0
                 taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
                 p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
-                               from_mac=g.kind != "ppu")
+                               from_mac=g.kind != "ppu", kernel=g.kernel)
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
