@@ -164,6 +164,7 @@ class _Codegen:
         self.plans: list[TilePlan] = []
         self.consts: list[dict] = []
         self.prefetched: dict[int, tuple] = {}   # layer → (its slots, its first (weight, table) slots)
+        self.ratios: dict[tuple[int, int], float] = {}   # (layer, slice depth) → encoded / raw weight bytes
 
     def slots(self, plan: TilePlan, li: int | None = None) -> _Slots:
         if li is not None and li in self.prefetched:
@@ -288,9 +289,12 @@ class _Codegen:
         raw = layer.weights.nbytes + 10 * len(layer.bias)
         if self.cfg.weight_encoding != "mlw":
             return float(self.cfg.weight_compression)
-        m = self.cfg.mac
-        enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth)
-        return enc / raw
+        key = (id(layer), slice_depth)
+        if key not in self.ratios:
+            m = self.cfg.mac
+            enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth)
+            self.ratios[key] = enc / raw
+        return self.ratios[key]
 
     def place_layer_constants(self, li: int, layer) -> dict:
         if isinstance(layer, ConvLayer):

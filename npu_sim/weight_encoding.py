@@ -31,13 +31,15 @@ def _align(n: int, a: int = STREAM_ALIGN) -> int:
 
 def _rice_bits(v: np.ndarray, max_div: int) -> int:
     """Bits of ``v`` (non-negative ints) coded in chunks, each with its cheapest Rice divisor."""
-    if v.size == 0:
-        return 0
     n = v.size
+    if n == 0:
+        return 0
     pad = (-n) % _CHUNK
-    vv = np.concatenate([v, np.zeros(pad, v.dtype)]).reshape(-1, _CHUNK).astype(np.int64)
-    valid = np.concatenate([np.ones(n, np.int64), np.zeros(pad, np.int64)]).reshape(-1, _CHUNK)
-    costs = np.stack([(((vv >> k) + 1 + k) * valid).sum(axis=1) for k in range(max_div + 1)])
+    vv = np.concatenate([v, np.zeros(pad, np.int64)]).reshape(-1, _CHUNK) if pad else v.reshape(-1, _CHUNK)
+    counts = np.full(vv.shape[0], _CHUNK, np.int64)
+    counts[-1] = _CHUNK - pad
+    # padding zeros add nothing to the quotient sums; each real value also costs 1 + k bits
+    costs = np.stack([(vv >> k).sum(axis=1) + counts * (1 + k) for k in range(max_div + 1)])
     return int(costs.min(axis=0).sum()) + _SLICE_HEADER_BITS * vv.shape[0]
 
 
