@@ -297,7 +297,9 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
     """An Ethos-U configuration as Vela's architecture_features gives it (OFM micro-block, SHRAM banks of 1 KiB,
     output cycles per element relative to the 256-MAC table) on Vela's default system config: U55 on
     Ethos_U55_High_End_Embedded + Shared_Sram (SRAM 8 B/cycle, off-chip flash 1 B/cycle at 500 MHz), U65 on
-    Ethos_U65_Client_Server (SRAM 16 B/cycle, DRAM 12 B/cycle at 1 GHz; feature maps in SRAM)."""
+    Ethos_U65_Client_Server (SRAM 16 B/cycle, DRAM 12 B/cycle at 1 GHz, 16 reads in flight = Sram_max_reads as
+    the U55's 4). Feature maps stay in SRAM: Vela's default U65 memory mode (Dedicated_Sram_384KB) keeps them in
+    DRAM behind an SRAM cache, which this preset does not model (a network input read from DRAM costs more)."""
     h, w, c = ublock
     base = _U55_256
     ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element))
@@ -308,7 +310,7 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
         cfg = replace(cfg, clock_hz=1e9,
                       memory_areas=(MemoryArea("sram", 16.0, 32, 32, 32), MemoryArea("dram", 12.0, 500, 250, 128)),
                       placement=Placement(feature_maps="sram", weights="dram"),
-                      overheads=replace(base.overheads, dma_in_channels=2))
+                      overheads=replace(base.overheads, dma_in_channels=16))
     return cfg
 
 
