@@ -93,3 +93,19 @@ def test_unknown_keys_and_bad_toml(tmp_path):
         npu_sim.load_config(p)
     with pytest.raises(ConfigError, match="cannot read NPU config"):
         npu_sim.load_config(tmp_path / "missing.toml")
+
+
+def test_weight_encoding_and_brick_depth_are_checked_in_toml():
+    cfg = config_from_dict({"base": "ethos-u55-256", "weight_encoding": "raw", "fm_channel_quantum": 1})
+    assert (cfg.weight_encoding, cfg.fm_channel_quantum) == ("raw", 1)
+    with pytest.raises(ConfigError) as e:
+        config_from_dict({"base": "ethos-u55-256", "weight_encoding": "zip", "fm_channel_quantum": 0})
+    text = str(e.value) + "".join(e.value.notes if hasattr(e.value, "notes") else ())
+    assert "fm_channel_quantum" in text
+    with pytest.raises(ConfigError, match="weight_encoding"):
+        config_from_dict({"base": "ethos-u55-256", "weight_encoding": "zip"})
+
+
+def test_the_old_preset_name_is_the_ethos_u55_256_configuration():
+    old, new = npu_sim.preset("ethos-u55-256-like"), npu_sim.preset("ethos-u55-256")
+    assert dataclasses.replace(old, name=new.name) == new
