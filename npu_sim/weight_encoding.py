@@ -88,7 +88,8 @@ def _decode_order(w: np.ndarray, kind: str, ublock_c: int, ifm_ublock: int) -> n
         pad = (-oc) % ublock_c
         w3 = w.reshape(oc, -1)
         w3 = np.concatenate([w3, np.zeros((pad, w3.shape[1]), w3.dtype)])
-        return w3.reshape(-1, ublock_c, w3.shape[1]).transpose(0, 2, 1).ravel()[: oc * w3.shape[1] + 0]
+        # the decoder reads whole micro-blocks: padding channels are coded (as zeros) too
+        return w3.reshape(-1, ublock_c, w3.shape[1]).transpose(0, 2, 1).ravel()
     oc, kh, kw, ic = w.shape
     po, pi = (-oc) % ublock_c, (-ic) % ifm_ublock
     w4 = np.pad(w, ((0, po), (0, 0), (0, 0), (0, pi)))
