@@ -6,6 +6,8 @@ commands (double-buffered slots) → dependencies from the hazard tracker → to
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from byoc.errors import NPUError
@@ -18,6 +20,7 @@ from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
 from .tiling import ALIGN, Geometry, TilePlan, plan_layer
+from .weight_encoding import encoded_weight_bytes
 
 __all__ = ["compile"]
 
@@ -160,11 +163,48 @@ class _Codegen:
         self.mem = _MemoryPlan(cfg)
         self.tensor_region: dict[int, Region] = {}
         self.weight_busy: dict[int, int] = {}   # buffer → end of the previous layer's weight/table slots
+        self.plans: list[TilePlan] = []
+        self.consts: list[dict] = []
+        self.prefetched: dict[int, tuple] = {}   # layer → (its slots, its first (weight, table) slots)
+        self.ratios: dict[tuple[int, int], float] = {}   # (layer, slice depth) → encoded / raw weight bytes
 
-    def slots(self, plan: TilePlan) -> _Slots:
+    def slots(self, plan: TilePlan, li: int | None = None) -> _Slots:
+        if li is not None and li in self.prefetched:
+            return self.prefetched[li][0]
         s = _Slots(self.cfg, plan, self.weight_busy)
         self.weight_busy = {b: end for b, end in s.weight_end.items()}
         return s
+
+    def prefetch_next(self, em: "_Emitter", li: int, cur: _Slots) -> None:
+        """Queue the next layer's first weights now, so their transfer overlaps this layer's compute (as Vela
+        buffers layer N+1's weights during layer N). Only when the next layer is a convolution whose weight and
+        table slots sit in buffers holding nothing else and do not overlap this layer's slots."""
+        nxt = li + 1
+        if nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer):
+            return
+        plan = self.plans[nxt]
+        busy = dict(self.weight_busy)
+        s = _Slots(self.cfg, plan, busy)
+        bufs = self.cfg.local_buffers
+        for k in ("weight", "table"):
+            if k not in s.where:
+                continue
+            b, off, size, n = s.where[k]
+            if any(h not in ("weight", "table") for h in bufs[b].holds):
+                return
+            for kk in ("weight", "table"):
+                if kk in cur.where and cur.where[kk][0] == b:
+                    _, o2, z2, n2 = cur.where[kk]
+                    if off < o2 + z2 * n2 and o2 < off + size * n:
+                        return
+        self.weight_busy = {b: end for b, end in s.weight_end.items()}
+        L = self.graph.layers[nxt]
+        tc = min(plan.bc, self.graph.tensors[L.ofm].hwc[2])
+        w_per_oc = int(np.prod(L.weights.shape[1:]))
+        ws, ts = s.take("weight"), s.take("table")
+        em.emit(self.load_const(nxt, TileKind.WEIGHT, self.consts[nxt]["weights"], 0, tc * w_per_oc, ws))
+        em.emit(self.load_const(nxt, TileKind.TABLE, self.consts[nxt]["table"], 0, tc * 10, ts))
+        self.prefetched[nxt] = (s, (ws, ts))
 
     def region_of(self, tid: int) -> Region:
         t = self.graph.tensors[tid]
@@ -190,11 +230,9 @@ class _Codegen:
 
     def run(self) -> Program:
         self.place_tensors()
-        plans = []
-        for li, layer in enumerate(self.graph.layers):
-            plans.append(self.plan(layer))
+        plans = self.plans = [self.plan(layer) for layer in self.graph.layers]
         # Constants of every layer are placed before any command is emitted (the tracker needs all regions).
-        consts = [self.place_layer_constants(li, layer) for li, layer in enumerate(self.graph.layers)]
+        consts = self.consts = [self.place_layer_constants(li, layer) for li, layer in enumerate(self.graph.layers)]
         em = _Emitter(self.mem.regions)
         infos = []
         for li, (layer, plan, const) in enumerate(zip(self.graph.layers, plans, consts)):
@@ -238,7 +276,27 @@ class _Codegen:
                         layer.op == "requant", layer.op == "lut", layer.op == "mean", **in2)
 
     def plan(self, layer) -> TilePlan:
-        return plan_layer(self.cfg, self.geometry(layer), layer.name, self.fm_area, self.w_area)
+        g = self.geometry(layer)
+        src = layer.ifm if isinstance(layer, ConvLayer) else layer.inputs[0]
+        g = dataclasses.replace(g, in_linear=self.region_of(src).kind == "input",
+                                out_linear=self.region_of(layer.ofm).kind == "output")
+        if isinstance(layer, ConvLayer):
+            # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
+            # give the ratio the simulator charges (layer_info).
+            g = dataclasses.replace(g, weight_ratio=self.weight_ratio(layer, 2 * self.cfg.mac.ublock_c))
+        return plan_layer(self.cfg, g, layer.name, self.fm_area, self.w_area)
+
+    def weight_ratio(self, layer: ConvLayer, slice_depth: int) -> float:
+        """Encoded / raw bytes of the layer's weights and tables, encoded per OFM slice of ``slice_depth``."""
+        raw = layer.weights.nbytes + 10 * len(layer.bias)
+        if self.cfg.weight_encoding != "mlw":
+            return float(self.cfg.weight_compression)
+        key = (id(layer), slice_depth)
+        if key not in self.ratios:
+            m = self.cfg.mac
+            enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth)
+            self.ratios[key] = enc / raw
+        return self.ratios[key]
 
     def place_layer_constants(self, li: int, layer) -> dict:
         if isinstance(layer, ConvLayer):
@@ -272,13 +330,13 @@ class _Codegen:
         out = T[layer.ofm]
         out_elems = int(np.prod(self.geometry(layer).out_hwc))
         traffic[self.fm_area] += out_elems * np.dtype(out.dtype).itemsize
+        ratio = self.weight_ratio(layer, plan.bc) if isinstance(layer, ConvLayer) else 1.0
         for key, r in const.items():
-            size = r.size * self.cfg.weight_compression if key == "weights" else r.size
-            traffic[r.area] += int(size)
+            traffic[r.area] += int(round(r.size * ratio))
         kind = layer.kind if isinstance(layer, ConvLayer) else layer.op
         return LayerInfo(layer.name, layer.composite, kind, int(layer.macs),
                          tuple((n, b) for n, b in zip(area_names, traffic) if b), out_elems,
-                         (plan.bh, plan.bw, plan.bc), plan.order)
+                         (plan.bh, plan.bw, plan.bc), plan.order, ratio)
 
     # ------------------------------------------------------------------------------------------ commands
     def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot) -> Load:
@@ -303,7 +361,8 @@ class _Codegen:
         T = self.graph.tensors
         ifm, ofm = T[L.ifm], T[L.ofm]
         OH, OW, OC = ofm.hwc
-        slots = self.slots(plan)
+        slots = self.slots(plan, li)
+        first = self.prefetched.pop(li, (None, None))[1]
         sh, sw = L.stride
         dh, dw = L.dilation
         kh, kw = L.kernel
@@ -322,6 +381,10 @@ class _Codegen:
             return (y * sh - pt, x * sw - pl, (th - 1) * sh + (kh - 1) * dh + 1, (tw - 1) * sw + (kw - 1) * dw + 1)
 
         def weights(c0, tc):
+            nonlocal first
+            if first is not None and c0 == 0:
+                got, first = first, None
+                return got
             ws = slots.take("weight")
             ts = slots.take("table")
             em.emit(self.load_const(li, TileKind.WEIGHT, const["weights"], c0 * w_per_oc, tc * w_per_oc, ws))
@@ -353,6 +416,8 @@ class _Codegen:
                     em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s))
                     if j == 0 and k + 1 < len(chans):
                         pending = weights(*chans[k + 1])
+                    elif j == 0 and k + 1 == len(chans):
+                        self.prefetch_next(em, li, slots)
                     compute(y, x, th, tw, c0, tc, s, ic, ws, ts)
         else:
             resident = None
@@ -364,6 +429,8 @@ class _Codegen:
                     if resident is None or len(chans) > 1:
                         resident = weights(c0, tc)
                     compute(y, x, th, tw, c0, tc, s, ifm.hwc[2], *resident)
+                if y == 0 and x == 0:
+                    self.prefetch_next(em, li, slots)
 
     def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
         T = self.graph.tensors

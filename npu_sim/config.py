@@ -24,6 +24,8 @@ TILE_KINDS = ("ifm", "weight", "table", "acc", "ofm")
 PPU_OPS = ("requant", "add", "mul", "max_pool_tap", "avg_pool_tap", "mean_input", "lut", "copy")
 # Per-output-channel table entry: int32 bias, int32 multiplier, int8 shift, one spare byte (as Ethos-U's 10 B).
 TABLE_ENTRY_BYTES = 10
+# How weights are stored in the weight area (timing only): raw bytes, or Arm's MLW compressed streams.
+WEIGHT_ENCODINGS = ("raw", "mlw")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class PostProcessing:
     elementwise_quantum: int = 0       # the same for PPU-only ops (0: channel_quantum); Ethos-U: 16 (NHCWB16)
     command_overhead: int = 0          # cycles added to every PPU command (Ethos-N: 10 per block)
     shares_mac_engine: bool = False    # VTA: the tensor ALU and the GEMM core are one unit
+    pool_on_mac: bool = False          # Ethos-U: pooling runs on the MAC engine per micro-block (cost.pool_cycles)
 
     def cost(self, op: str) -> float:
         for name, value in self.cycles_per_element:
@@ -105,7 +108,9 @@ class NPUConfig:
     memory_areas: tuple[MemoryArea, ...]
     placement: Placement = Placement()
     overheads: Overheads = Overheads()
-    weight_compression: float = 1.0    # timing-only ratio of encoded to raw weight bytes
+    weight_compression: float = 1.0    # timing-only ratio of encoded to raw weight bytes ("raw" encoding)
+    weight_encoding: str = "raw"       # "mlw": weights fetched as Arm's MLW streams (weight_encoding.py)
+    fm_channel_quantum: int = 1        # feature maps stored with channels padded to this (Ethos-U bricks: 16)
 
     def area(self, name: str) -> MemoryArea:
         for a in self.memory_areas:
@@ -211,6 +216,8 @@ def _problems(cfg: NPUConfig) -> list[str]:
         out.append(f"overheads.cmd_issue must be >= 0, got {o.cmd_issue}")
     if o.dma_in_channels < 1 or o.dma_out_channels < 1:
         out.append("overheads.dma_in_channels and dma_out_channels must be >= 1")
+    if cfg.weight_encoding not in WEIGHT_ENCODINGS:
+        out.append(f"weight_encoding must be one of {', '.join(WEIGHT_ENCODINGS)}, got {cfg.weight_encoding!r}")
     if not (0 < cfg.weight_compression <= 1.0):
         out.append(f"weight_compression must be in (0, 1], got {cfg.weight_compression}")
     return out
@@ -235,6 +242,7 @@ def _costs(**kw: float) -> tuple[tuple[str, float], ...]:
 
 KIB = 1024
 
+# "ethos-u55-256-like" is kept as the name of ethos-u55-256 (below) that older configs and programs use.
 # Arm's default U55-256 system (vela.ini Ethos_U55_High_End_Embedded + Shared_Sram), npu-model.md §3.6/§5.3.
 # PPU costs are Vela's AO table (0.25/element for int8 MAC outputs, 0.75 for Add, 0.375 for Mul, 0.125 for
 # pooling). MEAN runs on Ethos-U as a depthwise pass over 1×1 output blocks, bound by the 32-cycle weight-buffer
@@ -245,14 +253,14 @@ _U55_256 = NPUConfig(
                  part_kernel=True, dw_kernel_group=4, dw_cycles_per_ublock=4, pipe_fill=2),
     ppu=PostProcessing(cycles_per_element=_costs(requant=0.25, add=0.75, mul=0.375, max_pool_tap=0.125,
                                                  avg_pool_tap=0.125, mean_input=1.0, lut=1.0, copy=0.125),
-                       channel_quantum=8, elementwise_quantum=16, command_overhead=0),
+                       channel_quantum=8, elementwise_quantum=16, command_overhead=0, pool_on_mac=True),
     local_buffers=(LocalBuffer("shram", 46 * KIB, ("ifm", "acc", "ofm")),
                    LocalBuffer("weight_buffer", 256 * KIB, ("weight", "table"))),
     memory_areas=(MemoryArea("sram", 8.0, 32, 32, 32), MemoryArea("flash", 1.0, 64, 64, 128)),
     placement=Placement(feature_maps="sram", weights="flash"),
     overheads=Overheads(cmd_issue=4, dma_in_channels=4, dma_out_channels=1),
-    # Vela's MLW weight encoding shrinks MobileNetV2's weights to 0.914 of raw (3151.89 / 3449.69 KiB).
-    weight_compression=0.914)
+    # Weights are fetched as MLW streams; each layer's encoded size is computed from its weights.
+    weight_encoding="mlw", fm_channel_quantum=16)
 
 # TVM's default VTA: 1×16×16 int8 GEMM, pynq 100 MHz, 64-bit AXI (npu-model.md §1.1, §5.3).
 _VTA = NPUConfig(
@@ -282,7 +290,38 @@ _N78 = NPUConfig(
     placement=Placement(feature_maps="dram", weights="dram"),
     overheads=Overheads(cmd_issue=1, dma_in_channels=2, dma_out_channels=1))
 
-PRESETS: dict[str, NPUConfig] = {c.name: c for c in (_N78, _VTA, _U55_256)}
+
+
+def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scale: float,
+             u65: bool = False) -> NPUConfig:
+    """An Ethos-U configuration as Vela's architecture_features gives it (OFM micro-block, SHRAM banks of 1 KiB,
+    output cycles per element relative to the 256-MAC table) on Vela's default system config: U55 on
+    Ethos_U55_High_End_Embedded + Shared_Sram (SRAM 8 B/cycle, off-chip flash 1 B/cycle at 500 MHz), U65 on
+    Ethos_U65_Client_Server (SRAM 16 B/cycle, DRAM 12 B/cycle at 1 GHz, 16 reads in flight = Sram_max_reads as
+    the U55's 4). Feature maps stay in SRAM: Vela's default U65 memory mode (Dedicated_Sram_384KB) keeps them in
+    DRAM behind an SRAM cache, which this preset does not model (a network input read from DRAM costs more)."""
+    h, w, c = ublock
+    base = _U55_256
+    ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element))
+    cfg = replace(base, name=name, mac=replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c), ppu=ppu,
+                  local_buffers=(LocalBuffer("shram", (shram_banks - 2) * KIB, ("ifm", "acc", "ofm")),
+                                 base.local_buffers[1]))
+    if u65:
+        cfg = replace(cfg, clock_hz=1e9,
+                      memory_areas=(MemoryArea("sram", 16.0, 32, 32, 32), MemoryArea("dram", 12.0, 500, 250, 128)),
+                      placement=Placement(feature_maps="sram", weights="dram"),
+                      overheads=replace(base.overheads, dma_in_channels=16))
+    return cfg
+
+
+_ETHOS_U = tuple(_ethos_u(*a) for a in (
+    ("ethos-u55-32", (1, 1, 4), 16, 8.0), ("ethos-u55-64", (1, 1, 8), 16, 4.0),
+    ("ethos-u55-128", (2, 1, 8), 24, 2.0), ("ethos-u55-256", (2, 2, 8), 48, 1.0),
+    ("ethos-u65-256", (2, 2, 8), 48, 1.0, True),
+    # two 256-MAC cores splitting the OFM depth: one 2x2x16 array, half the output cycles per element
+    ("ethos-u65-512", (2, 2, 16), 48, 0.5, True)))
+
+PRESETS: dict[str, NPUConfig] = {c.name: c for c in (_N78, _VTA, _U55_256) + _ETHOS_U}
 
 
 def preset(name: str) -> NPUConfig:
@@ -295,7 +334,7 @@ def preset(name: str) -> NPUConfig:
 # ---------------------------------------------------------------------------------------------------- TOML
 
 _SECTIONS = {"mac": MacArray, "ppu": PostProcessing, "placement": Placement, "overheads": Overheads}
-_TOP_KEYS = ("name", "base", "clock_hz", "weight_compression", "mac", "ppu", "placement", "overheads",
+_TOP_KEYS = ("name", "base", "clock_hz", "weight_compression", "weight_encoding", "fm_channel_quantum", "mac", "ppu", "placement", "overheads",
              "local_buffer", "memory_area")
 
 
@@ -334,6 +373,17 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> NPUConfig:
     for k in ("clock_hz", "weight_compression"):
         if k in data:
             changes[k] = _number(data[k], k, problems)
+    if "fm_channel_quantum" in data:
+        v = data["fm_channel_quantum"]
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            changes["fm_channel_quantum"] = v
+        else:
+            problems.append(f"fm_channel_quantum must be an integer >= 1, got {v!r}")
+    if "weight_encoding" in data:
+        if isinstance(data["weight_encoding"], str):
+            changes["weight_encoding"] = data["weight_encoding"]
+        else:
+            problems.append(f"weight_encoding must be a string, got {data['weight_encoding']!r}")
     for sec, cls in _SECTIONS.items():
         if sec in data:
             changes[sec] = _section(getattr(base, sec), cls, data[sec], sec, problems)

@@ -10,7 +10,8 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "transfer_cycles", "window_traffic", "dma_command_cost"]
+__all__ = ["mac_cycles", "ppu_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "dma_command_cost"]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -37,9 +38,26 @@ def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: 
     return cfg.overheads.cmd_issue + m.pipe_fill + core
 
 
+def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw: int) -> int:
+    """A pooling tile on the MAC engine (Ethos-U): per 8x8 sub-kernel at least 4 cycles per OFM micro-block, one
+    per tap beyond that; the output stage (requantizing for average pooling, a plain pass for max) runs in
+    parallel, so the slower of the two bounds the tile."""
+    m, p = cfg.mac, cfg.ppu
+    n_ub = _cdiv(oh, m.ublock_h) * _cdiv(ow, m.ublock_w) * _cdiv(oc, m.ublock_c)
+    dpu = 0
+    for y in range(0, kh, 8):
+        for x in range(0, kw, 8):
+            dpu += max(4, min(8, kh - y) * min(8, kw - x)) * n_ub
+    out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost(
+        "requant" if op == PpuOp.AVG_POOL else "copy")
+    return cfg.overheads.cmd_issue + p.command_overhead + max(dpu, math.ceil(out))
+
+
 def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int, ic: int,
-               taps: int = 1, from_mac: bool = False) -> int:
+               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1)) -> int:
     p = cfg.ppu
+    if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
+        return pool_cycles(cfg, op, oh, ow, oc, *kernel)
     q = p.channel_quantum if from_mac or not p.elementwise_quantum else p.elementwise_quantum
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
@@ -62,8 +80,10 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
 
 
 def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
-    taps = c.param("kh") * c.param("kw") if c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
-    return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, taps, from_mac=c.in_dtype == 3)
+    pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
+    kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
+    return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
+                      from_mac=c.in_dtype == 3, kernel=kernel)
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:
@@ -85,23 +105,45 @@ def window_traffic(img_h: int, img_w: int, img_c: int, y0: int, x0: int, h: int,
     return nbytes, run
 
 
-def transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, compress: bool = False) -> int:
-    """Cycles the memory area's port is busy: burst-efficiency-scaled bytes over bandwidth."""
+def transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, ratio: float = 1.0) -> int:
+    """Cycles the memory area's port is busy: burst-efficiency-scaled bytes over bandwidth. ``ratio`` scales
+    the bytes on the wire (encoded weights: encoded / raw size)."""
     if nbytes <= 0:
         return 0
     a = cfg.memory_areas[area_index]
-    eff = nbytes * a.burst_bytes / min(a.burst_bytes, max(run, 1))
-    if compress:
-        eff *= cfg.weight_compression
+    eff = nbytes * a.burst_bytes / min(a.burst_bytes, max(run, 1)) * ratio
     return math.ceil(eff / a.bytes_per_cycle)
 
 
-def dma_command_cost(cfg: NPUConfig, c: Load | Store) -> tuple[int, int, int]:
-    """(bytes moved, area-port cycles, latency) of a DMA command."""
+def brick_ratio(cfg: NPUConfig, channels: int) -> float:
+    """Bytes moved per useful byte of a feature-map window ``channels`` deep (channels padded to bricks)."""
+    q = cfg.fm_channel_quantum
+    return _cdiv(channels, q) * q / channels if channels > 0 else 1.0
+
+
+def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, channels: int, elem: int,
+                       linear: bool = False) -> int:
+    """Port cycles of a feature-map window. Bricked (intermediate) maps move whole bricks, in runs of at least
+    one brick. ``linear`` maps (a partition's inputs and outputs stay NHWC for the host) with more channels than
+    the window are fetched one pixel's window-depth (rounded to the IFM micro-block) per burst."""
+    if cfg.fm_channel_quantum == 1:
+        return transfer_cycles(cfg, area_index, nbytes, run)
+    if linear:
+        q = cfg.mac.dot_depth
+        return transfer_cycles(cfg, area_index, nbytes, min(run, _cdiv(channels, q) * q * elem))
+    q = min(cfg.fm_channel_quantum, channels)
+    return transfer_cycles(cfg, area_index, nbytes, max(run, q * elem), brick_ratio(cfg, channels))
+
+
+def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
+                     linear: bool = False) -> tuple[int, int, int]:
+    """(bytes moved, area-port cycles, latency) of a DMA command; ``weight_ratio`` (encoded / raw bytes of the
+    layer's weights and tables) applies to weight and table loads."""
     elem = DTYPE_BYTES[c.dtype]
     nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
     a = cfg.memory_areas[c.area]
     if isinstance(c, Load):
-        compress = c.kind == TileKind.WEIGHT
-        return nbytes, transfer_cycles(cfg, c.area, nbytes, run, compress), a.read_latency
-    return nbytes, transfer_cycles(cfg, c.area, nbytes, run), a.write_latency
+        if c.kind in (TileKind.WEIGHT, TileKind.TABLE):
+            return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
+        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
+    return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency

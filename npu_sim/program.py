@@ -29,7 +29,8 @@ from .isa import (BCAST_ALL, DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"NPUSIMP\0"
-FORMAT_VERSION = 3  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU
+FORMAT_VERSION = 4  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
+# encoded weight ratio and the config's weight encoding and timing fields
 _HEAD = struct.Struct("<8sHHIIII")
 
 
@@ -62,6 +63,7 @@ class LayerInfo:
     ppu_elements: int = 0             # output elements the PPU must produce (roofline's third ceiling)
     tile: tuple[int, int, int] = (0, 0, 0)
     order: str = ""
+    weight_ratio: float = 1.0         # encoded / raw bytes of the weight and table loads (timing only)
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,7 +208,7 @@ def _binding(t) -> TensorBinding:
 def _layer(x) -> LayerInfo:
     return LayerInfo(str(x["name"]), str(x["composite"]), str(x["kind"]), int(x["macs"]),
                      tuple((str(a), int(b)) for a, b in x["bytes_by_area"]), int(x["ppu_elements"]),
-                     tuple(int(v) for v in x["tile"]), str(x["order"]))
+                     tuple(int(v) for v in x["tile"]), str(x["order"]), float(x["weight_ratio"]))
 
 
 def _config_to_dict(cfg: NPUConfig) -> dict:

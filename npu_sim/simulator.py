@@ -109,6 +109,8 @@ def schedule(prog: Program) -> Schedule:
     issue = cfg.overheads.cmd_issue
     channels = (cfg.overheads.dma_in_channels, 0, 0, cfg.overheads.dma_out_channels)
     shared = cfg.ppu.shares_mac_engine
+    ratios = [layer.weight_ratio for layer in prog.layers]
+    linear = {(r.area, r.base) for r in prog.regions if r.kind in ("input", "output")}  # NHWC for the host
     queues: list[list[int]] = [[], [], [], []]
     engine = np.empty(n, np.int8)
     for i, c in enumerate(cmds):
@@ -170,7 +172,7 @@ def schedule(prog: Program) -> Schedule:
                 if c.wait >> f & 1:
                     popped[f][e] += 1
         if e in (0, 3):
-            nb, xfer, lat = dma_command_cost(cfg, c)  # type: ignore[arg-type]
+            nb, xfer, lat = dma_command_cost(cfg, c, ratios[c.layer], (c.area, c.base) in linear)  # type: ignore
             t0 = max(t + issue, area_free[c.area])  # type: ignore[union-attr]
             area_free[c.area] = t0 + xfer  # type: ignore[union-attr]
             fin = t0 + xfer + lat

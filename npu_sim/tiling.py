@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from byoc.errors import NPUError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
-from .cost import mac_cycles, ppu_cycles, transfer_cycles, window_traffic
+from .cost import fm_transfer_cycles, mac_cycles, ppu_cycles, transfer_cycles, window_traffic
 from .isa import MacOp, PpuOp, src1_tile_shape
 
 __all__ = ["TilePlan", "Geometry", "plan_layer", "ALIGN"]
@@ -51,6 +51,9 @@ class Geometry:
     channel_step: int = 1       # tile channel counts must be multiples of this (depth multiplier)
     in2_bcast: int = 0          # binary ops: src1 broadcast flags (isa.BCAST_*); its tile is one deep there
     in2_in_weights: bool = False  # binary ops: src1 is a constant in the weight area (read through its port)
+    weight_ratio: float = 1.0   # encoded / raw bytes of the weights and tables (weight_encoding.py)
+    in_linear: bool = False     # the IFM / OFM is a partition input / output (NHWC, not bricked)
+    out_linear: bool = False
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
@@ -157,7 +160,7 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                                g.in_channels(tc), *g.kernel) if g.kind != "ppu" else 0
                 taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
                 p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
-                               from_mac=g.kind != "ppu")
+                               from_mac=g.kind != "ppu", kernel=g.kernel)
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
@@ -172,12 +175,14 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         ifm_loads, ifm_tile = n_sp * n_c, ih_r * iw_r * ic * g.in_bytes  # src0 (src1 below)
         w_loads = n_c
     run_in = ic * g.in_bytes if ic < C else (iw_r * C * g.in_bytes if iw_r < W else ifm_tile)
-    ifm_cyc = transfer_cycles(cfg, fm_area, ifm_tile, run_in)
+    ifm_cyc = fm_transfer_cycles(cfg, fm_area, ifm_tile, run_in, ic if order == "depth_outer" else C, g.in_bytes,
+                                 g.in_linear)
     ofm_tile = bh * bw * bc * g.out_bytes
     run_out = bc * g.out_bytes if bc < oc else (bw * oc * g.out_bytes if bw < ow else ofm_tile)
-    ofm_cyc = transfer_cycles(cfg, fm_area, ofm_tile, run_out)
+    ofm_cyc = fm_transfer_cycles(cfg, fm_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
     wb, tb = g.weight_bytes(bc), g.table_bytes(bc)
-    w_cyc = transfer_cycles(cfg, w_area, wb, wb, compress=True) + transfer_cycles(cfg, w_area, tb, tb)
+    wr = g.weight_ratio if g.has_weights else 1.0
+    w_cyc = transfer_cycles(cfg, w_area, wb, wb, wr) + transfer_cycles(cfg, w_area, tb, tb, wr)
     n_tiles = n_sp * n_c
     fm_port = ifm_loads * ifm_cyc + n_tiles * ofm_cyc
     w_port = w_loads * w_cyc if (wb or tb) else 0
@@ -191,7 +196,7 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         h2, w2, c2 = g.in2_tile(ih_r, iw_r, ic)
         img2 = g.in2_tile(H, W, C)
         in2_bytes, in2_run = window_traffic(*img2, 0, 0, h2, w2, c2, g.in_bytes)
-        in2_cyc = transfer_cycles(cfg, in2_area, in2_bytes, in2_run)
+        in2_cyc = fm_transfer_cycles(cfg, in2_area, in2_bytes, in2_run, c2, g.in_bytes)
         if in2_area == fm_area:
             fm_port += n_tiles * in2_cyc
         else:

@@ -11,9 +11,17 @@ from npu_sim.config import LocalBuffer, MemoryArea, config_from_dict
 
 
 def test_presets_have_the_documented_peak_rates():
-    # npu-model.md §5.3: U55-256 and VTA 256 MAC/cycle, N78 1 TOPS 512; depthwise 32 / 16 / 64.
+    # npu-model.md §5.3: U55-256 and VTA 256 MAC/cycle, N78 1 TOPS 512; depthwise 32 / 16 / 64. Ethos-U family:
+    # Arm's published MACs per cycle (32..256 for U55, 256/512 for U65); depthwise one MAC per OFM ublock lane.
     rates = {n: (c.mac.macs_per_cycle, c.mac.dw_macs_per_cycle) for n, c in npu_sim.PRESETS.items()}
-    assert rates == {"ethos-u55-256-like": (256, 32), "vta-default": (256, 16), "ethos-n78-like": (512, 64)}
+    assert rates == {"ethos-u55-256-like": (256, 32), "vta-default": (256, 16), "ethos-n78-like": (512, 64),
+                     "ethos-u55-32": (32, 4), "ethos-u55-64": (64, 8), "ethos-u55-128": (128, 16),
+                     "ethos-u55-256": (256, 32), "ethos-u65-256": (256, 32), "ethos-u65-512": (512, 64)}
+    # Vela's default system configs: U65 (Ethos_U65_Client_Server) runs at 1 GHz on 16 B/cycle AXI ports, DRAM
+    # at clock scale 0.75 with 500 read-latency cycles.
+    u65 = npu_sim.preset("ethos-u65-256")
+    assert (u65.clock_hz, u65.area("sram").bytes_per_cycle, u65.area("dram").bytes_per_cycle) == (1e9, 16.0, 12.0)
+    assert u65.area("dram").read_latency == 500
     u55 = npu_sim.preset("ethos-u55-256-like")
     assert (u55.area("sram").bytes_per_cycle, u55.area("flash").bytes_per_cycle) == (8.0, 1.0)
     assert (u55.area("sram").read_latency, u55.area("flash").read_latency) == (32, 64)
@@ -85,3 +93,19 @@ def test_unknown_keys_and_bad_toml(tmp_path):
         npu_sim.load_config(p)
     with pytest.raises(ConfigError, match="cannot read NPU config"):
         npu_sim.load_config(tmp_path / "missing.toml")
+
+
+def test_weight_encoding_and_brick_depth_are_checked_in_toml():
+    cfg = config_from_dict({"base": "ethos-u55-256", "weight_encoding": "raw", "fm_channel_quantum": 1})
+    assert (cfg.weight_encoding, cfg.fm_channel_quantum) == ("raw", 1)
+    with pytest.raises(ConfigError) as e:
+        config_from_dict({"base": "ethos-u55-256", "weight_encoding": "zip", "fm_channel_quantum": 0})
+    text = str(e.value) + "".join(e.value.notes if hasattr(e.value, "notes") else ())
+    assert "fm_channel_quantum" in text
+    with pytest.raises(ConfigError, match="weight_encoding"):
+        config_from_dict({"base": "ethos-u55-256", "weight_encoding": "zip"})
+
+
+def test_the_old_preset_name_is_the_ethos_u55_256_configuration():
+    old, new = npu_sim.preset("ethos-u55-256-like"), npu_sim.preset("ethos-u55-256")
+    assert dataclasses.replace(old, name=new.name) == new
