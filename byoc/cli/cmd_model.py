@@ -38,6 +38,12 @@ def offload_target(target: str) -> str:
     return names[0] if names else ""
 
 
+def model_target(args) -> str:
+    """The offload target a command's ``--target`` names ("" without one): it may choose the import semantics."""
+    t = getattr(args, "target", None)
+    return offload_target(t) if isinstance(t, str) else ""
+
+
 def partition_model(model, target: str, args):
     from ..partition import partition_for
     return partition_for(target, model.mod, model.params, return_report=True,
@@ -54,7 +60,7 @@ def _io(func) -> dict:
 
 def cmd_import(args, out: Output) -> int:
     from ..transform.infer_type import InferType
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, model_target(args))
     mod = InferType()(model.mod)
     text = mod.astext(show_meta_data=args.meta)
     out.json({"model": model.path, "format": model.kind, "semantics": model.semantics, **_io(mod["main"]),
@@ -100,7 +106,7 @@ def partition_json(pmod, report, rows) -> dict:
 
 
 def cmd_partition(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics)
+    model = load_model(args.model, args.semantics, model_target(args))
     target = offload_target(args.target)
     if not target:
         from .common import UsageError

@@ -179,9 +179,11 @@ def _sniff(path: str, data: bytes) -> str:
                      hint="byoc reads .tflite and .onnx files")
 
 
-def load_model(path: str, semantics: str = "auto") -> LoadedModel:
-    """Read and import a model file. ``semantics="auto"`` imports a TFLite file with LiteRT's semantics unless
-    LiteRT refuses the file, in which case TFLite Micro's (whose interpreter is then the oracle)."""
+def load_model(path: str, semantics: str = "auto", target: str = "") -> LoadedModel:
+    """Read and import a model file. ``semantics="auto"`` imports a TFLite file with the arithmetic the offload
+    ``target`` declares (``patterns.preferred_semantics``: ``ethos-u`` asks for TFLite Micro's, as its hardware
+    requantizes in fixed point), else with LiteRT's unless LiteRT refuses the file, in which case TFLite Micro's
+    (whose interpreter is then the oracle)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -193,6 +195,9 @@ def load_model(path: str, semantics: str = "auto") -> LoadedModel:
         mod, params = from_onnx(data)
         return LoadedModel(path, kind, data, mod, params, "onnxruntime")
     from ..frontend import from_tflite
+    if semantics == "auto" and target:
+        from patterns import preferred_semantics
+        semantics = preferred_semantics(target) or "auto"
     if semantics == "auto":
         from ..compare import litert_refusal
         semantics = "tflm" if litert_refusal(data) else "litert"
