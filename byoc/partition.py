@@ -204,24 +204,6 @@ def _build_report(target: str, mod: IRModule, log: PlacementLog,
     return PartitionReport(target, tuple(nodes), tuple(partitions), tuple(log.notes))
 
 
-def _boundary_reasons(mod: IRModule, target: str, skip: set[str]) -> dict[str, str]:
-    """Partitions whose device + transfer time exceeds the host time they save (``transform/boundary_cost.py``),
-    for targets whose codegen has a device model (the NPU simulator)."""
-    from runtime.npu_codegen import simulator_codegen_for
-    from .transform.boundary_cost import DEFAULT_HOST, boundary_cost
-    codegen = simulator_codegen_for(target)
-    if codegen is None:
-        return {}
-    out = {}
-    for gv, func in mod.sorted_items():
-        if func.attrs.get("Compiler") != target or gv.name_hint in skip:
-            continue
-        cost = boundary_cost(func, gv.name_hint, codegen, DEFAULT_HOST)
-        if cost is not None and not cost.pays:
-            out[gv.name_hint] = cost.reason(gv.name_hint, DEFAULT_HOST)
-    return out
-
-
 # How many times partition_for re-runs the pipeline to keep entry units that do not pay on the CPU (each run
 # can expose a new entry unit behind the ones it kept).
 _MAX_PEELS = 3
@@ -248,7 +230,7 @@ def _edge_refusals(mod: IRModule, target: str) -> dict[int, tuple[object, str]]:
 
 
 def _apply_policies(mod: IRModule, target: str, min_partition_size: int, inline_non_mac: bool,
-                    log: PlacementLog, boundary_rule: bool = False) -> tuple[IRModule, dict[int, str]]:
+                    log: PlacementLog) -> tuple[IRModule, dict[int, str]]:
     """Returns the module and, per placed unit given back to the CPU (by id), the reason."""
     reasons: dict[str, str] = {}
     for gv, func in mod.sorted_items():
@@ -262,8 +244,6 @@ def _apply_policies(mod: IRModule, target: str, min_partition_size: int, inline_
         elif inline_non_mac and not any(op in MAC_OPS for op in ops):
             reasons[gv.name_hint] = (f"partition @{gv.name_hint} was given back to the CPU: it does no "
                                      f"multiply-accumulate work (inline_non_mac=True)")
-    if boundary_rule:
-        reasons.update(_boundary_reasons(mod, target, set(reasons)))
     given_back: dict[int, str] = {}
     if not reasons:
         return mod, given_back
@@ -290,15 +270,15 @@ def _no_cycle_collection():
 def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str = "default",
                   min_partition_size: int = 1, inline_non_mac: bool = False, merge_regions: bool = True,
                   fold_constants: bool = True, bind_constants: bool = True, return_report: bool = False,
-                  boundary_rule: bool = True):
+                  boundary_rule: bool = False):
     """Partition ``mod`` for ``target`` with its registered pattern table.
 
     Options: ``min_partition_size`` (partitions with fewer ops go back to the CPU), ``inline_non_mac``
     (partitions without multiply-accumulate work go back to the CPU), ``merge_regions`` (run
     MergeCompilerRegions; False gives one partition per composite, like CMSIS-NN), ``mod_name`` (name prefix),
-    ``return_report`` (also return a ``PartitionReport``), ``boundary_rule`` (partitions whose device cycles plus
-    boundary transfers cost more than their ops on the host go back to the CPU; targets whose codegen has a
-    device model, ``transform/boundary_cost.py``).
+    ``return_report`` (also return a ``PartitionReport``), ``boundary_rule`` (a layer without MACs at a partition's
+    entry whose device cycles plus boundary traffic cost more than it saves on the host stays on the CPU; targets
+    whose codegen has a device model, ``transform/boundary_cost.py``).
     """
     from patterns import get_pattern_table, registered_targets
     from .transform.annotate_target import AnnotateTarget
@@ -349,7 +329,7 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
             with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
                              config={**outer.config, LOG_KEY: log}):
                 mod = Sequential(passes, name=f"partition_for_{target}")(source)
-            mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log, boundary_rule)
+            mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
             peeled = _edge_refusals(mod, target) if boundary_rule else {}
             if not peeled:
                 break

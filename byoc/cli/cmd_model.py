@@ -24,6 +24,10 @@ def add_target_args(p: argparse.ArgumentParser, default: str = "npu") -> None:
                         "go back to the CPU, like Ethos-N's InlineNonComputeIntensivePartitions)")
     p.add_argument("--min-partition-size", type=int, default=1, metavar="N",
                    help="partitions with fewer ops go back to the CPU (default 1)")
+    p.add_argument("--keep-unprofitable", action="store_true",
+                   help="offload even partitions (and entry layers without MACs) whose NPU cycles plus boundary "
+                        "transfers cost more than their ops on the host (by default they go back to the CPU "
+                        "and the report says why)")
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
@@ -48,7 +52,8 @@ def partition_model(model, target: str, args):
     from ..partition import partition_for
     return partition_for(target, model.mod, model.params, return_report=True,
                          inline_non_mac=not getattr(args, "keep_compute_free", False),
-                         min_partition_size=getattr(args, "min_partition_size", 1))
+                         min_partition_size=getattr(args, "min_partition_size", 1),
+                         boundary_rule=not getattr(args, "keep_unprofitable", False))
 
 
 def _io(func) -> dict:

@@ -1,12 +1,14 @@
-"""Boundaries that pay for themselves: a partition is offloaded only when the device time it costs (its device
-cycles plus moving its inputs in and its outputs out) is less than the host time it saves.
+"""Boundaries that pay for themselves: a layer without multiply-accumulate work at a partition's entry (it reads
+only what crosses from the CPU, e.g. an int32 accumulator tensor into a lone requantize) is offloaded only when
+its device cycles plus the extra traffic it pulls across the boundary cost less than the host time it saves.
 
-Used by ``partition_for`` after PartitionGraph, for every target whose codegen has a device model (the NPU
-simulator: ``runtime.npu_codegen.SimulatorCodegen``). The device side is the simulator's own schedule of the
-compiled partition on the codegen's default configuration, and the transfers are charged as the runtime's
-profile charges them (bytes / the feature-map memory's bandwidth, ``runtime/profile.py``). The host side is a
-stated model, ``HostModel``, and every reason names it and its numbers: a partition that does not pay is given
-back to the CPU with the arithmetic in the report.
+Used by ``partition_for(boundary_rule=True)`` (the CLI's default) for every target whose codegen has a device
+model (the NPU simulator: ``runtime.npu_codegen.SimulatorCodegen``). The device side is the simulator's own
+schedule of the layer compiled alone on the codegen's default configuration; transfers are charged as the
+runtime's profile charges them (bytes / the feature-map memory's bandwidth, ``runtime/profile.py``): keeping
+the layer on the CPU moves its result across instead of its inputs. The host side is a stated model,
+``HostModel``, and every reason names it and its numbers. Memory-only ops (reshape, squeeze, expand_dims) are
+aliases on both sides and never judged.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ..ir.expr import Call, Function, Op
 from ..ir.traversal import post_order
 from ..ir.types import TensorType, TupleType
 
-__all__ = ["HostModel", "DEFAULT_HOST", "BoundaryCost", "boundary_cost"]
+__all__ = ["HostModel", "DEFAULT_HOST", "EdgeCost", "edge_costs", "MEMORY_ONLY_OPS"]
 
 
 @dataclass(frozen=True)
@@ -83,61 +85,6 @@ def _calls(func: Function) -> list[Call]:
 
 
 @dataclass(frozen=True)
-class BoundaryCost:
-    """The figures of one partition's decision (seconds)."""
-    device_cycles: int
-    device_clock_hz: float
-    bytes_in: int
-    bytes_out: int
-    int32_bytes_in: int
-    transfer_seconds: float
-    host_cycles: float
-    host_clock_hz: float
-
-    @property
-    def device_seconds(self) -> float:
-        return self.device_cycles / self.device_clock_hz
-
-    @property
-    def host_seconds(self) -> float:
-        return self.host_cycles / self.host_clock_hz
-
-    @property
-    def pays(self) -> bool:
-        return self.device_seconds + self.transfer_seconds < self.host_seconds
-
-    def reason(self, name: str, host: HostModel) -> str:
-        wide = f", {self.int32_bytes_in:,} B of it int32" if self.int32_bytes_in else ""
-        return (f"partition @{name} was given back to the CPU: its boundary does not pay for itself: "
-                f"{self.device_cycles:,} NPU cycles + moving {self.bytes_in:,} B in{wide} and {self.bytes_out:,} B "
-                f"out = {(self.device_seconds + self.transfer_seconds) * 1e6:.1f} us, more than the "
-                f"{self.host_seconds * 1e6:.1f} us its ops take on the host ({host.name}: {host.macs_per_cycle:g} "
-                f"MACs or {host.elements_per_cycle:g} element(s) per cycle, {self.host_clock_hz / 1e6:g} MHz)")
-
-
-def boundary_cost(func: Function, symbol: str, codegen, host: HostModel = DEFAULT_HOST) -> BoundaryCost | None:
-    """The cost figures of partition ``func`` on the simulator codegen ``codegen``; None when it has no device
-    model or the simulator cannot compile it (the build reports that)."""
-    from ..errors import ByocError
-    from npu_sim.simulator import collect_stats, schedule
-    try:
-        cfg = codegen.config(None)
-        prog = codegen.program(func, symbol, cfg)
-    except ByocError:
-        return None
-    cycles = int(collect_stats(prog, schedule(prog)).total_cycles)
-    fm = cfg.area(cfg.placement.feature_maps)
-    bandwidth = float(fm.bytes_per_cycle) * float(cfg.clock_hz)
-    ins = [getattr(p, "_checked_type", None) or p.type_annotation for p in func.params]
-    bytes_in = sum(_nbytes(t) for t in ins)
-    int32_in = sum(_nbytes(t) for t in ins if isinstance(t, TensorType) and t.dtype == "int32")
-    bytes_out = _nbytes(getattr(func.body, "_checked_type", None))
-    clock = float(host.clock_hz or cfg.clock_hz)
-    return BoundaryCost(cycles, float(cfg.clock_hz), bytes_in, bytes_out, int32_in,
-                        (bytes_in + bytes_out) / bandwidth if bandwidth else 0.0, host.cycles(_units(func)), clock)
-
-
-@dataclass(frozen=True)
 class EdgeCost:
     """One unit (composite or op) at a partition's entry: reading only partition inputs and constants."""
     unit: Call
@@ -170,6 +117,10 @@ class EdgeCost:
                 f"{self.bytes_out:,} B result = {self.offload_seconds * 1e6:.1f} us, more than the "
                 f"{self.host_seconds * 1e6:.1f} us it takes on the host ({host.name}: {host.macs_per_cycle:g} MACs "
                 f"or {host.elements_per_cycle:g} element(s) per cycle, {self.host_clock_hz / 1e6:g} MHz)")
+
+
+# Ops that only reinterpret a tensor's shape: free on the host, removed by Vela, never moved by the rule.
+MEMORY_ONLY_OPS = frozenset({"reshape", "squeeze", "expand_dims"})
 
 
 def _units(func: Function) -> list[Call]:
@@ -209,7 +160,7 @@ def edge_costs(func: Function, symbol: str, codegen, host: HostModel = DEFAULT_H
         if not any(a in params for a in u.args):
             continue
         inner = _calls(u.op) if isinstance(u.op, Function) else [u]
-        if any(macs_of(c) for c in inner):
+        if any(macs_of(c) for c in inner) or all(c.op.name in MEMORY_ONLY_OPS for c in inner):
             continue
         new_params = [Var(f"edge_in{i}", getattr(a, "_checked_type", None) or a.type_annotation)
                       for i, a in enumerate(u.args) if a in params]
