@@ -48,7 +48,7 @@ MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 VELA_DIFFERENCES = {
     "qnn.softmax": "Vela lowers SOFTMAX to NPU operations (exp lookup table, sums, a fixed-point reciprocal); "
                    "byoc's NPU simulator has no softmax lowering yet, so it runs on the CPU (differs from Vela)",
-    "transpose": "Vela lowers TRANSPOSE (2-D, and the H/W and W/C swaps of 3-D and 4-D tensors) to NPU copies; "
+    "transpose": "Vela runs TRANSPOSE on the NPU as a 1x1 average pool whose output strides swap two axes; "
                  "byoc's NPU simulator has no transpose lowering yet, so it runs on the CPU (differs from Vela)",
     "image.resize2d": "Vela lowers RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (1x/2x/4x/8x) to NPU pooling and "
                       "upscaling; byoc's NPU simulator has no resize lowering yet, so it runs on the CPU (differs "
