@@ -112,8 +112,12 @@ def _ethos_presets() -> list[str]:
     return sorted(p for p in npu_sim.PRESETS if p.startswith("ethos-u"))
 
 
-@pytest.mark.parametrize("preset", _ethos_presets())
-@pytest.mark.parametrize("path", TINY_MODELS + [p for p in OTHER_MODELS if p.exists()], ids=lambda p: p.stem)
+# Every MLPerf Tiny model on every Ethos-U preset; the larger models on the target's default preset.
+_RUNS = [(p, c) for p in TINY_MODELS for c in _ethos_presets()] + \
+        [(p, "ethos-u55-256-like") for p in OTHER_MODELS if p.exists()]
+
+
+@pytest.mark.parametrize("path,preset", _RUNS, ids=lambda v: v.stem if isinstance(v, Path) else v)
 def test_offloaded_model_is_bit_exact_with_tflite_micro_and_the_reference(path, preset):
     m, pm, report = _ethos_u(path)
     assert report.partitions, "nothing offloaded"
