@@ -50,6 +50,20 @@ VELA_DIFFERENCES = {
                    "byoc's NPU simulator has no softmax lowering yet, so it runs on the CPU (differs from Vela)",
     "transpose": "Vela runs TRANSPOSE on the NPU as a 1x1 average pool whose output strides swap two axes; "
                  "byoc's NPU simulator has no transpose lowering yet, so it runs on the CPU (differs from Vela)",
+    "qnn.subtract": "Vela runs SUB on the NPU's elementwise unit; byoc's NPU simulator lowers ADD and MUL only, so "
+                    "it runs on the CPU (differs from Vela)",
+    "maximum": "Vela runs MAXIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
+               "so it runs on the CPU (differs from Vela)",
+    "minimum": "Vela runs MINIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
+               "so it runs on the CPU (differs from Vela)",
+    "qnn.squared_difference": "Vela runs SQUARED_DIFFERENCE on the NPU; byoc's NPU simulator has no lowering for "
+                              "it yet, so it runs on the CPU (differs from Vela)",
+    "qnn.conv2d_transpose": "Vela runs TRANSPOSE_CONV (strides 1x1 or 2x2) on the NPU; byoc's NPU simulator has no "
+                            "transposed-convolution lowering yet, so it runs on the CPU (differs from Vela)",
+    "qnn.prelu": "Vela runs PRELU on the NPU; byoc's NPU simulator has no lowering for it yet, so it runs on the "
+                 "CPU (differs from Vela)",
+    "argmax": "Vela runs ARG_MAX along the channels on the NPU; byoc's NPU simulator has no lowering for it yet, "
+              "so it runs on the CPU (differs from Vela)",
     "image.resize2d": "Vela lowers RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (1x/2x/4x/8x) to NPU pooling and "
                       "upscaling; byoc's NPU simulator has no resize lowering yet, so it runs on the CPU (differs "
                       "from Vela)",
@@ -367,6 +381,8 @@ def pattern_table() -> list[CompositePattern]:
                                                                summary="CONCATENATION")),
         CompositePattern(f"{t}.qnn_sigmoid", unary("qnn.sigmoid", 4), _lut("LOGISTIC")),
         CompositePattern(f"{t}.qnn_tanh", unary("qnn.tanh", 4), _lut("TANH")),
+        CompositePattern(f"{t}.qnn_hardswish", unary("qnn.hardswish", 4), _lut("HARD_SWISH")),
+        CompositePattern(f"{t}.qnn_leaky_relu", unary("qnn.leaky_relu", 4), _lut("LEAKY_RELU")),
         CompositePattern(f"{t}.qnn_requantize", rq, Check(_npu.REQUANTIZE_CHECK.rules + (_tens_dims,),
                                                           summary="QUANTIZE / requantization")),
         CompositePattern(f"{t}.qnn_clip", clip, Check(_npu.CLIP_CHECK.rules + (_tens_dims,),
@@ -380,7 +396,8 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_dense": "dense", f"{TARGET}.qnn_add": "add", f"{TARGET}.qnn_mul": "mul",
     f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
-    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip",
+    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
+    f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).

@@ -55,9 +55,10 @@ def test_byoc_patterns_prints_each_vela_rule_as_a_sentence():
                      "the reduced area is at most 2^24 (int8)"):
         assert sentence in out, sentence
     # what byoc keeps on the CPU although Vela offloads it, and why
-    for op in ("qnn.softmax (op)", "transpose (op)", "image.resize2d (op)"):
-        assert op in out
-    assert out.count("(differs from Vela)") == 3
+    from patterns.ethos_u import VELA_DIFFERENCES
+    for op in ("qnn.softmax", "transpose", "image.resize2d", "qnn.subtract", "qnn.conv2d_transpose"):
+        assert f"{op} (op)" in out and VELA_DIFFERENCES[op] in out
+    assert out.count("(differs from Vela)") == len(VELA_DIFFERENCES)
 
 
 # -- placement against Vela ---------------------------------------------------------------------------------
@@ -163,3 +164,36 @@ def test_boundary_rule_moves_nothing_on_kws_for_ethos_u():
     _, _, report = _ethos_u(KWS)
     assert not [n for n in report.cpu_ops() if "does not pay" in n.reason]
     assert len(report.partitions) == 1
+
+
+# -- lookup-table activations ----------------------------------------------------------------------------------
+
+def test_hard_swish_and_leaky_relu_run_as_npu_lookup_tables_bit_exact():
+    from byoc.frontend import from_tflite
+    from byoc.testing.tflite_writer import TFLiteWriter
+    w = TFLiteWriter()
+    x = w.input("x", (1, 4, 8, 8), "int8", scale=0.05, zero_point=3)
+    y = w.hard_swish(x, out_scale=0.04, out_zp=-5)
+    w.output(w.leaky_relu(y, 0.3, out_scale=0.03, out_zp=5))
+    data = w.finish()
+    mod, params = from_tflite(data, semantics="tflm")
+    pm, report = partition_for("ethos-u", mod, params, return_report=True)
+    assert sorted(c for p in report.partitions for c in p.composites) == ["ethos-u.qnn_hardswish",
+                                                                           "ethos-u.qnn_leaky_relu"]
+    exe = byoc.build(pm, target="ethos-u,llvm")
+    assert [x.kind for p in exe.npu_programs.values() for x in p.layers] == ["lut", "lut"]
+    every = np.arange(-128, 128).astype(np.int8).reshape(1, 4, 8, 8)   # all 256 int8 values
+    np.testing.assert_array_equal(exe.run({"x": every})[0], _tflm(data, [every])[0])
+
+
+def test_an_op_vela_offloads_and_the_simulator_cannot_run_says_so():
+    from byoc.frontend import from_tflite
+    from byoc.testing.tflite_writer import TFLiteWriter
+    w = TFLiteWriter()
+    a = w.input("a", (1, 4, 4, 8), "int8", scale=0.05, zero_point=3)
+    b = w.input("b", (1, 4, 4, 8), "int8", scale=0.04, zero_point=-2)
+    w.output(w.sub(a, b, out_scale=0.06, out_zp=1))
+    mod, params = from_tflite(w.finish(), semantics="tflm")
+    _, report = partition_for("ethos-u", mod, params, return_report=True)
+    (sub,) = [n for n in report.cpu_ops() if n.op == "qnn.subtract"]
+    assert "Vela runs SUB on the NPU" in sub.reason and "differs from Vela" in sub.reason
