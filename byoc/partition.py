@@ -204,6 +204,31 @@ def _build_report(target: str, mod: IRModule, log: PlacementLog,
     return PartitionReport(target, tuple(nodes), tuple(partitions), tuple(log.notes))
 
 
+# How many times partition_for re-runs the pipeline to keep entry units that do not pay on the CPU (each run
+# can expose a new entry unit behind the ones it kept).
+_MAX_PEELS = 3
+
+
+def _edge_refusals(mod: IRModule, target: str) -> dict[int, tuple[object, str]]:
+    """Entry units of the target's partitions (no MACs, reading only partition inputs) whose device cycles and
+    boundary traffic cost more than they save on the host: keyed like ``PlacementLog.deny``."""
+    from runtime.npu_codegen import simulator_codegen_for
+    from .transform.boundary_cost import DEFAULT_HOST, edge_costs
+    from .transform.placement import unit_key
+    codegen = simulator_codegen_for(target)
+    if codegen is None:
+        return {}
+    out: dict[int, tuple[object, str]] = {}
+    for gv, func in mod.sorted_items():
+        if func.attrs.get("Compiler") != target:
+            continue
+        for cost in edge_costs(func, gv.name_hint, codegen, DEFAULT_HOST):
+            key = unit_key(cost.unit)
+            if not cost.pays and key is not None:
+                out[id(key)] = (key, cost.reason(DEFAULT_HOST))
+    return out
+
+
 def _apply_policies(mod: IRModule, target: str, min_partition_size: int, inline_non_mac: bool,
                     log: PlacementLog) -> tuple[IRModule, dict[int, str]]:
     """Returns the module and, per placed unit given back to the CPU (by id), the reason."""
@@ -244,13 +269,16 @@ def _no_cycle_collection():
 
 def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str = "default",
                   min_partition_size: int = 1, inline_non_mac: bool = False, merge_regions: bool = True,
-                  fold_constants: bool = True, bind_constants: bool = True, return_report: bool = False):
+                  fold_constants: bool = True, bind_constants: bool = True, return_report: bool = False,
+                  boundary_rule: bool = False):
     """Partition ``mod`` for ``target`` with its registered pattern table.
 
     Options: ``min_partition_size`` (partitions with fewer ops go back to the CPU), ``inline_non_mac``
     (partitions without multiply-accumulate work go back to the CPU), ``merge_regions`` (run
     MergeCompilerRegions; False gives one partition per composite, like CMSIS-NN), ``mod_name`` (name prefix),
-    ``return_report`` (also return a ``PartitionReport``).
+    ``return_report`` (also return a ``PartitionReport``), ``boundary_rule`` (a layer without MACs at a partition's
+    entry whose device cycles plus boundary traffic cost more than it saves on the host stays on the CPU; targets
+    whose codegen has a device model, ``transform/boundary_cost.py``).
     """
     from patterns import get_pattern_table, registered_targets
     from .transform.annotate_target import AnnotateTarget
@@ -295,11 +323,18 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     else:  # the same three passes, without materialising annotations on plain dataflow graphs
         passes.append(AnnotateMergePartition(target, merge_regions, mod_name, bind_constants))
     log = PlacementLog()
+    source = mod
     with _no_cycle_collection():
-        with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
-                         config={**outer.config, LOG_KEY: log}):
-            mod = Sequential(passes, name=f"partition_for_{target}")(mod)
-        mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
+        for _ in range(1 + _MAX_PEELS):
+            with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
+                             config={**outer.config, LOG_KEY: log}):
+                mod = Sequential(passes, name=f"partition_for_{target}")(source)
+            mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
+            peeled = _edge_refusals(mod, target) if boundary_rule else {}
+            if not peeled:
+                break
+            log = log.fresh()  # run again with these entry units kept on the CPU
+            log.deny.update(peeled)
         if given_back or log.notes:
             mod = InferType()(mod)
         if not return_report:

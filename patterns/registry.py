@@ -17,7 +17,7 @@ from byoc.relay.dataflow_pattern.table import CompositePattern, normalize_table
 
 __all__ = ["register_pattern_table", "get_pattern_table", "registered_targets", "describe_rules", "RuleText",
            "CompositePattern", "Check", "Rule", "Support", "MatchContext", "rule", "register_op_predicate",
-           "op_predicates", "table_functions"]
+           "op_predicates", "table_functions", "preferred_semantics", "set_preferred_semantics"]
 
 _TABLE_FUNCS: dict[str, Callable[[], list]] = {}
 _TABLES: dict[str, tuple[CompositePattern, ...]] = {}
@@ -37,8 +37,13 @@ def register_pattern_table(target: str, table: Callable[[], list] | None = None)
     return wrap(table) if table is not None else wrap
 
 
+# Built-in targets whose name is not a module name.
+_BUILTIN_MODULES = {"ethos-u": "ethos_u"}
+
+
 def _load_builtin(target: str) -> None:
     import importlib
+    target = _BUILTIN_MODULES.get(target, target)
     if not target.isidentifier():  # "foo.bar", "../x": no module of this package, never an import path
         return
     try:
@@ -99,7 +104,7 @@ def registered_targets() -> list[str]:
     """Targets with a pattern table: the built-in ones, those registered so far, and the names of installed
     ``byoc.targets`` entry points (loaded when their table is asked for)."""
     from byoc.targets import entry_point_names
-    for t in ("npu", "vta", "example_accelerator"):
+    for t in ("npu", "vta", "example_accelerator", "ethos-u"):
         _load_builtin(t)
     return sorted(set(_TABLE_FUNCS) | set(entry_point_names()))
 
@@ -123,6 +128,28 @@ def op_predicates(target: str) -> list[tuple[str, object]]:
         if pred is not None:
             out.append((op, pred))
     return out
+
+
+_PREFERRED_SEMANTICS: dict[str, str] = {}
+
+
+def set_preferred_semantics(target: str, semantics: str) -> None:
+    """The TFLite arithmetic ``target``'s hardware implements (``"tflm"``: fixed-point requantization everywhere,
+    TFLite Micro's kernels). A model imported for that target with ``semantics="auto"`` gets it, so its layers
+    can be offloaded bit-exactly and ``compare`` holds them to that reference."""
+    if semantics not in ("litert", "tflm"):
+        raise PatternError(f"target {target!r}: preferred semantics must be 'litert' or 'tflm', got {semantics!r}")
+    _PREFERRED_SEMANTICS[target] = semantics
+
+
+def preferred_semantics(target: str) -> str | None:
+    """The semantics ``target`` declared (its table is loaded first), or None."""
+    if target not in _PREFERRED_SEMANTICS and target not in _TABLE_FUNCS:
+        try:
+            get_pattern_table(target)
+        except PatternError:
+            return None
+    return _PREFERRED_SEMANTICS.get(target)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ import os
 
 from ..errors import ByocError, CodegenError, ExecutionError
 from .adapters import build_module, simulator_config
-from .cmd_model import add_input_args, add_model_args, add_target_args, offload_target, partition_model
+from .cmd_model import (add_input_args, add_model_args, add_target_args, model_target, offload_target,
+                        partition_model)
 from .common import EXIT_MISMATCH, Output, UsageError, format_table, human, load_model, make_inputs
 from .summary import layer_rows, offload_summary, profile_partitions
 
@@ -83,7 +84,7 @@ def run_compare(args, model, out: Output, partitioned=None):
 
 
 def cmd_compare(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape)
+    model = load_model(args.model, args.semantics, args.shape, model_target(args))
     result, inputs = run_compare(args, model, out)
     saved = []
     if args.output_dir:
@@ -179,7 +180,7 @@ def profile_device(args, model, target: str, out: Output) -> int:
 
 
 def cmd_profile(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape)
+    model = load_model(args.model, args.semantics, args.shape, model_target(args))
     if simulator_config(_target(args), None) is None:
         return profile_device(args, model, _target(args), out)
     pmod, report, cfg, profiles = run_profile(args, model, out)
@@ -210,7 +211,7 @@ def cmd_profile(args, out: Output) -> int:
 
 def cmd_report(args, out: Output) -> int:
     from ..report import ReportData, write_report
-    model = load_model(args.model, args.semantics, args.shape)
+    model = load_model(args.model, args.semantics, args.shape, model_target(args))
     target = _target(args)
     partitioned = partition_model(model, target, args)
     pmod, report = partitioned

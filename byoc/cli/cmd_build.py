@@ -8,7 +8,8 @@ import numpy as np
 
 from ..errors import ExecutionError
 from .adapters import NpuRecorder, build_module, export_module, load_artifact, simulator_config
-from .cmd_model import add_input_args, add_model_args, add_target_args, offload_target, partition_model
+from .cmd_model import (add_input_args, add_model_args, add_target_args, model_target, offload_target,
+                        partition_model)
 from .common import Output, UsageError, format_table, load_model, load_npy, make_inputs
 from .summary import offload_summary
 
@@ -16,7 +17,7 @@ __all__ = ["register", "output_summary"]
 
 
 def cmd_compile(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape)
+    model = load_model(args.model, args.semantics, args.shape, model_target(args))
     names = [t.strip() for t in args.target.split(",") if t.strip()]
     if not any(n in ("llvm", "cpu") for n in names):
         raise UsageError(f"--target {args.target!r} has no host target; add llvm (e.g. --target npu,llvm)")

@@ -28,6 +28,10 @@ def add_target_args(p: argparse.ArgumentParser, default: str = "npu") -> None:
                         "go back to the CPU, like Ethos-N's InlineNonComputeIntensivePartitions)")
     p.add_argument("--min-partition-size", type=positive_int, default=1, metavar="N",
                    help="partitions with fewer ops go back to the CPU (default 1)")
+    p.add_argument("--keep-unprofitable", action="store_true",
+                   help="offload even partitions (and entry layers without MACs) whose NPU cycles plus boundary "
+                        "transfers cost more than their ops on the host (by default they go back to the CPU "
+                        "and the report says why)")
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
@@ -42,11 +46,18 @@ def offload_target(target: str) -> str:
     return names[0] if names else ""
 
 
+def model_target(args) -> str:
+    """The offload target a command's ``--target`` names ("" without one): it may choose the import semantics."""
+    t = getattr(args, "target", None)
+    return offload_target(t) if isinstance(t, str) else ""
+
+
 def partition_model(model, target: str, args):
     from ..partition import partition_for
     return partition_for(target, model.mod, model.params, return_report=True,
                          inline_non_mac=not getattr(args, "keep_compute_free", False),
-                         min_partition_size=getattr(args, "min_partition_size", 1))
+                         min_partition_size=getattr(args, "min_partition_size", 1),
+                         boundary_rule=not getattr(args, "keep_unprofitable", False))
 
 
 def _io(func) -> dict:
@@ -58,7 +69,7 @@ def _io(func) -> dict:
 
 def cmd_import(args, out: Output) -> int:
     from ..transform.infer_type import InferType
-    model = load_model(args.model, args.semantics, args.shape)
+    model = load_model(args.model, args.semantics, args.shape, model_target(args))
     mod = InferType()(model.mod)
     text = mod.astext(show_meta_data=args.meta)
     out.json({"model": model.path, "format": model.kind, "semantics": model.semantics, **_io(mod["main"]),
@@ -104,7 +115,7 @@ def partition_json(pmod, report, rows) -> dict:
 
 
 def cmd_partition(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape)
+    model = load_model(args.model, args.semantics, args.shape, model_target(args))
     target = offload_target(args.target)
     if not target:
         from .common import UsageError

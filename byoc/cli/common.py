@@ -182,10 +182,12 @@ def _sniff(path: str, data: bytes) -> str:
                      hint="byoc reads .tflite and .onnx files")
 
 
-def load_model(path: str, semantics: str = "auto", shapes=None) -> LoadedModel:
-    """Read and import a model file. ``semantics="auto"`` imports a TFLite file with LiteRT's semantics unless
-    LiteRT refuses the file, in which case TFLite Micro's (whose interpreter is then the oracle). ``shapes``:
-    ``--shape`` values (input name → dims) for inputs with dynamic dimensions (``shapes.py``)."""
+def load_model(path: str, semantics: str = "auto", shapes=None, target: str = "") -> LoadedModel:
+    """Read and import a model file. ``semantics="auto"`` imports a TFLite file with the arithmetic the offload
+    ``target`` declares (``patterns.preferred_semantics``: ``ethos-u`` asks for TFLite Micro's, as its hardware
+    requantizes in fixed point), else with LiteRT's unless LiteRT refuses the file, in which case TFLite Micro's
+    (whose interpreter is then the oracle). ``shapes``: ``--shape`` values (input name → dims) for inputs with
+    dynamic dimensions (``shapes.py``)."""
     from .shapes import check_static_shapes, onnx_input_shapes, shape_dict
     shapes = shape_dict(shapes)
     try:
@@ -206,6 +208,9 @@ def load_model(path: str, semantics: str = "auto", shapes=None) -> LoadedModel:
         mod, params = from_onnx(proto, shape=onnx_input_shapes(path, proto, shapes))
         return LoadedModel(path, kind, data, mod, params, "onnxruntime")
     from ..frontend import from_tflite
+    if semantics == "auto" and target:
+        from patterns import preferred_semantics
+        semantics = preferred_semantics(target) or "auto"
     if semantics == "auto":
         from ..compare import litert_refusal
         semantics = "tflm" if litert_refusal(data) else "litert"

@@ -227,10 +227,14 @@ class _Annotator:
             else:
                 reasons.append(f"composite {op_label} belongs to target {prefix!r}, not one of "
                                f"{', '.join(self.targets)}")
+        denied = self.log.denied(pre) if self.log is not None and candidates else None
+        if denied:
+            candidates, reasons = [], [denied]
         target = candidates[0] if candidates else DEFAULT_TARGET
         if self.log is not None and op_label is not None:
             if target == DEFAULT_TARGET:
-                reasons = self.log.refusals_of(pre) + reasons
+                if not denied:
+                    reasons = self.log.refusals_of(pre) + reasons
                 if not reasons:
                     reasons = [f"{op_label} is in no accepted {t!r} composite and has no target.{t} predicate"
                                for t in self.targets]

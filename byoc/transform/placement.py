@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..ir.expr import Expr, Span
 
-__all__ = ["PlacementLog", "Decision", "LOG_KEY", "current_log"]
+__all__ = ["PlacementLog", "Decision", "LOG_KEY", "current_log", "unit_key"]
 
 LOG_KEY = "byoc.placement_log"
 
@@ -38,6 +38,20 @@ class PlacementLog:
         self._refusals: dict[int, tuple[Expr, list[tuple[str, bool]]]] = {}
         self.decisions: list[Decision] = []
         self.notes: list[str] = []
+        # Units a later policy keeps on the CPU (boundary_cost): id(key attrs) -> (attrs, reason). They survive
+        # ``fresh()`` so a re-run of the pipeline refuses them.
+        self.deny: dict[int, tuple[object, str]] = {}
+
+    def fresh(self) -> "PlacementLog":
+        """An empty log for a re-run of the pipeline, keeping the denied units."""
+        out = PlacementLog()
+        out.deny = dict(self.deny)
+        return out
+
+    def denied(self, node: Expr) -> str | None:
+        key = unit_key(node)
+        entry = self.deny.get(id(key)) if key is not None else None
+        return entry[1] if entry is not None and entry[0] is key else None
 
     def add_refusal(self, node: Expr, reason: str, strong: bool = True) -> None:
         entry = self._refusals.get(id(node))
@@ -72,6 +86,17 @@ class PlacementLog:
 
     def record(self, decision: Decision) -> None:
         self.decisions.append(decision)
+
+
+def unit_key(node: Expr) -> object | None:
+    """What identifies a placed unit across re-runs of the pipeline: the attribute object of the op call (shared by
+    every rebuilt copy), or of a composite body's root call."""
+    from ..ir.expr import Call, Function, Op
+    if isinstance(node, Call) and isinstance(node.op, Function):
+        node = node.op.body
+    if isinstance(node, Call) and isinstance(node.op, Op):
+        return node.attrs
+    return None
 
 
 def current_log(ctx) -> PlacementLog | None:

@@ -85,8 +85,7 @@ def test_partitions_are_boxes_around_their_ops(kws):
         assert inside == ([n["placement"]] if n["placement"] in boxes else []), (n["name"], inside)
 
 
-def test_a_cpu_convolution_whose_requantize_was_offloaded_is_drawn_on_the_cpu(kws):
-    _, text = kws
+def _first_conv_nodes(text):
     nodes, _ = parse_graph(text)
     ops = tflite_ops(TINY / "kws_ref_model.tflite")
     # kws's first CONV_2D has a 10x4 kernel, outside the npu table's kernel sizes (1, 2, 3, 5, 7, 9)
@@ -96,8 +95,25 @@ def test_a_cpu_convolution_whose_requantize_was_offloaded_is_drawn_on_the_cpu(kw
     conv = [n for n in mine if "qnn.conv2d" in n["ops"]]
     assert len(conv) == 1 and conv[0]["placement"] == "cpu" and conv[0]["kind"].startswith("conv 10×4")
     assert "kernel height and width" in conv[0]["reason"]
-    rest = [n for n in mine if n is not conv[0] and n["placement"] != "cpu"]
-    assert rest and all("qnn.conv2d" not in n["ops"] for n in rest)
+    return conv[0], [n for n in mine if n is not conv[0]]
+
+
+def test_a_cpu_convolution_and_its_unprofitable_requantize_are_drawn_on_the_cpu(kws):
+    """By default the requantize after the CPU convolution stays on the CPU too: pulling the int32 accumulator
+    across to the NPU costs more than it saves (the boundary rule), and the node says so."""
+    _, text = kws
+    conv, rest = _first_conv_nodes(text)
+    assert "qnn.requantize" in conv["ops"] and "does not pay for itself" in conv["reason"]
+    assert not [n for n in rest if n["placement"] != "cpu"]
+
+
+def test_with_keep_unprofitable_the_offloaded_requantize_is_drawn_on_the_npu(tmp_path):
+    doc = run_json("report", TINY / "kws_ref_model.tflite", "--target", "npu", "--no-compare", "--keep-unprofitable",
+                   "-o", tmp_path / "kws.html", env={"BYOC_REPORT_LAYOUT": "builtin"})
+    assert doc["bytes"] > 0
+    _, rest = _first_conv_nodes((tmp_path / "kws.html").read_text(encoding="utf-8"))
+    offloaded = [n for n in rest if n["placement"] != "cpu"]
+    assert offloaded and all("qnn.conv2d" not in n["ops"] for n in offloaded)
 
 
 @pytest.mark.parametrize("model", ["kws_ref_model", "vww_96_int8"])

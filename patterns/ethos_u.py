@@ -1,0 +1,423 @@
+"""The ``ethos-u`` pattern table: Arm Ethos-U55/U65 placement, following Vela's TFLite supported-operator
+constraints (``ethosu/vela/tflite_supported_operators.py``, the source of Vela's SUPPORTED_OPS.md).
+
+Each rule below states one of Vela's limits in our words (kernel, stride, dilation, padding, tensor dimension,
+weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
+
+* bit-exactness: a requantization must be fixed-point. LiteRT's FULLY_CONNECTED rescales in double; the hardware
+  (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
+  (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
+  ``compare`` holds the NPU to TFLite Micro's kernels.
+* the simulator: Vela lowers SOFTMAX, TRANSPOSE and RESIZE_* into NPU operations; ``npu_sim`` has no lowering for
+  them yet, so they stay on the CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``).
+
+Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
+from byoc.relay.dataflow_pattern.check import Check, Rule, rule
+
+from . import npu as _npu
+from .common import (capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule, input_of,
+                     layout_rule, optional_clip, per_tensor_rule, root, ttype)
+from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_preferred_semantics
+
+__all__ = ["pattern_table", "TARGET", "ETHOS_U_LOWERING", "ETHOS_U_PRESET", "PREFERRED_SEMANTICS",
+           "VELA_DIFFERENCES", "TENSOR_DIM_MAX", "WEIGHTS_LIMIT"]
+
+TARGET = "ethos-u"
+ETHOS_U_PRESET = "ethos-u55-256-like"
+PREFERRED_SEMANTICS = "tflm"   # the NPU requantizes in fixed point, as TFLite Micro does
+
+# Vela's limits (tflite_supported_operators.py)
+TENSOR_DIM_MAX = 65535
+STRIDE_MAX = 3
+DILATED_HEIGHT_MAX = 64
+DILATED_PRODUCT_MAX = 64 * 64
+WEIGHTS_LIMIT = 127 * 65536
+SAME_FILTER_MAX = 8
+VALID_FILTER_HEIGHT_MAX = 256
+VALID_FILTER_PRODUCT_MAX = 256 * 256
+MEAN_AXIS_MAX = 64 * 64
+MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
+
+# Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
+VELA_DIFFERENCES = {
+    "qnn.softmax": "Vela lowers SOFTMAX to NPU operations (exp lookup table, sums, a fixed-point reciprocal); "
+                   "byoc's NPU simulator has no softmax lowering yet, so it runs on the CPU (differs from Vela)",
+    "transpose": "Vela runs TRANSPOSE on the NPU as a 1x1 average pool whose output strides swap two axes; "
+                 "byoc's NPU simulator has no transpose lowering yet, so it runs on the CPU (differs from Vela)",
+    "qnn.subtract": "Vela runs SUB on the NPU's elementwise unit; byoc's NPU simulator lowers ADD and MUL only, so "
+                    "it runs on the CPU (differs from Vela)",
+    "maximum": "Vela runs MAXIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
+               "so it runs on the CPU (differs from Vela)",
+    "minimum": "Vela runs MINIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
+               "so it runs on the CPU (differs from Vela)",
+    "qnn.squared_difference": "Vela runs SQUARED_DIFFERENCE on the NPU; byoc's NPU simulator has no lowering for "
+                              "it yet, so it runs on the CPU (differs from Vela)",
+    "qnn.conv2d_transpose": "Vela runs TRANSPOSE_CONV (strides 1x1 or 2x2) on the NPU; byoc's NPU simulator has no "
+                            "transposed-convolution lowering yet, so it runs on the CPU (differs from Vela)",
+    "qnn.prelu": "Vela runs PRELU on the NPU; byoc's NPU simulator has no lowering for it yet, so it runs on the "
+                 "CPU (differs from Vela)",
+    "argmax": "Vela runs ARG_MAX along the channels on the NPU; byoc's NPU simulator has no lowering for it yet, "
+              "so it runs on the CPU (differs from Vela)",
+    "image.resize2d": "Vela lowers RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (1x/2x/4x/8x) to NPU pooling and "
+                      "upscaling; byoc's NPU simulator has no resize lowering yet, so it runs on the CPU (differs "
+                      "from Vela)",
+}
+
+
+# -- generic: tensor dimensions, batch --------------------------------------------------------------------
+
+@rule(f"every dimension of the tensors it reads and writes is in [1, {TENSOR_DIM_MAX}], rank at most 4 "
+      f"(Vela's tensor limits)")
+def _tens_dims(ctx):
+    for e in (ctx.root, *ctx.captures.values()):
+        t = ttype(e)
+        if t is None:
+            continue
+        if t.ndim > 4:
+            return f"found rank {t.ndim} {tuple(t.shape)}"
+        if any(not 1 <= d <= TENSOR_DIM_MAX for d in t.shape):
+            return f"found {tuple(t.shape)}"
+    return None
+
+
+def _batch_one(getter, what: str) -> Rule:
+    @rule(f"{what} has batch size 1 (Vela's IFM batch rule)")
+    def test(ctx):
+        t = ttype(getter(ctx))
+        if t is not None and t.ndim == 4 and t.shape[0] != 1:
+            return f"found batch {t.shape[0]} in {tuple(t.shape)}"
+        return None
+    return test
+
+
+# -- convolutions -----------------------------------------------------------------------------------------
+
+def _kernel_hw(ctx) -> tuple[int, int]:
+    w = const_value(ctx["conv"].args[1])
+    layout = ctx["conv"].attrs.kernel_layout
+    return (w.shape[layout.index("H")], w.shape[layout.index("W")]) if w is not None else (0, 0)
+
+
+def _cin(ctx) -> int | None:
+    t = ttype(ctx["data"])
+    return t.shape[3] if t is not None and t.ndim == 4 else None
+
+
+@rule("groups is 1 (an ordinary convolution)", guard=True)
+def _ordinary(ctx):
+    g = ctx["conv"].attrs.groups
+    return None if g == 1 else f"found groups={g}"
+
+
+@rule("groups equals the input channels (a depthwise convolution)", guard=True)
+def _depthwise(ctx):
+    g, cin = ctx["conv"].attrs.groups, _cin(ctx)
+    return None if cin is not None and g == cin and g > 1 else f"found groups={g} with {cin} input channels"
+
+
+def _resized_stride(ifm_width: int, stride: int) -> int:
+    """The stride width Vela ends with after folding a wide stride into the IFM width (its calc_resize_factor)."""
+    if stride <= 1:
+        return stride
+    factor = stride
+    if ifm_width % factor != 0:
+        divisors = [s for s in (2, 3) if factor % s == 0 and ifm_width % (factor // s) == 0]
+        new = factor // (divisors[0] if divisors else 1)
+        factor = new if new != factor else 1
+    return stride // factor
+
+
+def _stride_ok(sh: int, sw: int, ifm_w: int, ofm_h: int, ofm_w: int) -> bool:
+    h_ok = ofm_h == 1 or 1 <= sh <= STRIDE_MAX
+    w_ok = ofm_w == 1 or (sw >= 1 and _resized_stride(ifm_w, sw) <= STRIDE_MAX)
+    return h_ok and w_ok
+
+
+def _io_hw(ctx, data_key: str) -> tuple[int, int, int]:
+    ti, to = ttype(ctx[data_key]), ttype(ctx.root)
+    ifm_w = ti.shape[2] if ti is not None and ti.ndim == 4 else 1
+    oh, ow = (to.shape[1], to.shape[2]) if to is not None and to.ndim == 4 else (1, 1)
+    return ifm_w, oh, ow
+
+
+@rule(f"stride height is 1..{STRIDE_MAX} (unless the output height is 1); stride width is 1..{STRIDE_MAX}, or "
+      f"larger when Vela can fold it into the input width down to 2 or 3 (unless the output width is 1)")
+def _conv_stride(ctx):
+    sh, sw = ctx["conv"].attrs.strides
+    ifm_w, oh, ow = _io_hw(ctx, "data")
+    return None if _stride_ok(sh, sw, ifm_w, oh, ow) else f"found strides ({sh}, {sw}), output {oh}x{ow}"
+
+
+@rule(f"strides are 1..{STRIDE_MAX} in height and width (depthwise)")
+def _dw_stride(ctx):
+    sh, sw = ctx["conv"].attrs.strides
+    return None if 1 <= sh <= STRIDE_MAX and 1 <= sw <= STRIDE_MAX else f"found ({sh}, {sw})"
+
+
+@rule(f"the dilated kernel height is 1..{DILATED_HEIGHT_MAX} and the dilated kernel area at most "
+      f"{DILATED_PRODUCT_MAX}")
+def _dilated_kernel(ctx):
+    kh, kw = _kernel_hw(ctx)
+    dh, dw = ctx["conv"].attrs.dilation
+    h, w = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    return None if 1 <= h <= DILATED_HEIGHT_MAX and h * w <= DILATED_PRODUCT_MAX else f"found {h}x{w}"
+
+
+@rule("weights are constant 8-bit values")
+def _weights_8bit(ctx):
+    t = ttype(ctx["conv"].args[1])
+    w = const_value(ctx["conv"].args[1])
+    if w is None:
+        return "found non-constant weights"
+    return None if t is not None and t.dtype in ("int8", "uint8") else f"found {t.dtype if t else w.dtype}"
+
+
+@rule(f"for every output channel, the sum of |weight - weight zero point| is at most {WEIGHTS_LIMIT}")
+def _weights_limit(ctx):
+    conv = ctx["conv"]
+    w, zp = const_value(conv.args[1]), const_value(conv.args[3])
+    if w is None or zp is None:
+        return None  # the constant-weights rule names it
+    layout = conv.attrs.kernel_layout
+    o = 0 if conv.op.name == "qnn.dense" else layout.index("O")
+    vals = np.abs(w.astype(np.int64) - (zp.astype(np.int64).reshape(-1)[0] if zp.size == 1 else 0))
+    axes = tuple(i for i in range(w.ndim) if i != o)
+    worst = int(np.max(np.sum(vals, axis=axes))) if vals.size else 0
+    return None if worst <= WEIGHTS_LIMIT else f"found {worst}"
+
+
+@rule("an optional bias is a 1-D int32 constant")
+def _bias(ctx):
+    b = ctx.get("bias")
+    if b is None:
+        return None
+    v = const_value(b.args[1])
+    return None if v is not None and v.ndim == 1 and v.dtype == np.int32 else \
+        f"found {None if v is None else (v.dtype, v.shape)}"
+
+
+@rule("for a depth multiplier above 1 the input has one channel and the output has multiplier channels")
+def _depth_multiplier(ctx):
+    w = const_value(ctx["conv"].args[1])
+    cin = _cin(ctx)
+    if w is None or cin is None:
+        return None
+    oc = w.shape[ctx["conv"].attrs.kernel_layout.index("O")]
+    mult = oc // max(cin, 1)
+    return None if mult == 1 or cin == 1 else f"found multiplier {mult} with {cin} input channels"
+
+
+@rule("an nn.pad in front pads only height and width, with the input zero point")
+def _pad_fuses(ctx):
+    pad = ctx.get("pad")
+    if pad is None:
+        return None
+    pw = [tuple(p) for p in pad.attrs.pad_width]
+    if len(pw) != 4 or pw[0] != (0, 0) or pw[3] != (0, 0):
+        return f"found pad_width {pw}"
+    pv, zp = const_value(pad.args[1]), const_value(ctx["conv"].args[2])
+    if pv is None or zp is None or int(pv.reshape(-1)[0]) != int(zp.reshape(-1)[0]):
+        return "found a pad value other than the input zero point"
+    return None
+
+
+def _reworded(r: Rule, description: str) -> Rule:
+    return Rule(description, r.test, r.guard)
+
+
+_IO_8BIT = _reworded(dtype_rule("input and output", [capture("data"), root]),
+                     "input and output dtype is int8 or uint8 (Vela also runs int16x8 layers; byoc's simulator "
+                     "does not lower them yet, so they stay on the CPU)")
+_QZP = per_tensor_rule("the input zero point and requantize zero points",
+                       [input_of("conv", 2), input_of("rq", 2), input_of("rq", 4)])
+_CONV_COMMON = (_IO_8BIT, _batch_one(capture("data"), "the input"), _dilated_kernel, _weights_8bit,
+                _weights_limit, _bias, _pad_fuses, _QZP, fixed_point_rule("rq"), clip_range_rule(), _tens_dims)
+
+CONV_CHECK = Check((_ordinary, layout_rule("conv", "data_layout", ("NHWC",)), _conv_stride, *_CONV_COMMON),
+                   summary="CONV_2D with bias, requantization and fused ReLU/ReLU6/ReLU_N1_TO_1")
+DEPTHWISE_CHECK = Check((_depthwise, layout_rule("conv", "data_layout", ("NHWC",)),
+                         layout_rule("conv", "kernel_layout", ("HWIO",)), _dw_stride, _depth_multiplier,
+                         *_CONV_COMMON), summary="DEPTHWISE_CONV_2D")
+
+
+@rule("the input is 2-D [rows, K] (FULLY_CONNECTED is exempt from the batch rule)")
+def _dense_2d(ctx):
+    t = ttype(ctx["data"])
+    return None if t is not None and t.ndim == 2 else f"found {t.shape if t else None}"
+
+
+DENSE_CHECK = Check((_dense_2d, _IO_8BIT, _weights_8bit, _bias, _QZP, fixed_point_rule("rq"), clip_range_rule(),
+                     _tens_dims), summary="FULLY_CONNECTED (TFLite Micro's fixed-point requantization)")
+
+
+# -- pooling -----------------------------------------------------------------------------------------------
+
+def _pool_padded(ctx) -> bool:
+    return any(int(p) != 0 for p in ctx["pool"].attrs.padding)
+
+
+def _pool_hw(ctx) -> tuple[int, int]:
+    return tuple(int(v) for v in ctx["pool"].attrs.pool_size)  # type: ignore[return-value]
+
+
+@rule(f"with padding (SAME): the window is at most {SAME_FILTER_MAX}x{SAME_FILTER_MAX} (a window as wide as the "
+      f"stride may be wider) and strides are 1..{STRIDE_MAX}; without padding (VALID): window height at most "
+      f"{VALID_FILTER_HEIGHT_MAX} and area at most {VALID_FILTER_PRODUCT_MAX}, stride height 1..{STRIDE_MAX} "
+      f"unless the output height is 1, stride width foldable as for CONV_2D")
+def _avg_window(ctx):
+    kh, kw = _pool_hw(ctx)
+    sh, sw = (int(v) for v in ctx["pool"].attrs.strides)
+    ifm_w, oh, ow = _io_hw(ctx, "data")
+    if _pool_padded(ctx):
+        if not ((1 <= kw <= SAME_FILTER_MAX or kw == sw) and 1 <= kh <= SAME_FILTER_MAX):
+            return f"found a {kh}x{kw} window with padding"
+        if not (sw <= STRIDE_MAX and _stride_ok(sh, sw, ifm_w, oh, ow)):
+            return f"found strides ({sh}, {sw}) with padding"
+        return None
+    if not (kh <= VALID_FILTER_HEIGHT_MAX and kh * kw <= VALID_FILTER_PRODUCT_MAX):
+        return f"found a {kh}x{kw} window"
+    return None if _stride_ok(sh, sw, ifm_w, oh, ow) else f"found strides ({sh}, {sw}), output {oh}x{ow}"
+
+
+@rule(f"strides are 1..{STRIDE_MAX}; window height at most {VALID_FILTER_HEIGHT_MAX} and area at most "
+      f"{VALID_FILTER_PRODUCT_MAX}")
+def _max_window(ctx):
+    kh, kw = _pool_hw(ctx)
+    sh, sw = (int(v) for v in ctx["pool"].attrs.strides)
+    if not (1 <= sh <= STRIDE_MAX and 1 <= sw <= STRIDE_MAX):
+        return f"found strides ({sh}, {sw})"
+    return None if kh <= VALID_FILTER_HEIGHT_MAX and kh * kw <= VALID_FILTER_PRODUCT_MAX else f"found {kh}x{kw}"
+
+
+@rule("dilation is 1, ceil_mode is off and padding is not counted in the average (TFLite's pools)")
+def _plain_pool(ctx):
+    a = ctx["pool"].attrs
+    if tuple(a.dilation) != (1, 1) or a.ceil_mode or getattr(a, "count_include_pad", False):
+        return f"found dilation {tuple(a.dilation)}, ceil_mode {a.ceil_mode}"
+    return None
+
+
+AVG_POOL_CHECK = Check((_npu._avg_casts, dtype_rule("input and output", [input_of("cast_in", 0), root]),
+                        layout_rule("pool", "layout", ("NHWC",)), _batch_one(root, "the output"), _avg_window,
+                        _plain_pool, clip_range_rule(), _tens_dims), summary="AVERAGE_POOL_2D")
+MAX_POOL_CHECK = Check((dtype_rule("input and output", [input_of("pool", 0), root]),
+                        layout_rule("pool", "layout", ("NHWC",)), _batch_one(root, "the output"), _max_window,
+                        _plain_pool, clip_range_rule(), _tens_dims), summary="MAX_POOL_2D")
+
+
+@rule(f"it reduces height and width (axes 1 and 2) of a 4-D tensor (Vela also reduces other axes; byoc's "
+      f"simulator lowers only this one); the reduced area is at most 2^24 (int8) / 2^23 (uint8) and the width "
+      f"at most {MEAN_AXIS_MAX}")
+def _mean_axes(ctx):
+    core = ctx["core"]
+    t = ttype(core.args[0])
+    if t is None or t.ndim != 4:
+        return f"found input {t.shape if t else None}"
+    axis = core.attrs.axis
+    axes = tuple(sorted(int(a) % 4 for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))) \
+        if axis is not None else (0, 1, 2, 3)
+    if axes != (1, 2) or core.attrs.exclude:
+        return f"found axes {axes}"
+    if t.shape[2] > MEAN_AXIS_MAX or t.shape[1] * t.shape[2] > MEAN_PRODUCT_MAX.get(t.dtype, 2 ** 16):
+        return f"found {t.shape[1]}x{t.shape[2]} {t.dtype}"
+    return None
+
+
+MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
+                    _batch_one(root, "the output"),
+                    per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
+                    clip_range_rule()), summary="MEAN")
+
+
+def _binary_check(what: str) -> Check:
+    return Check((_reworded(dtype_rule("inputs and output", [input_of("core", 0), input_of("core", 1), root]),
+                            "inputs and output dtype is int8 or uint8 (Vela also runs int16 elementwise ops; "
+                            "byoc's simulator does not lower them yet, so they stay on the CPU)"),
+                  _npu._tflite_arithmetic, _npu._broadcast_shapes, _batch_one(root, "the output"),
+                  per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
+                  clip_range_rule(), _tens_dims), summary=what)
+
+
+def _lut(what: str) -> Check:
+    c = _npu._lut_check(what)
+    return Check(c.rules + (_tens_dims,), summary=c.summary)
+
+
+@register_pattern_table(TARGET)
+def pattern_table() -> list[CompositePattern]:
+    def unary(op_name: str, n_const: int):
+        return optional_clip(is_op(op_name)(wildcard("data"), *[is_constant() for _ in range(n_const)])
+                             .named("core"))
+
+    def binary(op_name: str):
+        return optional_clip(is_op(op_name)(wildcard("lhs"), wildcard("rhs"), *[is_constant() for _ in range(6)])
+                             .named("core"))
+
+    cast_in = is_op("cast")(wildcard("data")).named("cast_in")
+    avg_pool = optional_clip(is_op("cast")(is_op("nn.avg_pool2d")(cast_in).named("pool")).named("cast_out"))
+    max_pool = optional_clip(is_op("nn.max_pool2d")(wildcard("data")).named("pool"))
+    concat = optional_clip(is_op("qnn.concatenate")(is_tuple(None), is_tuple(None), is_tuple(None), is_constant(),
+                                                     is_constant()).named("core"))
+    rq = optional_clip(is_op("qnn.requantize")(wildcard("data"), is_constant(), is_constant(), is_constant(),
+                                               is_constant()).named("rq"))
+    clip = is_op("clip")(wildcard("data")).named("clip")
+    t = TARGET
+    table = [
+        CompositePattern(f"{t}.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
+        CompositePattern(f"{t}.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
+        CompositePattern(f"{t}.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
+        CompositePattern(f"{t}.qnn_add", binary("qnn.add"), _binary_check("ADD")),
+        CompositePattern(f"{t}.qnn_mul", binary("qnn.mul"), _binary_check("MUL")),
+        CompositePattern(f"{t}.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
+        CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
+        CompositePattern(f"{t}.qnn_mean", unary("qnn.mean", 4), MEAN_CHECK),
+        CompositePattern(f"{t}.qnn_concatenate", concat, Check(_npu.CONCAT_CHECK.rules + (_tens_dims,),
+                                                               summary="CONCATENATION")),
+        CompositePattern(f"{t}.qnn_sigmoid", unary("qnn.sigmoid", 4), _lut("LOGISTIC")),
+        CompositePattern(f"{t}.qnn_tanh", unary("qnn.tanh", 4), _lut("TANH")),
+        CompositePattern(f"{t}.qnn_hardswish", unary("qnn.hardswish", 4), _lut("HARD_SWISH")),
+        CompositePattern(f"{t}.qnn_leaky_relu", unary("qnn.leaky_relu", 4), _lut("LEAKY_RELU")),
+        CompositePattern(f"{t}.qnn_requantize", rq, Check(_npu.REQUANTIZE_CHECK.rules + (_tens_dims,),
+                                                          summary="QUANTIZE / requantization")),
+        CompositePattern(f"{t}.qnn_clip", clip, Check(_npu.CLIP_CHECK.rules + (_tens_dims,),
+                                                      summary="RELU / RELU6 / RELU_N1_TO_1")),
+    ]
+    return table
+
+
+ETHOS_U_LOWERING = {
+    f"{TARGET}.qnn_conv2d": "conv2d", f"{TARGET}.qnn_depthwise_conv2d": "depthwise_conv2d",
+    f"{TARGET}.qnn_dense": "dense", f"{TARGET}.qnn_add": "add", f"{TARGET}.qnn_mul": "mul",
+    f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
+    f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
+    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
+    f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip",
+}
+
+# Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
+for _op, _check in (("reshape", _npu._MOVE_CHECK), ("squeeze", _npu._MOVE_CHECK), ("expand_dims", _npu._MOVE_CHECK),
+                    ("strided_slice", _npu.SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
+                    ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK)):
+    register_op_predicate(TARGET, _op, _check)
+
+# Vela places these on the NPU; byoc keeps them on the CPU and says why.
+for _op, _why in VELA_DIFFERENCES.items():
+    register_op_predicate(TARGET, _op, Check((Rule(_why, lambda ctx: f"found {ctx.root.op.name}"),),
+                                             summary="kept on the CPU (differs from Vela)"))
+
+
+set_preferred_semantics(TARGET, PREFERRED_SEMANTICS)
+
+
+def _register_codegen() -> None:
+    from runtime.npu_codegen import register_simulator_codegen
+    register_simulator_codegen(TARGET, ETHOS_U_LOWERING, npu_config=ETHOS_U_PRESET, builtin=True)
+
+
+_register_codegen()
