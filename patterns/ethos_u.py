@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from byoc.ops.kernels import kernel_hwio_shape, kernel_to_hwio
 from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, Rule, rule
 
@@ -184,8 +185,10 @@ def _weights_limit(ctx):
     w, zp = const_value(conv.args[1]), const_value(conv.args[3])
     if w is None or zp is None:
         return None  # the constant-weights rule names it
-    layout = conv.attrs.kernel_layout
-    o = 0 if conv.op.name == "qnn.dense" else layout.index("O")
+    if conv.op.name == "qnn.dense":
+        o = 0
+    else:   # per output channel of the grouped HWIO view (TVM's depthwise HWOI [KH, KW, Cin, M] included)
+        w, o = kernel_to_hwio(w, conv.attrs.kernel_layout, conv.attrs.groups, _cin(ctx)), 3
     vals = np.abs(w.astype(np.int64) - (zp.astype(np.int64).reshape(-1)[0] if zp.size == 1 else 0))
     axes = tuple(i for i in range(w.ndim) if i != o)
     worst = int(np.max(np.sum(vals, axis=axes))) if vals.size else 0
@@ -208,7 +211,8 @@ def _depth_multiplier(ctx):
     cin = _cin(ctx)
     if w is None or cin is None:
         return None
-    oc = w.shape[ctx["conv"].attrs.kernel_layout.index("O")]
+    a = ctx["conv"].attrs
+    oc = kernel_hwio_shape(w.shape, a.kernel_layout, a.groups, cin)[3]
     mult = oc // max(cin, 1)
     return None if mult == 1 or cin == 1 else f"found multiplier {mult} with {cin} input channels"
 
@@ -242,7 +246,7 @@ _CONV_COMMON = (_IO_8BIT, _batch_one(capture("data"), "the input"), _dilated_ker
 CONV_CHECK = Check((_ordinary, layout_rule("conv", "data_layout", ("NHWC",)), _conv_stride, *_CONV_COMMON),
                    summary="CONV_2D with bias, requantization and fused ReLU/ReLU6/ReLU_N1_TO_1")
 DEPTHWISE_CHECK = Check((_depthwise, layout_rule("conv", "data_layout", ("NHWC",)),
-                         layout_rule("conv", "kernel_layout", ("HWIO",)), _dw_stride, _depth_multiplier,
+                         layout_rule("conv", "kernel_layout", ("HWOI", "HWIO")), _dw_stride, _depth_multiplier,
                          *_CONV_COMMON), summary="DEPTHWISE_CONV_2D")
 
 

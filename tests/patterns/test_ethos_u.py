@@ -28,7 +28,7 @@ KWS = TINY / "kws_ref_model.tflite"
 
 
 def _ethos_u(path: Path):
-    m = load_model(str(path), "auto", "ethos-u")
+    m = load_model(str(path), "auto", target="ethos-u")
     pm, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=True,
                                boundary_rule=True)
     return m, pm, report
@@ -90,7 +90,7 @@ def test_ethos_u_imports_with_tflite_micro_arithmetic_so_fully_connected_is_offl
     assert "ethos-u.qnn_dense" in comps
     assert not [n for n in report.cpu_ops() if "qnn.dense" in (n.op, *n.inner_ops)]
     # an explicit --semantics litert wins, and then the double-precision FC stays on the CPU with the reason
-    m2 = load_model(str(KWS), "litert", "ethos-u")
+    m2 = load_model(str(KWS), "litert", target="ethos-u")
     _, r2 = partition_for("ethos-u", m2.mod, m2.params, return_report=True)
     assert any("double precision" in n.reason for n in r2.cpu_ops() if n.op == "qnn.dense")
 

@@ -62,7 +62,7 @@ def byoc_cpu_ops(model: Path) -> tuple[frozenset[str], dict]:
     (imported and partitioned as ``byoc partition --target ethos-u`` does)."""
     from byoc.cli.common import load_model
     from byoc.partition import partition_for
-    m = load_model(str(model), "auto", "ethos-u")
+    m = load_model(str(model), "auto", target="ethos-u")
     _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=True,
                               boundary_rule=True)
     cpu = {n.name: n.reason for n in report.cpu_ops() if n.name}

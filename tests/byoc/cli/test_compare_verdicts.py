@@ -40,8 +40,8 @@ def test_producers_sharing_a_name_are_two_tensors():
     same = {t.producer: t for t in result.intermediates if t.name == KWS_FIRST_CONV}
     host, npu = same["nn.bias_add"], same["qnn.requantize"]
     assert (host.dtype, host.placement, host.expected, host.model_tensor) == ("int32", "cpu", "evaluate", False)
-    assert (npu.dtype, npu.placement, npu.expected, npu.model_tensor) == ("int8", "tvmgen_default_npu_main_1",
-                                                                        "litert", True)
+    assert (npu.dtype, npu.expected, npu.model_tensor) == ("int8", "litert", True)
+    assert npu.placement.startswith("tvmgen_default_npu_main_")    # an NPU partition (named by region id)
     assert {d.executor for d in host.diffs} == {"npu"}          # the int32 value the NPU partition reads
     assert {d.executor for d in npu.diffs} == {"evaluate", "cpu", "npu"}
     # every layer an NPU partition computes is compared (read from the simulator's memory)
