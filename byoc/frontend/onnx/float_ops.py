@@ -186,7 +186,7 @@ def _gemm(imp, node, attrs):
 def _matmul(imp, node, attrs):
     _inputs(imp, node, 2)
     a = imp.expr(node.input[0])
-    b = imp.values[node.input[1]]
+    b = imp.constant_value(node.input[1])
     if not isinstance(b, np.ndarray) or b.ndim != 2:
         raise ModelError(f"{node_label(node)}: MatMul needs a constant 2-D right operand",
                          hint="batched or activation×activation MatMul is not supported")

@@ -113,6 +113,8 @@ class Importer:
         self.absorbed: set[int] = set()  # node indices folded into an earlier node (membership only)
         self.graph_outputs = {o.name for o in self.graph.output}
         self._dequant_memo: dict[int, tuple[QTensor, Expr]] = {}
+        self.producer: dict[str, int] = {}
+        self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8
 
     # ---------------------------------------------------------------------------------------------- driver
     def run(self) -> IRModule:
@@ -133,6 +135,11 @@ class Importer:
             for inp in n.input:
                 if inp:
                     self.consumers.setdefault(inp, []).append(i)
+            for o in n.output:
+                if o:
+                    self.producer[o] = i
+        from .ort_fusion import s8_to_u8_quantize_nodes
+        self.ort_u8 = s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
         for i, node in enumerate(nodes):
             if i in self.absorbed:
                 continue
@@ -207,7 +214,7 @@ class Importer:
                 if q_indices:
                     out_q = self.quant_params_of(nodes[q_indices[0]])
                     if out_q is not None and all(_same_qparams(out_q, self.quant_params_of(nodes[j]))
-                                                 for j in q_indices[1:]):
+                                                 for j in q_indices[1:]) and self._ort_fuses(node, nodes, q_indices[0], out_q):
                         res = quant_conv[node.op_type](self, node, attrs, out_q)
                         if res is not None:
                             self._type_check(res, node)
@@ -222,6 +229,21 @@ class Importer:
             if name:
                 self.values[name] = v
                 self._type_check(v, node)
+
+    def ort_type(self, name: str, dtype: str) -> str:
+        """The element type onnxruntime sees for a DequantizeLinear output (or a QuantizeLinear node's output,
+        ``name`` being that node's output) after its S8→U8 rewrite."""
+        nodes = self.graph.node
+        i = self.producer.get(name)
+        if i is not None and nodes[i].op_type == "DequantizeLinear":
+            i = self.producer.get(nodes[i].input[0])
+        return "uint8" if i is not None and i in self.ort_u8 and dtype == "int8" else dtype
+
+    def _ort_fuses(self, node, nodes, q_index: int, out_q) -> bool:
+        from .ort_fusion import group_fuses
+        in_types = [self.ort_type(n, self.values[n].q.dtype) for n in node.input
+                    if n and isinstance(self.values.get(n), Dequantized)]
+        return group_fuses(node.op_type, in_types, self.ort_type(nodes[q_index].output[0], out_q[3]))
 
     def _type_check(self, v, node) -> None:
         # Type each new value now, so a shape/attribute error is reported against the node that made it.
@@ -302,6 +324,21 @@ class Importer:
             # The memo keeps q alive: a freed QTensor's id could otherwise be reused by a later one.
             self._dequant_memo[key] = (q, e)
         return self._dequant_memo[key][1]
+
+    def constant_value(self, name: str):
+        """The tensor as a numpy array when it is a constant (an initializer, or DequantizeLinear of one, computed
+        as onnxruntime does: float32(q − zp) · scale in float32), else its stored value."""
+        v = self.values[name]
+        if isinstance(v, Dequantized) and isinstance(v.q.expr, Constant):
+            q = v.q
+            data = q.expr.data
+            shape = [1] * data.ndim
+            if q.per_channel:
+                shape[q.axis] = q.scale.size
+            s = q.scale.astype(np.float32).reshape(shape if q.per_channel else ())
+            z = q.zero_point.reshape(shape if q.per_channel else ()).astype(np.int64)
+            return ((data.astype(np.int64) - z).astype(np.float32) * s).astype(np.float32)
+        return v
 
     def const(self, name: str, node, what: str) -> np.ndarray:
         v = self.values.get(name)
