@@ -111,6 +111,16 @@ def clip_bounds(imp, node, attrs) -> tuple[float, float]:
 
 
 def _clip(imp, node, attrs):
+    ins = list(node.input)
+    fed = [i for i in ins[1:] if i and not isinstance(imp.values.get(i), np.ndarray)]
+    if imp.opset >= 11 and fed:
+        # bounds fed at run time: max(x, min) then min(·, max), as ONNX's reference does
+        x = imp.expr(ins[0])
+        if len(ins) > 1 and ins[1]:
+            x = _call("maximum", (x, imp.expr(ins[1])), None, node)
+        if len(ins) > 2 and ins[2]:
+            x = _call("minimum", (x, imp.expr(ins[2])), None, node)
+        return x
     lo, hi = clip_bounds(imp, node, attrs)
     return _call("clip", (imp.expr(node.input[0]),), {"a_min": lo, "a_max": hi}, node)
 
@@ -187,17 +197,48 @@ def _matmul(imp, node, attrs):
     _inputs(imp, node, 2)
     a = imp.expr(node.input[0])
     b = imp.constant_value(node.input[1])
-    if not isinstance(b, np.ndarray) or b.ndim != 2:
-        raise ModelError(f"{node_label(node)}: MatMul needs a constant 2-D right operand",
-                         hint="batched or activation×activation MatMul is not supported")
     ash = imp.shape_of(a)
-    if len(ash) < 2 or ash[-1] != b.shape[0]:
-        raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
-    a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (-1, ash[-1])}, node)
-    out = _dense(imp, node, a2, b, None)
-    if len(ash) != 2:
-        out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
-    return out
+    if isinstance(b, np.ndarray) and b.ndim == 2 and len(ash) >= 2:
+        if ash[-1] != b.shape[0]:
+            raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
+        a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (-1, ash[-1])}, node)
+        out = _dense(imp, node, a2, b, None)
+        if len(ash) != 2:
+            out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
+        return out
+    return batched_matmul(imp, node, a, imp.expr(node.input[1]))
+
+
+def batched_matmul(imp, node, a, b):
+    """numpy.matmul semantics (1-D operands promoted, batch dimensions broadcast) as one nn.batch_matmul."""
+    ash, bsh = tuple(imp.shape_of(a)), tuple(imp.shape_of(b))
+    if not ash or not bsh:
+        raise ModelError(f"{node_label(node)}: MatMul operands must have rank >= 1, found {ash} and {bsh}")
+    a_vec, b_vec = len(ash) == 1, len(bsh) == 1
+    a3s = (1,) + ash if a_vec else ash
+    b3s = bsh + (1,) if b_vec else bsh
+    if a3s[-1] != b3s[-2]:
+        raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {bsh} do not match")
+    try:
+        batch = tuple(np.broadcast_shapes(a3s[:-2], b3s[:-2]))
+    except ValueError as e:
+        raise ModelError(f"{node_label(node)}: MatMul batch dimensions of {ash} and {bsh} do not broadcast") from e
+    nb = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    m, k, n = a3s[-2], a3s[-1], b3s[-1]
+
+    def to3(x, orig, promoted, rows, cols):
+        if promoted != orig:
+            x = _call("reshape", (x,), {"newshape": promoted}, node)
+        own = int(np.prod(promoted[:-2], dtype=np.int64)) if len(promoted) > 2 else 1
+        if own != 1 and tuple(promoted[:-2]) != batch:
+            x = _call("broadcast_to", (x,), {"shape": batch + (rows, cols)}, node)
+            own = nb
+        return _call("reshape", (x,), {"newshape": (own, rows, cols)}, node)
+    a3 = to3(a, ash, a3s, m, k)
+    b3 = to3(b, bsh, b3s, k, n)
+    out = _call("nn.batch_matmul", (a3, b3), {"transpose_a": False, "transpose_b": False}, node)
+    shape = batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ())
+    return _call("reshape", (out,), {"newshape": shape}, node)
 
 
 def reshape_target(imp, node, in_shape, attrs) -> tuple[int, ...]:

@@ -131,6 +131,8 @@ def markdown(per_op) -> str:
 
 if __name__ == "__main__":
     import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # this checkout's byoc, not an installed one
     verbose = "-v" in sys.argv
     cs = claimed_cases()
     if verbose:
