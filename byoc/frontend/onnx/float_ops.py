@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ...ir.expr import Constant, Span, Tuple, TupleGetItem
+from ...ir.expr import Constant, Expr, Span, Tuple, TupleGetItem
 from ...relay.op import make_call
 from .model import check_size_values, node_label
 
@@ -328,25 +328,84 @@ def _softmax(imp, node, attrs):
 
 def _pad(imp, node, attrs):
     mode = attrs.get("mode", "constant")
-    if mode != "constant":
-        raise ModelError(f"{node_label(node)}: Pad mode {mode!r} is not supported", hint="only 'constant'")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ModelError(f"{node_label(node)}: Pad mode {mode!r} is not supported",
+                         hint="constant, reflect, edge, wrap")
     x = imp.expr(node.input[0])
-    rank = len(imp.shape_of(x))
+    shape = imp.shape_of(x)
+    rank = len(shape)
+    value = None
     if imp.opset >= 11:
         pads = [int(p) for p in imp.const(node.input[1], node, "pads").reshape(-1)]
-        value = imp.const(node.input[2], node, "constant_value").reshape(-1)[0] if len(node.input) > 2 and \
-            node.input[2] else 0
+        if len(node.input) > 2 and node.input[2]:
+            v = imp.values[node.input[2]]
+            value = v.reshape(()) if isinstance(v, np.ndarray) else \
+                _call("reshape", (imp.expr(node.input[2]),), {"newshape": ()}, node)
         if len(node.input) > 3 and node.input[3]:
-            raise ModelError(f"{node_label(node)}: the axes input of Pad is not supported")
+            axes = [int(a) for a in imp.const(node.input[3], node, "axes").reshape(-1)]
+            axes = [a + rank if a < 0 else a for a in axes]
+            if len(pads) != 2 * len(axes) or any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+                raise ModelError(f"{node_label(node)}: pads {pads} do not match axes {axes} of rank {rank}")
+            full = [0] * (2 * rank)
+            for i, a in enumerate(axes):
+                full[a], full[a + rank] = pads[i], pads[i + len(axes)]
+            pads = full
     else:
         pads = [int(p) for p in attrs.get("pads", [])]
-        value = attrs.get("value", 0.0)
-    if len(pads) != 2 * rank or min(pads, default=0) < 0:
-        raise ModelError(f"{node_label(node)}: pads {pads} must be {2 * rank} non-negative values")
+        value = np.asarray(attrs.get("value", 0.0))
+    if len(pads) != 2 * rank:
+        raise ModelError(f"{node_label(node)}: pads {pads} must be {2 * rank} values")
     check_size_values(node, "pads", pads)
+    if min(pads, default=0) < 0:
+        # negative pads crop
+        begin = [max(-pads[i], 0) for i in range(rank)]
+        end = [shape[i] - max(-pads[i + rank], 0) for i in range(rank)]
+        x = _call("strided_slice", (x,), {"begin": tuple(begin), "end": tuple(end), "strides": (1,) * rank}, node)
+        shape = tuple(e - b for b, e in zip(begin, end))
+        pads = [max(p, 0) for p in pads]
     width = tuple((pads[i], pads[i + rank]) for i in range(rank))
+    if not any(pads):
+        return x
     dtype = imp.dtype_of(x)
-    return _call("nn.pad", (x, Constant(np.array(value, dtype))), {"pad_width": width}, node)
+    if mode == "constant":
+        pv = value if isinstance(value, Expr) else Constant(np.array(0 if value is None else value, dtype))
+        return _call("nn.pad", (x, pv), {"pad_width": width}, node)
+    if mode == "reflect":
+        if any(max(w) > d - 1 for w, d in zip(width, shape)):
+            raise ModelError(f"{node_label(node)}: reflect pads {pads} exceed the input shape {list(shape)} − 1")
+        return _call("nn.mirror_pad", (x,), {"pad_width": width, "mode": "REFLECT"}, node)
+    # edge / wrap: per axis, concatenate slices of the (already padded) tensor
+    for axis, (lo, hi) in enumerate(width):
+        if not lo and not hi:
+            continue
+        d = shape[axis]
+        if mode == "wrap" and (lo > d or hi > d):
+            raise ModelError(f"{node_label(node)}: wrap pads {pads} exceed the input shape {list(shape)}")
+        parts = []
+        if lo:
+            parts.append(_edge_or_wrap(x, shape, axis, lo, mode, before=True, node=node))
+        parts.append(x)
+        if hi:
+            parts.append(_edge_or_wrap(x, shape, axis, hi, mode, before=False, node=node))
+        x = _call("concatenate", (Tuple(tuple(parts)),), {"axis": axis}, node)
+        shape = tuple(d + lo + hi if i == axis else s_ for i, s_ in enumerate(shape))
+    return x
+
+
+def _edge_or_wrap(x, shape, axis, n, mode, before, node):
+    rank = len(shape)
+    d = shape[axis]
+    if mode == "edge":
+        lo_hi = (0, 1) if before else (d - 1, d)
+    else:
+        lo_hi = (d - n, d) if before else (0, n)
+    begin = tuple(lo_hi[0] if i == axis else 0 for i in range(rank))
+    end = tuple(lo_hi[1] if i == axis else shape[i] for i in range(rank))
+    part = _call("strided_slice", (x,), {"begin": begin, "end": end, "strides": (1,) * rank}, node)
+    if mode == "edge" and n > 1:
+        part = _call("broadcast_to", (part,), {"shape": tuple(n if i == axis else shape[i] for i in range(rank))},
+                     node)
+    return part
 
 
 def _leaky_relu(imp, node, attrs):
