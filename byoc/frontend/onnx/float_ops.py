@@ -8,7 +8,7 @@ from ...ir.expr import Constant, Expr, Span, Tuple, TupleGetItem
 from ...relay.op import make_call
 from .model import check_size_values, node_label
 
-__all__ = ["FLOAT_CONVERTERS", "conv_padding", "pool_padding"]
+__all__ = ["FLOAT_CONVERTERS", "conv_padding", "pool_padding", "pool_ceil_mode"]
 
 
 def _call(op, args, attrs=None, node=None):
@@ -126,9 +126,30 @@ def _clip(imp, node, attrs):
 
 
 def pool_padding(node, attrs, in_hw, kernel, strides, dilations):
-    if attrs.get("ceil_mode", 0):
-        raise ModelError(f"{node_label(node)}: ceil_mode=1 is not supported")
+    """ONNX pads/auto_pad of a 2-D pool → (top, left, bottom, right); ceil_mode is read by ``pool_ceil_mode``."""
     return conv_padding(node, attrs, in_hw, kernel, strides, dilations)
+
+
+def pool_ceil_mode(node, attrs, in_hw, kernel, strides, dilations, pad) -> bool:
+    """ONNX ceil_mode as the IR's (Relay's) ceil_mode flag. ONNX rounds the output size up but drops a last window
+    that would start in the end padding; Relay rounds up without that rule, so each axis must agree with one of
+    Relay's two sizes."""
+    if not attrs.get("ceil_mode", 0):
+        return False
+    ceil_ok = floor_ok = True
+    for i, (size, k, st, d) in enumerate(zip(in_hw, kernel, strides, dilations)):
+        before, after = pad[i], pad[i + 2]
+        span = size + before + after - ((k - 1) * d + 1)
+        relay_ceil, relay_floor = -(-span // st) + 1, span // st + 1
+        onnx = relay_ceil - 1 if (relay_ceil - 1) * st >= size + before else relay_ceil
+        ceil_ok &= onnx == relay_ceil
+        floor_ok &= onnx == relay_floor
+    if ceil_ok:
+        return True
+    if floor_ok:
+        return False
+    raise ModelError(f"{node_label(node)}: ceil_mode=1 with these pads drops the last window on one axis only",
+                     hint="not expressible as one ceil_mode flag; pad the input explicitly instead")
 
 
 def _pool(op):
@@ -138,20 +159,34 @@ def _pool(op):
             raise ModelError(f"{node_label(node)}: the Indices output of MaxPool is not supported")
         x = imp.expr(node.input[0])
         xs = imp.shape_of(x)
-        kernel = tuple(attrs.get("kernel_shape", ()))
-        if len(xs) != 4 or len(kernel) != 2:
-            raise ModelError(f"{node_label(node)}: only 2-D pooling of NCHW tensors is supported, input {xs}, "
-                             f"kernel {kernel}")
+        kernel = tuple(int(k) for k in attrs.get("kernel_shape", ()))
+        one_d = len(xs) == 3 and len(kernel) == 1
+        if not one_d and (len(xs) != 4 or len(kernel) != 2):
+            raise ModelError(f"{node_label(node)}: only 1-D and 2-D pooling (NCL / NCHW) is supported, input "
+                             f"{xs}, kernel {kernel}")
+        if one_d:  # pool over (1, L): the 2-D op with a unit height
+            attrs = dict(attrs)
+            for key in ("strides", "dilations"):
+                if key in attrs:
+                    attrs[key] = [1] + list(attrs[key])
+            if "pads" in attrs:
+                attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+            kernel = (1,) + kernel
+            x = _call("reshape", (x,), {"newshape": (xs[0], xs[1], 1, xs[2])}, node)
+        hw = imp.shape_of(x)[2:]
         strides, dil = _spatial_attrs(node, attrs)
-        pad = pool_padding(node, attrs, xs[2:], kernel, strides, dil)
-        a = dict(pool_size=kernel, strides=strides, dilation=dil, padding=pad, layout="NCHW")
+        pad = pool_padding(node, attrs, hw, kernel, strides, dil)
+        ceil = pool_ceil_mode(node, attrs, hw, kernel, strides, dil, pad)
+        a = dict(pool_size=kernel, strides=strides, dilation=dil, padding=pad, layout="NCHW", ceil_mode=ceil)
         if op == "nn.avg_pool2d":
-            if dil != (1, 1):
-                raise ModelError(f"{node_label(node)}: dilated AveragePool is not supported")
             a["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
         elif attrs.get("storage_order", 0):
             raise ModelError(f"{node_label(node)}: storage_order=1 is not supported")
-        return _call(op, (x,), a, node)
+        out = _call(op, (x,), a, node)
+        if one_d:
+            out = _call("reshape", (out,), {"newshape": tuple(imp.shape_of(out)[:2]) + (imp.shape_of(out)[3],)},
+                        node)
+        return out
     return conv
 
 

@@ -33,7 +33,7 @@ from ...errors import ModelError
 from ...ir.expr import Constant, Expr, Span, Tuple
 from ...quant import onnxrt
 from ...relay.op import make_call
-from .float_ops import clip_bounds, conv_padding, pool_padding, reshape_target, transpose_axes
+from .float_ops import clip_bounds, conv_padding, pool_ceil_mode, pool_padding, reshape_target, transpose_axes
 from .importer import Dequantized, QTensor
 from .model import node_label
 
@@ -192,6 +192,8 @@ def avg_pool_chain(imp, node, attrs, x: QTensor, out) -> QTensor:
         raise ModelError(f"{node_label(node)}: dilations {attrs['dilations']} are not supported",
                          hint="onnxruntime's QLinearAveragePool has no dilation")
     strides = tuple(int(s) for s in attrs.get("strides", (1, 1)))
+    if attrs.get("ceil_mode", 0):
+        raise ModelError(f"{node_label(node)}: ceil_mode=1 is not supported for quantized average pooling")
     pad = pool_padding(node, attrs, xs[2:], kernel, strides, (1, 1))
     if kernel == tuple(xs[2:]) and pad == (0, 0, 0, 0):
         return global_avg_pool_chain(imp, node, x, out)  # onnxruntime switches to its global-pool kernel here
@@ -316,8 +318,9 @@ def _int_max_pool(imp, node, attrs, x):
     if len(xs) != 4 or len(kernel) != 2:
         raise ModelError(f"{node_label(node)}: only 2-D pooling of NCHW tensors is supported")
     pad = pool_padding(node, attrs, xs[2:], kernel, strides, dil)
+    ceil = pool_ceil_mode(node, attrs, xs[2:], kernel, strides, dil, pad)
     return _call("nn.max_pool2d", (x.expr,), dict(pool_size=kernel, strides=strides, dilation=dil, padding=pad,
-                                                  layout="NCHW"), node), x.axis
+                                                  layout="NCHW", ceil_mode=ceil), node), x.axis
 
 
 def _int_clip(imp, node, attrs, x):

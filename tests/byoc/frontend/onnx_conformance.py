@@ -97,12 +97,26 @@ def run_case(case, form: str) -> Outcome:
             feeds = dict(zip([i.name for i in case.model.graph.input], inputs))
             got = byoc.evaluate(mod, {n: feeds[n] for n in names})
             got = list(got) if isinstance(got, (list, tuple)) else [got]
-            results.append(all(_close(g, r) for g, r in zip(got, refs)) and len(got) == len(refs))
+            ok = len(got) == len(refs) and all(_close(g, r) for g, r in zip(got, refs))
+            if not ok and len(got) == len(refs):
+                # A few stored expectations are rounded to 4 digits (e.g. averagepool ceil cases); the onnx
+                # package's reference evaluator recomputes them at full precision.
+                refs = _reference(case, feeds)
+                ok = refs is not None and all(_close(g, r) for g, r in zip(got, refs))
+            results.append(ok)
     except ByocError as e:
         return Outcome("refused", str(e).splitlines()[0][:200])
     except Exception as e:  # noqa: BLE001 - anything else is a bug to report
         return Outcome("crash", f"{type(e).__name__}: {e}"[:200])
     return Outcome("pass" if all(results) else "mismatch")
+
+
+def _reference(case, feeds):
+    try:
+        from onnx.reference import ReferenceEvaluator
+        return ReferenceEvaluator(case.model).run(None, feeds)
+    except Exception:  # noqa: BLE001 - no reference, keep the stored expectation's verdict
+        return None
 
 
 def table(cases=None) -> dict[str, dict[str, Counter]]:
