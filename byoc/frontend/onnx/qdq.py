@@ -36,6 +36,7 @@ from ...relay.op import make_call
 from .float_ops import clip_bounds, conv_padding, pool_ceil_mode, pool_padding, reshape_target, transpose_axes
 from .importer import Dequantized, QTensor
 from .model import node_label
+from .quant_general import general_dequantize, general_quantize, needs_general_path
 
 __all__ = ["QUANT_CONVERTERS", "QOPERATOR_CONVERTERS"]
 
@@ -486,6 +487,8 @@ def _qlinear_gap(imp, node, attrs):
 
 
 def _quantize_linear(imp, node, attrs):
+    if needs_general_path(imp, node, attrs):
+        return general_quantize(imp, node, attrs)
     params = imp.quant_params_of(node)
     if params is None:
         raise ModelError(f"{node_label(node)}: scale and zero point must be constant initializers")
@@ -506,6 +509,8 @@ def _quantize_linear(imp, node, attrs):
 
 
 def _dequantize_linear(imp, node, attrs):
+    if needs_general_path(imp, node, attrs):
+        return general_dequantize(imp, node, attrs)
     params = imp.quant_params_of(node)
     if params is None:
         raise ModelError(f"{node_label(node)}: scale and zero point must be constant initializers")
