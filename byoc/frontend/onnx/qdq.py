@@ -36,7 +36,7 @@ from ...relay.op import make_call
 from .float_ops import clip_bounds, conv_padding, pool_ceil_mode, pool_padding, reshape_target, transpose_axes
 from .importer import Dequantized, QTensor
 from .model import node_label
-from .quant_general import general_dequantize, general_quantize, needs_general_path
+from .quant_general import general_dequantize, general_qlinear_matmul, general_quantize, needs_general_path
 
 __all__ = ["QUANT_CONVERTERS", "QOPERATOR_CONVERTERS"]
 
@@ -463,6 +463,13 @@ def _qlinear_conv(imp, node, attrs):
 
 
 def _qlinear_matmul(imp, node, attrs):
+    ins = list(node.input)
+    b_const = imp.values.get(ins[3]) if len(ins) > 3 else None
+    if any(i and not isinstance(imp.values.get(i), np.ndarray) for i in ins[1:3] + ins[4:8]) or \
+            not isinstance(b_const, np.ndarray) or b_const.ndim != 2 or any(
+                isinstance(imp.values.get(i), np.ndarray) and imp.values[i].dtype != np.float32
+                for i in (ins[1], ins[4], ins[6])):
+        return general_qlinear_matmul(imp, node, attrs)
     a = _qtensor(imp, node, 0, 1, 2, "input a")
     b = _qtensor(imp, node, 3, 4, 5, "input b", axis=1)
     bdata = _const_q(b)

@@ -144,3 +144,48 @@ def general_quantize(imp, node, attrs) -> Expr:
     info = np.iinfo(dtype)
     v = _call("clip", (v,), {"a_min": float(info.min), "a_max": float(info.max)}, node)
     return _call("cast", (v,), {"dtype": dtype}, node)
+
+
+def general_qlinear_matmul(imp, node, attrs) -> Expr:
+    """QLinearMatMul with numpy matmul shapes (batched, 1-D) or parameters fed at run time: the int32 product of
+    (a − za)(b − zb), then onnxruntime's float32 requantization rint(float32(acc) · float32(s_a·s_b / s_y)) + zy."""
+    from .float_ops import batched_matmul
+    ins = list(node.input)
+    if len(ins) < 8:
+        raise ModelError(f"{node_label(node)}: QLinearMatMul takes 8 inputs, found {len(ins)}")
+
+    def centred(i_data, i_zp):
+        e = _call("cast", (imp.expr(ins[i_data]),), {"dtype": "int32"}, node)
+        if ins[i_zp]:
+            e = _call("subtract", (e, _scalar(imp, node, ins[i_zp], "int32")), None, node)
+        return e
+
+    def dtype_of(i):
+        v = imp.values[ins[i]]
+        return v.dtype.name if isinstance(v, np.ndarray) else imp.dtype_of(imp.expr(ins[i]))
+    out_dtype = dtype_of(7) if ins[7] else dtype_of(0)
+    if out_dtype not in ("int8", "uint8"):
+        raise ModelError(f"{node_label(node)}: output type {out_dtype} is not supported", hint="int8 or uint8")
+    acc = batched_matmul(imp, node, centred(0, 2), centred(3, 5))
+    sa, sb, sy = (_scalar(imp, node, ins[i], "float32") for i in (1, 4, 6))
+    ratio = _call("divide", (_call("multiply", (sa, sb), None, node), sy), None, node)
+    v = _call("round", (_call("multiply", (_call("cast", (acc,), {"dtype": "float32"}, node), ratio), None,
+                              node),), None, node)
+    if ins[7]:
+        v = _call("add", (v, _scalar(imp, node, ins[7], "float32")), None, node)
+    info = np.iinfo(out_dtype)
+    return _call("cast", (_call("clip", (v,), {"a_min": float(info.min), "a_max": float(info.max)}, node),),
+                 {"dtype": out_dtype}, node)
+
+
+def _scalar(imp, node, name, dtype) -> Expr:
+    v = imp.values[name]
+    if isinstance(v, np.ndarray):
+        if v.size != 1:
+            raise ModelError(f"{node_label(node)}: {name!r} must be a scalar (per-tensor) here, found {v.shape}")
+        return Constant(np.asarray(v.reshape(()), dtype))
+    e = imp.expr(name)
+    if int(np.prod(imp.shape_of(e), dtype=np.int64)) != 1:
+        raise ModelError(f"{node_label(node)}: {name!r} must be a scalar (per-tensor) here")
+    e = _call("reshape", (e,), {"newshape": ()}, node)
+    return e if imp.dtype_of(e) == dtype else _call("cast", (e,), {"dtype": dtype}, node)
