@@ -93,8 +93,21 @@ def _unary(op):
 def _binary(op):
     def conv(imp, node, attrs):
         _inputs(imp, node, 2)
-        return _call(op, (imp.expr(node.input[0]), imp.expr(node.input[1])), None, node)
+        a, b = (imp.values[n] for n in node.input[:2])
+        # int64 constants are narrowed to int32 (shape arithmetic); next to an int64 tensor they stay int64
+        if isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+            eb = imp.expr(node.input[1])
+            return _call(op, (_like(imp, a, eb, node.input[0]), eb), None, node)
+        ea = imp.expr(node.input[0])
+        eb = _like(imp, b, ea, node.input[1]) if isinstance(b, np.ndarray) else imp.expr(node.input[1])
+        return _call(op, (ea, eb), None, node)
     return conv
+
+
+def _like(imp, const: np.ndarray, other, name):
+    if const.dtype == np.int64 and imp.dtype_of(other) == "int64":
+        return Constant(const)
+    return imp.expr(name)
 
 
 def clip_bounds(imp, node, attrs) -> tuple[float, float]:
@@ -284,7 +297,14 @@ def reshape_target(imp, node, in_shape, attrs) -> tuple[int, ...]:
             raise ModelError(f"{node_label(node)}: axis {attrs.get('axis')} out of range for rank {len(in_shape)}")
         return (int(np.prod(in_shape[:axis], dtype=np.int64)), int(np.prod(in_shape[axis:], dtype=np.int64)))
     if node.op_type == "Reshape":
-        shape = [int(d) for d in imp.const(node.input[1], node, "shape").reshape(-1)]
+        if imp.opset < 5:  # Reshape-1: the target shape is an attribute
+            if "shape" not in attrs:
+                raise ModelError(f"{node_label(node)}: Reshape-1 needs its 'shape' attribute")
+            shape = [int(d) for d in attrs["shape"]]
+        elif len(node.input) < 2 or not node.input[1]:
+            raise ModelError(f"{node_label(node)}: Reshape-{imp.opset} needs its shape input")
+        else:
+            shape = [int(d) for d in imp.const(node.input[1], node, "shape").reshape(-1)]
         allow_zero = int(attrs.get("allowzero", 0))
         out = [in_shape[i] if d == 0 and not allow_zero and i < len(in_shape) else d for i, d in enumerate(shape)]
         total = int(np.prod(in_shape, dtype=np.int64))

@@ -104,10 +104,8 @@ class Importer:
         self.model = model
         self.graph = model.graph
         self.shape_override = shape
-        self.opset = 1
-        for imp in model.opset_import:
-            if imp.domain in ("", "ai.onnx"):
-                self.opset = int(imp.version)
+        from .preflight import check_opset
+        self.opset = check_opset(model)
         self.values: dict[str, object] = {}
         self.consumers: dict[str, list[int]] = {}
         self.absorbed: set[int] = set()  # node indices folded into an earlier node (membership only)
@@ -148,6 +146,7 @@ class Importer:
                     raise ModelError(f"{node_label(node)} reads tensor {inp!r}, which no earlier node, input or "
                                      "initializer defines", hint="the graph is not topologically sorted or is "
                                      "missing a producer")
+            self._check_schema_types(node)
             try:
                 self._convert(i, node, nodes, FLOAT_CONVERTERS, QUANT_CONVERTERS, qop_conv)
             except ModelError as e:
@@ -179,7 +178,10 @@ class Importer:
         """Every unsupported op type and every out-of-limit size attribute of the graph, in one error."""
         missing: Counter = Counter()
         names: dict[str, list[str]] = {}
+        from .preflight import attribute_problems
         size_problems = [msg for n in self.graph.node for msg in size_attr_problems(n)]
+        attr_problems = [msg for n in self.graph.node
+                         if n.domain in ("", "ai.onnx") and n.op_type in float_conv for msg in attribute_problems(n)]
         for n in self.graph.node:
             key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
             if n.domain in ("", "ai.onnx") and n.op_type in float_conv:
@@ -195,9 +197,15 @@ class Importer:
                      for op, cnt in sorted(missing.items())]
             notes = ("also, size attributes over the import limit:\n  " + "\n  ".join(size_problems),) \
                 if size_problems else ()
+            attrs_txt = ("\nand {} unsupported attribute-level feature(s):\n  ".format(len(attr_problems))
+                         + "\n  ".join(attr_problems)) if attr_problems else ""
             raise UnsupportedOpsError(
-                f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines),
+                f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines) + attrs_txt,
                 hint="supported: " + ", ".join(sorted(set(float_conv) | set(qop_conv))), notes=notes)
+        if attr_problems:
+            raise UnsupportedOpsError(f"the model uses {len(attr_problems)} unsupported attribute-level "
+                                      "feature(s):\n  " + "\n  ".join(attr_problems),
+                                      hint="each line names the node and the feature")
         if size_problems:
             raise ModelError(f"{len(size_problems)} size attribute(s) over the import limit:\n  "
                              + "\n  ".join(size_problems),
@@ -229,6 +237,26 @@ class Importer:
             if name:
                 self.values[name] = v
                 self._type_check(v, node)
+
+    def _check_schema_types(self, node) -> None:
+        from .preflight import schema_type_problem
+        dts = []
+        for n in node.input:
+            v = self.values.get(n) if n else None
+            if isinstance(v, np.ndarray):
+                dts.append(v.dtype.name)
+            elif isinstance(v, Dequantized):
+                dts.append("float32")
+            elif isinstance(v, QTensor):
+                dts.append(v.dtype)
+            elif isinstance(v, Expr):
+                t = _infer_new(v)
+                dts.append(t.dtype if isinstance(t, TensorType) else None)
+            else:
+                dts.append(None)
+        msg = schema_type_problem(node, self.opset, dts)
+        if msg:
+            raise ModelError(msg, hint="the model is not valid ONNX (onnx.checker.check_model would say so)")
 
     def ort_type(self, name: str, dtype: str) -> str:
         """The element type onnxruntime sees for a DequantizeLinear output (or a QuantizeLinear node's output,

@@ -188,7 +188,11 @@ def input_types(graph, initializer_names, shape_override: dict | None) -> list[t
             shape = tuple(int(d) for d in shape_override.pop(vi.name))
         else:
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-            if not tt.HasField("shape") or any(d is None or d <= 0 for d in dims):
+            if any(d == 0 for d in dims):
+                problems.append(f"input {vi.name!r} has a zero-size dimension {dims} (empty tensors are not "
+                                "supported)")
+                continue
+            if not tt.HasField("shape") or any(d is None or d < 0 for d in dims):
                 problems.append(f"input {vi.name!r} has unknown dimensions "
                                 f"{[d.dim_param or d.dim_value or '?' for d in tt.shape.dim]}")
                 continue

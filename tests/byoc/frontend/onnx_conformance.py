@@ -105,7 +105,7 @@ def run_case(case, form: str) -> Outcome:
                 ok = refs is not None and all(_close(g, r) for g, r in zip(got, refs))
             results.append(ok)
     except ByocError as e:
-        return Outcome("refused", str(e).splitlines()[0][:200])
+        return Outcome("refused", " ".join(str(e).split())[:300])
     except Exception as e:  # noqa: BLE001 - anything else is a bug to report
         return Outcome("crash", f"{type(e).__name__}: {e}"[:200])
     return Outcome("pass" if all(results) else "mismatch")
