@@ -473,6 +473,10 @@ def _identity(imp, node, attrs):
 
 
 def _constant(imp, node, attrs):
+    for key, dt in (("value_float", np.float32), ("value_floats", np.float32), ("value_int", np.int64),
+                    ("value_ints", np.int64)):
+        if key in attrs:
+            return np.asarray(attrs[key], dt)
     if "value" not in attrs:
         raise ModelError(f"{node_label(node)}: only Constant nodes with a tensor 'value' are supported")
     return attrs["value"]
@@ -487,3 +491,13 @@ FLOAT_CONVERTERS = {
     "Unsqueeze": _reshape_like, "Concat": _concat, "Transpose": _transpose, "Softmax": _softmax, "Pad": _pad,
     "Identity": _identity, "Constant": _constant, "LeakyRelu": _leaky_relu,
 }
+
+
+def _register_extra() -> None:
+    from .reduce_activation_ops import REDUCE_ACTIVATION_CONVERTERS
+    from .shape_ops import SHAPE_CONVERTERS
+    FLOAT_CONVERTERS.update(REDUCE_ACTIVATION_CONVERTERS)
+    FLOAT_CONVERTERS.update(SHAPE_CONVERTERS)
+
+
+_register_extra()

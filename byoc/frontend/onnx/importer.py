@@ -162,7 +162,9 @@ class Importer:
         for o in self.graph.output:
             if o.name not in self.values:
                 raise ModelError(f"graph output {o.name!r} is not produced by any node")
-            outs.append(self.expr(o.name, integer_ok=True))
+            v = self.values[o.name]
+            # a constant graph output (a folded Shape) keeps its declared type: no int64 → int32 narrowing
+            outs.append(Constant(v) if isinstance(v, np.ndarray) else self.expr(o.name, integer_ok=True))
         body = outs[0] if len(outs) == 1 else Tuple(tuple(outs))
         mod = IRModule()
         mod["main"] = Function(tuple(params), body)
@@ -213,6 +215,13 @@ class Importer:
 
     def _convert(self, i, node, nodes, float_conv, quant_conv, qop_conv) -> None:
         attrs = node_attrs(node)
+        from .shape_ops import fold_constant_node
+        folded = fold_constant_node(self, node)
+        if folded is not None:
+            for name, v in zip(node.output, folded):
+                if name:
+                    self.values[name] = v
+            return
         if node.op_type in qop_conv:
             outs = qop_conv[node.op_type](self, node, attrs)
         else:

@@ -94,6 +94,7 @@ def run_case(case, form: str) -> Outcome:
         mod, _ = from_onnx(model)
         names = [p.span.source if p.span is not None else p.name_hint for p in mod["main"].params]
         for inputs, refs in case.data_sets:
+            inputs, refs = [_arr(v) for v in inputs], [_arr(v) for v in refs]
             feeds = dict(zip([i.name for i in case.model.graph.input], inputs))
             got = byoc.evaluate(mod, {n: feeds[n] for n in names})
             got = list(got) if isinstance(got, (list, tuple)) else [got]
@@ -109,6 +110,13 @@ def run_case(case, form: str) -> Outcome:
     except Exception as e:  # noqa: BLE001 - anything else is a bug to report
         return Outcome("crash", f"{type(e).__name__}: {e}"[:200])
     return Outcome("pass" if all(results) else "mismatch")
+
+
+def _arr(v):
+    if isinstance(v, onnx.TensorProto):
+        from onnx import numpy_helper
+        return numpy_helper.to_array(v)
+    return v
 
 
 def _reference(case, feeds):
