@@ -54,10 +54,8 @@ def _spatial_attrs(node, attrs, rank_needed=2):
     return strides, dil
 
 
-def _conv(imp, node, attrs):
+def conv_2d(imp, node, attrs, x, w):
     ins = _inputs(imp, node, 2, 3)
-    x = imp.expr(ins[0])
-    w = imp.expr(ins[1])
     xs = imp.shape_of(x)
     ws = imp.shape_of(w)
     if len(xs) != 4 or len(ws) != 4:
@@ -483,7 +481,7 @@ def _constant(imp, node, attrs):
 
 
 FLOAT_CONVERTERS = {
-    "Conv": _conv, "BatchNormalization": _batch_norm, "Relu": _unary("nn.relu"), "Sigmoid": _unary("sigmoid"),
+    "BatchNormalization": _batch_norm, "Relu": _unary("nn.relu"), "Sigmoid": _unary("sigmoid"),
     "Tanh": _unary("tanh"), "Clip": _clip, "Add": _binary("add"), "Sub": _binary("subtract"),
     "Mul": _binary("multiply"), "Div": _binary("divide"), "MaxPool": _pool("nn.max_pool2d"),
     "AveragePool": _pool("nn.avg_pool2d"), "GlobalAveragePool": _global_avg_pool, "Gemm": _gemm,
@@ -496,6 +494,8 @@ FLOAT_CONVERTERS = {
 def _register_extra() -> None:
     from .reduce_activation_ops import REDUCE_ACTIVATION_CONVERTERS
     from .shape_ops import SHAPE_CONVERTERS
+    from .conv_ops import CONV_CONVERTERS
+    FLOAT_CONVERTERS.update(CONV_CONVERTERS)
     FLOAT_CONVERTERS.update(REDUCE_ACTIVATION_CONVERTERS)
     FLOAT_CONVERTERS.update(SHAPE_CONVERTERS)
 

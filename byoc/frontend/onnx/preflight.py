@@ -49,7 +49,7 @@ def attribute_problems(node) -> list[str]:
             out.append(f"{label}: the Indices output of MaxPool")
         if a.get("storage_order", 0):
             out.append(f"{label}: storage_order=1")
-    if op == "Conv" and len(a.get("kernel_shape", [0, 0])) not in (1, 2):
+    if op in ("Conv", "ConvTranspose") and len(a.get("kernel_shape", [0, 0])) not in (1, 2):
         out.append(f"{label}: {len(a['kernel_shape'])}-D convolution (only 1-D and 2-D)")
     if op == "BatchNormalization" and a.get("training_mode", 0):
         out.append(f"{label}: training_mode=1")

@@ -113,3 +113,65 @@ def quantize(model: onnx.ModelProto, tmp_path, *, fmt="QDQ", act="int8", weight=
                     activation_type=types[act], weight_type=types[weight], per_channel=per_channel,
                     extra_options=dict(extra or {}))
     return onnx.load(dst)
+
+
+def mobilenet_v3_block(seed=0, opset=17):
+    """conv, HardSwish, depthwise conv, squeeze-excite (ReduceMean, 1x1 convs, Relu, HardSigmoid, Mul), 1x1 conv,
+    residual Add, then ReduceMean over H, W (torch's adaptive_avg_pool2d(x, 1) under the dynamo exporter), Gemm."""
+    rng = np.random.default_rng(seed)
+    inits = [_w(rng, "w0", (8, 3, 3, 3)), _w(rng, "b0", (8,), .1), _w(rng, "wd", (8, 1, 3, 3)),
+             _w(rng, "bd", (8,), .1), _w(rng, "ws1", (4, 8, 1, 1)), _w(rng, "bs1", (4,), .1),
+             _w(rng, "ws2", (8, 4, 1, 1)), _w(rng, "bs2", (8,), .1), _w(rng, "wp", (8, 8, 1, 1)),
+             _w(rng, "bp", (8,), .1)]
+    axes_in = opset >= 18
+    if axes_in:
+        inits.append(nh.from_array(np.array([2, 3], np.int64), "axes"))
+    rm = (lambda i, o: h.make_node("ReduceMean", [i, "axes"], [o], keepdims=1)) if axes_in else \
+        (lambda i, o: h.make_node("ReduceMean", [i], [o], axes=[2, 3], keepdims=1))
+    nodes = [h.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             h.make_node("HardSwish", ["c0"], ["a0"]),
+             h.make_node("Conv", ["a0", "wd", "bd"], ["c1"], pads=[1, 1, 1, 1], group=8),
+             h.make_node("HardSwish", ["c1"], ["a1"]),
+             rm("a1", "se0"),
+             h.make_node("Conv", ["se0", "ws1", "bs1"], ["se1"]), h.make_node("Relu", ["se1"], ["se2"]),
+             h.make_node("Conv", ["se2", "ws2", "bs2"], ["se3"]),
+             h.make_node("HardSigmoid", ["se3"], ["se4"], alpha=1.0 / 6, beta=0.5),
+             h.make_node("Mul", ["a1", "se4"], ["sc"]),
+             h.make_node("Conv", ["sc", "wp", "bp"], ["p"]),
+             h.make_node("Add", ["p", "a0"], ["r"]),
+             rm("r", "g"), h.make_node("Flatten", ["g"], ["f"]),
+             h.make_node("Gemm", ["f", "fw", "fb"], ["y"], transB=1)]
+    inits += [_w(rng, "fw", (10, 8)), _w(rng, "fb", (10,), .1)]
+    return _model(nodes, inits, [1, 3, 16, 16], "y", [1, 10], opset=opset)
+
+
+def audio_1d(seed=0):
+    """1-D conv, Relu, 1-D max pool (ceil_mode), 1-D conv, 1-D average pool, Flatten, Gemm."""
+    rng = np.random.default_rng(seed)
+    inits = [_w(rng, "w0", (8, 2, 5)), _w(rng, "b0", (8,), .1), _w(rng, "w1", (8, 8, 3), .2),
+             _w(rng, "b1", (8,), .1), _w(rng, "fw", (4, 8 * 5), .2), _w(rng, "fb", (4,), .1)]
+    nodes = [h.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[2, 2], strides=[2]),
+             h.make_node("Relu", ["c0"], ["r0"]),
+             h.make_node("MaxPool", ["r0"], ["p0"], kernel_shape=[3], strides=[2], ceil_mode=1),
+             h.make_node("Conv", ["p0", "w1", "b1"], ["c1"], pads=[1, 1]),
+             h.make_node("AveragePool", ["c1"], ["p1"], kernel_shape=[2], strides=[2]),
+             h.make_node("Flatten", ["p1"], ["f"]),
+             h.make_node("Gemm", ["f", "fw", "fb"], ["y"], transB=1)]
+    return _model(nodes, inits, [1, 2, 40], "y", [1, 4])
+
+
+def unet_up(seed=0):
+    """conv, ConvTranspose (stride 2) upsampling, Concat skip, conv: a UNet decoder step."""
+    rng = np.random.default_rng(seed)
+    inits = [_w(rng, "w0", (8, 3, 3, 3)), _w(rng, "b0", (8,), .1), _w(rng, "wt", (8, 4, 2, 2)),
+             _w(rng, "bt", (4,), .1), _w(rng, "w1", (5, 7, 3, 3), .2), _w(rng, "b1", (5,), .1)]
+    nodes = [h.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             h.make_node("Relu", ["c0"], ["r0"]),
+             h.make_node("ConvTranspose", ["r0", "wt", "bt"], ["u"], strides=[2, 2]),
+             h.make_node("Concat", ["u", "x"], ["cat"], axis=1),
+             h.make_node("Conv", ["cat", "w1", "b1"], ["y"], pads=[1, 1, 1, 1])]
+    return _model(nodes, inits, [1, 3, 12, 12], "y", [1, 5, 12, 12])
+
+
+ARCHS = {"mobilenet_v3_block": mobilenet_v3_block, "mobilenet_v3_block_opset18": lambda: mobilenet_v3_block(opset=18),
+         "audio_1d": audio_1d, "unet_up": unet_up}
