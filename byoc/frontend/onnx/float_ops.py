@@ -495,6 +495,8 @@ def _register_extra() -> None:
     from .reduce_activation_ops import REDUCE_ACTIVATION_CONVERTERS
     from .shape_ops import SHAPE_CONVERTERS
     from .conv_ops import CONV_CONVERTERS
+    from .resize_ops import RESIZE_CONVERTERS
+    FLOAT_CONVERTERS.update(RESIZE_CONVERTERS)
     FLOAT_CONVERTERS.update(CONV_CONVERTERS)
     FLOAT_CONVERTERS.update(REDUCE_ACTIVATION_CONVERTERS)
     FLOAT_CONVERTERS.update(SHAPE_CONVERTERS)
