@@ -496,6 +496,8 @@ def _register_extra() -> None:
     from .shape_ops import SHAPE_CONVERTERS
     from .conv_ops import CONV_CONVERTERS
     from .resize_ops import RESIZE_CONVERTERS
+    from .norm_ops import NORM_CONVERTERS
+    FLOAT_CONVERTERS.update(NORM_CONVERTERS)
     FLOAT_CONVERTERS.update(RESIZE_CONVERTERS)
     FLOAT_CONVERTERS.update(CONV_CONVERTERS)
     FLOAT_CONVERTERS.update(REDUCE_ACTIVATION_CONVERTERS)
