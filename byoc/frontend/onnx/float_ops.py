@@ -497,6 +497,8 @@ def _register_extra() -> None:
     from .conv_ops import CONV_CONVERTERS
     from .resize_ops import RESIZE_CONVERTERS
     from .norm_ops import NORM_CONVERTERS
+    from .dynamic_quant_ops import DYNAMIC_QUANT_CONVERTERS
+    FLOAT_CONVERTERS.update(DYNAMIC_QUANT_CONVERTERS)
     FLOAT_CONVERTERS.update(NORM_CONVERTERS)
     FLOAT_CONVERTERS.update(RESIZE_CONVERTERS)
     FLOAT_CONVERTERS.update(CONV_CONVERTERS)

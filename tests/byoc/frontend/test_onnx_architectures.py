@@ -71,3 +71,31 @@ def test_quantized_architecture_bit_exact_and_npu_partition_preserves_it(tmp_pat
         np.testing.assert_array_equal(byoc.evaluate(mod, {"x": x})[0], ref)
         np.testing.assert_array_equal(exe.run({"x": x})[0], ref)
         np.testing.assert_array_equal(byoc.evaluate(part, {"x": x})[0], ref)
+
+
+@pytest.mark.parametrize("weight", ["int8", "uint8"])
+@pytest.mark.parametrize("arch", ["mlp_skip", "residual", "unet_up"])
+def test_dynamic_quantization_matches_onnxruntime(tmp_path, arch, weight):
+    # quantize_dynamic: DynamicQuantizeLinear + MatMulInteger / ConvInteger + float rescaling. The MLP is bit-exact;
+    # the conv nets end in float ops (global pool, ConvTranspose, Gemm) whose summation order differs by ULPs.
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from onnx_ort_nets import NETS
+    f = {**NETS, **ARCHS}[arch]()
+    onnx.save(f, tmp_path / "f.onnx")
+    quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "d.onnx"),
+                     weight_type=QuantType.QInt8 if weight == "int8" else QuantType.QUInt8,
+                     op_types_to_quantize=["MatMul", "Conv", "Gemm"])
+    q = onnx.load(tmp_path / "d.onnx")
+    assert {"DynamicQuantizeLinear"} <= {n.op_type for n in q.graph.node}
+    mod, _ = from_onnx(q)
+    exe = byoc.build(mod, target="llvm")
+    sess = _sess(q)
+    for x in _inputs(q, 3):
+        ref = sess.run(None, {"x": x})[0]
+        for got in (byoc.evaluate(mod, {"x": x})[0], exe.run({"x": x})[0]):
+            if arch == "mlp_skip":
+                np.testing.assert_array_equal(got, ref)
+            else:
+                np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)

@@ -27,7 +27,8 @@ PASS_FLOOR = {"MatMul": (7, 7), "Clip": (12, 12), "Pad": (0, 6), "AveragePool": 
               "DequantizeLinear": (5, 5), "QuantizeLinear": (6, 6), "QLinearMatMul": (8, 8),
               "ReduceMean": (0, 8), "Shape": (11, 11), "Gather": (4, 4), "HardSigmoid": (4, 4), "HardSwish": (1, 1),
               "Slice": (0, 8), "ConvTranspose": (10, 10), "Resize": (0, 12), "Upsample": (0, 1),
-              "LayerNormalization": (19, 19)}
+              "LayerNormalization": (19, 19), "DynamicQuantizeLinear": (3, 3), "MatMulInteger": (1, 1),
+              "ConvInteger": (0, 2)}
 
 
 @pytest.mark.parametrize("op", sorted(PASS_FLOOR))
