@@ -253,7 +253,7 @@ def _quantize_rel(types, attrs):
     c = _channels("qnn.quantize", data, attrs.axis)
     expect_scalar_or_vector("qnn.quantize", "output_scale", types[1], c)
     expect_scalar_or_vector("qnn.quantize", "output_zero_point", types[2], c)
-    expect_dtype("qnn.quantize", "out_dtype", TensorType((), attrs.out_dtype), ("int8", "uint8", "int16", "int32"))
+    expect_dtype("qnn.quantize", "out_dtype", TensorType((), attrs.out_dtype), ("int8", "uint8", "int16", "uint16", "int32"))
     return TensorType(data.shape, attrs.out_dtype)
 
 
@@ -280,7 +280,7 @@ register_op("qnn.quantize", ("data", "output_scale", "output_zero_point"), attrs
 def _dequantize_rel(types, attrs):
     names = ("data", "input_scale", "input_zero_point")
     data = tensor_arg("qnn.dequantize", names, types, 0)
-    expect_dtype("qnn.dequantize", "data", data, ("int8", "uint8", "int16", "int32"))
+    expect_dtype("qnn.dequantize", "data", data, ("int8", "uint8", "int16", "uint16", "int32"))
     c = _channels("qnn.dequantize", data, attrs.axis)
     expect_scalar_or_vector("qnn.dequantize", "input_scale", types[1], c)
     expect_scalar_or_vector("qnn.dequantize", "input_zero_point", types[2], c)

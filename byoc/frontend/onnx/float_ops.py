@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ...ir.expr import Constant, Span, Tuple, TupleGetItem
+from ...ir.expr import Constant, Expr, Span, Tuple, TupleGetItem
 from ...relay.op import make_call
 from .model import check_size_values, node_label
 
-__all__ = ["FLOAT_CONVERTERS", "conv_padding", "pool_padding"]
+__all__ = ["FLOAT_CONVERTERS", "conv_padding", "pool_padding", "pool_ceil_mode"]
 
 
 def _call(op, args, attrs=None, node=None):
@@ -54,10 +54,8 @@ def _spatial_attrs(node, attrs, rank_needed=2):
     return strides, dil
 
 
-def _conv(imp, node, attrs):
+def conv_2d(imp, node, attrs, x, w):
     ins = _inputs(imp, node, 2, 3)
-    x = imp.expr(ins[0])
-    w = imp.expr(ins[1])
     xs = imp.shape_of(x)
     ws = imp.shape_of(w)
     if len(xs) != 4 or len(ws) != 4:
@@ -93,8 +91,21 @@ def _unary(op):
 def _binary(op):
     def conv(imp, node, attrs):
         _inputs(imp, node, 2)
-        return _call(op, (imp.expr(node.input[0]), imp.expr(node.input[1])), None, node)
+        a, b = (imp.values[n] for n in node.input[:2])
+        # int64 constants are narrowed to int32 (shape arithmetic); next to an int64 tensor they stay int64
+        if isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+            eb = imp.expr(node.input[1])
+            return _call(op, (_like(imp, a, eb, node.input[0]), eb), None, node)
+        ea = imp.expr(node.input[0])
+        eb = _like(imp, b, ea, node.input[1]) if isinstance(b, np.ndarray) else imp.expr(node.input[1])
+        return _call(op, (ea, eb), None, node)
     return conv
+
+
+def _like(imp, const: np.ndarray, other, name):
+    if const.dtype == np.int64 and imp.dtype_of(other) == "int64":
+        return Constant(const)
+    return imp.expr(name)
 
 
 def clip_bounds(imp, node, attrs) -> tuple[float, float]:
@@ -111,14 +122,45 @@ def clip_bounds(imp, node, attrs) -> tuple[float, float]:
 
 
 def _clip(imp, node, attrs):
+    ins = list(node.input)
+    fed = [i for i in ins[1:] if i and not isinstance(imp.values.get(i), np.ndarray)]
+    if imp.opset >= 11 and fed:
+        # bounds fed at run time: max(x, min) then min(·, max), as ONNX's reference does
+        x = imp.expr(ins[0])
+        if len(ins) > 1 and ins[1]:
+            x = _call("maximum", (x, imp.expr(ins[1])), None, node)
+        if len(ins) > 2 and ins[2]:
+            x = _call("minimum", (x, imp.expr(ins[2])), None, node)
+        return x
     lo, hi = clip_bounds(imp, node, attrs)
     return _call("clip", (imp.expr(node.input[0]),), {"a_min": lo, "a_max": hi}, node)
 
 
 def pool_padding(node, attrs, in_hw, kernel, strides, dilations):
-    if attrs.get("ceil_mode", 0):
-        raise ModelError(f"{node_label(node)}: ceil_mode=1 is not supported")
+    """ONNX pads/auto_pad of a 2-D pool → (top, left, bottom, right); ceil_mode is read by ``pool_ceil_mode``."""
     return conv_padding(node, attrs, in_hw, kernel, strides, dilations)
+
+
+def pool_ceil_mode(node, attrs, in_hw, kernel, strides, dilations, pad) -> bool:
+    """ONNX ceil_mode as the IR's (Relay's) ceil_mode flag. ONNX rounds the output size up but drops a last window
+    that would start in the end padding; Relay rounds up without that rule, so each axis must agree with one of
+    Relay's two sizes."""
+    if not attrs.get("ceil_mode", 0):
+        return False
+    ceil_ok = floor_ok = True
+    for i, (size, k, st, d) in enumerate(zip(in_hw, kernel, strides, dilations)):
+        before, after = pad[i], pad[i + 2]
+        span = size + before + after - ((k - 1) * d + 1)
+        relay_ceil, relay_floor = -(-span // st) + 1, span // st + 1
+        onnx = relay_ceil - 1 if (relay_ceil - 1) * st >= size + before else relay_ceil
+        ceil_ok &= onnx == relay_ceil
+        floor_ok &= onnx == relay_floor
+    if ceil_ok:
+        return True
+    if floor_ok:
+        return False
+    raise ModelError(f"{node_label(node)}: ceil_mode=1 with these pads drops the last window on one axis only",
+                     hint="not expressible as one ceil_mode flag; pad the input explicitly instead")
 
 
 def _pool(op):
@@ -128,20 +170,34 @@ def _pool(op):
             raise ModelError(f"{node_label(node)}: the Indices output of MaxPool is not supported")
         x = imp.expr(node.input[0])
         xs = imp.shape_of(x)
-        kernel = tuple(attrs.get("kernel_shape", ()))
-        if len(xs) != 4 or len(kernel) != 2:
-            raise ModelError(f"{node_label(node)}: only 2-D pooling of NCHW tensors is supported, input {xs}, "
-                             f"kernel {kernel}")
+        kernel = tuple(int(k) for k in attrs.get("kernel_shape", ()))
+        one_d = len(xs) == 3 and len(kernel) == 1
+        if not one_d and (len(xs) != 4 or len(kernel) != 2):
+            raise ModelError(f"{node_label(node)}: only 1-D and 2-D pooling (NCL / NCHW) is supported, input "
+                             f"{xs}, kernel {kernel}")
+        if one_d:  # pool over (1, L): the 2-D op with a unit height
+            attrs = dict(attrs)
+            for key in ("strides", "dilations"):
+                if key in attrs:
+                    attrs[key] = [1] + list(attrs[key])
+            if "pads" in attrs:
+                attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+            kernel = (1,) + kernel
+            x = _call("reshape", (x,), {"newshape": (xs[0], xs[1], 1, xs[2])}, node)
+        hw = imp.shape_of(x)[2:]
         strides, dil = _spatial_attrs(node, attrs)
-        pad = pool_padding(node, attrs, xs[2:], kernel, strides, dil)
-        a = dict(pool_size=kernel, strides=strides, dilation=dil, padding=pad, layout="NCHW")
+        pad = pool_padding(node, attrs, hw, kernel, strides, dil)
+        ceil = pool_ceil_mode(node, attrs, hw, kernel, strides, dil, pad)
+        a = dict(pool_size=kernel, strides=strides, dilation=dil, padding=pad, layout="NCHW", ceil_mode=ceil)
         if op == "nn.avg_pool2d":
-            if dil != (1, 1):
-                raise ModelError(f"{node_label(node)}: dilated AveragePool is not supported")
             a["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
         elif attrs.get("storage_order", 0):
             raise ModelError(f"{node_label(node)}: storage_order=1 is not supported")
-        return _call(op, (x,), a, node)
+        out = _call(op, (x,), a, node)
+        if one_d:
+            out = _call("reshape", (out,), {"newshape": tuple(imp.shape_of(out)[:2]) + (imp.shape_of(out)[3],)},
+                        node)
+        return out
     return conv
 
 
@@ -186,18 +242,49 @@ def _gemm(imp, node, attrs):
 def _matmul(imp, node, attrs):
     _inputs(imp, node, 2)
     a = imp.expr(node.input[0])
-    b = imp.values[node.input[1]]
-    if not isinstance(b, np.ndarray) or b.ndim != 2:
-        raise ModelError(f"{node_label(node)}: MatMul needs a constant 2-D right operand",
-                         hint="batched or activation×activation MatMul is not supported")
+    b = imp.constant_value(node.input[1])
     ash = imp.shape_of(a)
-    if len(ash) < 2 or ash[-1] != b.shape[0]:
-        raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
-    a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (-1, ash[-1])}, node)
-    out = _dense(imp, node, a2, b, None)
-    if len(ash) != 2:
-        out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
-    return out
+    if isinstance(b, np.ndarray) and b.ndim == 2 and len(ash) >= 2:
+        if ash[-1] != b.shape[0]:
+            raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
+        a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (-1, ash[-1])}, node)
+        out = _dense(imp, node, a2, b, None)
+        if len(ash) != 2:
+            out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
+        return out
+    return batched_matmul(imp, node, a, imp.expr(node.input[1]))
+
+
+def batched_matmul(imp, node, a, b):
+    """numpy.matmul semantics (1-D operands promoted, batch dimensions broadcast) as one nn.batch_matmul."""
+    ash, bsh = tuple(imp.shape_of(a)), tuple(imp.shape_of(b))
+    if not ash or not bsh:
+        raise ModelError(f"{node_label(node)}: MatMul operands must have rank >= 1, found {ash} and {bsh}")
+    a_vec, b_vec = len(ash) == 1, len(bsh) == 1
+    a3s = (1,) + ash if a_vec else ash
+    b3s = bsh + (1,) if b_vec else bsh
+    if a3s[-1] != b3s[-2]:
+        raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {bsh} do not match")
+    try:
+        batch = tuple(np.broadcast_shapes(a3s[:-2], b3s[:-2]))
+    except ValueError as e:
+        raise ModelError(f"{node_label(node)}: MatMul batch dimensions of {ash} and {bsh} do not broadcast") from e
+    nb = int(np.prod(batch, dtype=np.int64)) if batch else 1
+    m, k, n = a3s[-2], a3s[-1], b3s[-1]
+
+    def to3(x, orig, promoted, rows, cols):
+        if promoted != orig:
+            x = _call("reshape", (x,), {"newshape": promoted}, node)
+        own = int(np.prod(promoted[:-2], dtype=np.int64)) if len(promoted) > 2 else 1
+        if own != 1 and tuple(promoted[:-2]) != batch:
+            x = _call("broadcast_to", (x,), {"shape": batch + (rows, cols)}, node)
+            own = nb
+        return _call("reshape", (x,), {"newshape": (own, rows, cols)}, node)
+    a3 = to3(a, ash, a3s, m, k)
+    b3 = to3(b, bsh, b3s, k, n)
+    out = _call("nn.batch_matmul", (a3, b3), {"transpose_a": False, "transpose_b": False}, node)
+    shape = batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ())
+    return _call("reshape", (out,), {"newshape": shape}, node)
 
 
 def reshape_target(imp, node, in_shape, attrs) -> tuple[int, ...]:
@@ -208,7 +295,14 @@ def reshape_target(imp, node, in_shape, attrs) -> tuple[int, ...]:
             raise ModelError(f"{node_label(node)}: axis {attrs.get('axis')} out of range for rank {len(in_shape)}")
         return (int(np.prod(in_shape[:axis], dtype=np.int64)), int(np.prod(in_shape[axis:], dtype=np.int64)))
     if node.op_type == "Reshape":
-        shape = [int(d) for d in imp.const(node.input[1], node, "shape").reshape(-1)]
+        if imp.opset < 5:  # Reshape-1: the target shape is an attribute
+            if "shape" not in attrs:
+                raise ModelError(f"{node_label(node)}: Reshape-1 needs its 'shape' attribute")
+            shape = [int(d) for d in attrs["shape"]]
+        elif len(node.input) < 2 or not node.input[1]:
+            raise ModelError(f"{node_label(node)}: Reshape-{imp.opset} needs its shape input")
+        else:
+            shape = [int(d) for d in imp.const(node.input[1], node, "shape").reshape(-1)]
         allow_zero = int(attrs.get("allowzero", 0))
         out = [in_shape[i] if d == 0 and not allow_zero and i < len(in_shape) else d for i, d in enumerate(shape)]
         total = int(np.prod(in_shape, dtype=np.int64))
@@ -287,25 +381,84 @@ def _softmax(imp, node, attrs):
 
 def _pad(imp, node, attrs):
     mode = attrs.get("mode", "constant")
-    if mode != "constant":
-        raise ModelError(f"{node_label(node)}: Pad mode {mode!r} is not supported", hint="only 'constant'")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ModelError(f"{node_label(node)}: Pad mode {mode!r} is not supported",
+                         hint="constant, reflect, edge, wrap")
     x = imp.expr(node.input[0])
-    rank = len(imp.shape_of(x))
+    shape = imp.shape_of(x)
+    rank = len(shape)
+    value = None
     if imp.opset >= 11:
         pads = [int(p) for p in imp.const(node.input[1], node, "pads").reshape(-1)]
-        value = imp.const(node.input[2], node, "constant_value").reshape(-1)[0] if len(node.input) > 2 and \
-            node.input[2] else 0
+        if len(node.input) > 2 and node.input[2]:
+            v = imp.values[node.input[2]]
+            value = v.reshape(()) if isinstance(v, np.ndarray) else \
+                _call("reshape", (imp.expr(node.input[2]),), {"newshape": ()}, node)
         if len(node.input) > 3 and node.input[3]:
-            raise ModelError(f"{node_label(node)}: the axes input of Pad is not supported")
+            axes = [int(a) for a in imp.const(node.input[3], node, "axes").reshape(-1)]
+            axes = [a + rank if a < 0 else a for a in axes]
+            if len(pads) != 2 * len(axes) or any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+                raise ModelError(f"{node_label(node)}: pads {pads} do not match axes {axes} of rank {rank}")
+            full = [0] * (2 * rank)
+            for i, a in enumerate(axes):
+                full[a], full[a + rank] = pads[i], pads[i + len(axes)]
+            pads = full
     else:
         pads = [int(p) for p in attrs.get("pads", [])]
-        value = attrs.get("value", 0.0)
-    if len(pads) != 2 * rank or min(pads, default=0) < 0:
-        raise ModelError(f"{node_label(node)}: pads {pads} must be {2 * rank} non-negative values")
+        value = np.asarray(attrs.get("value", 0.0))
+    if len(pads) != 2 * rank:
+        raise ModelError(f"{node_label(node)}: pads {pads} must be {2 * rank} values")
     check_size_values(node, "pads", pads)
+    if min(pads, default=0) < 0:
+        # negative pads crop
+        begin = [max(-pads[i], 0) for i in range(rank)]
+        end = [shape[i] - max(-pads[i + rank], 0) for i in range(rank)]
+        x = _call("strided_slice", (x,), {"begin": tuple(begin), "end": tuple(end), "strides": (1,) * rank}, node)
+        shape = tuple(e - b for b, e in zip(begin, end))
+        pads = [max(p, 0) for p in pads]
     width = tuple((pads[i], pads[i + rank]) for i in range(rank))
+    if not any(pads):
+        return x
     dtype = imp.dtype_of(x)
-    return _call("nn.pad", (x, Constant(np.array(value, dtype))), {"pad_width": width}, node)
+    if mode == "constant":
+        pv = value if isinstance(value, Expr) else Constant(np.array(0 if value is None else value, dtype))
+        return _call("nn.pad", (x, pv), {"pad_width": width}, node)
+    if mode == "reflect":
+        if any(max(w) > d - 1 for w, d in zip(width, shape)):
+            raise ModelError(f"{node_label(node)}: reflect pads {pads} exceed the input shape {list(shape)} − 1")
+        return _call("nn.mirror_pad", (x,), {"pad_width": width, "mode": "REFLECT"}, node)
+    # edge / wrap: per axis, concatenate slices of the (already padded) tensor
+    for axis, (lo, hi) in enumerate(width):
+        if not lo and not hi:
+            continue
+        d = shape[axis]
+        if mode == "wrap" and (lo > d or hi > d):
+            raise ModelError(f"{node_label(node)}: wrap pads {pads} exceed the input shape {list(shape)}")
+        parts = []
+        if lo:
+            parts.append(_edge_or_wrap(x, shape, axis, lo, mode, before=True, node=node))
+        parts.append(x)
+        if hi:
+            parts.append(_edge_or_wrap(x, shape, axis, hi, mode, before=False, node=node))
+        x = _call("concatenate", (Tuple(tuple(parts)),), {"axis": axis}, node)
+        shape = tuple(d + lo + hi if i == axis else s_ for i, s_ in enumerate(shape))
+    return x
+
+
+def _edge_or_wrap(x, shape, axis, n, mode, before, node):
+    rank = len(shape)
+    d = shape[axis]
+    if mode == "edge":
+        lo_hi = (0, 1) if before else (d - 1, d)
+    else:
+        lo_hi = (d - n, d) if before else (0, n)
+    begin = tuple(lo_hi[0] if i == axis else 0 for i in range(rank))
+    end = tuple(lo_hi[1] if i == axis else shape[i] for i in range(rank))
+    part = _call("strided_slice", (x,), {"begin": begin, "end": end, "strides": (1,) * rank}, node)
+    if mode == "edge" and n > 1:
+        part = _call("broadcast_to", (part,), {"shape": tuple(n if i == axis else shape[i] for i in range(rank))},
+                     node)
+    return part
 
 
 def _leaky_relu(imp, node, attrs):
@@ -318,13 +471,17 @@ def _identity(imp, node, attrs):
 
 
 def _constant(imp, node, attrs):
+    for key, dt in (("value_float", np.float32), ("value_floats", np.float32), ("value_int", np.int64),
+                    ("value_ints", np.int64)):
+        if key in attrs:
+            return np.asarray(attrs[key], dt)
     if "value" not in attrs:
         raise ModelError(f"{node_label(node)}: only Constant nodes with a tensor 'value' are supported")
     return attrs["value"]
 
 
 FLOAT_CONVERTERS = {
-    "Conv": _conv, "BatchNormalization": _batch_norm, "Relu": _unary("nn.relu"), "Sigmoid": _unary("sigmoid"),
+    "BatchNormalization": _batch_norm, "Relu": _unary("nn.relu"), "Sigmoid": _unary("sigmoid"),
     "Tanh": _unary("tanh"), "Clip": _clip, "Add": _binary("add"), "Sub": _binary("subtract"),
     "Mul": _binary("multiply"), "Div": _binary("divide"), "MaxPool": _pool("nn.max_pool2d"),
     "AveragePool": _pool("nn.avg_pool2d"), "GlobalAveragePool": _global_avg_pool, "Gemm": _gemm,
@@ -332,3 +489,21 @@ FLOAT_CONVERTERS = {
     "Unsqueeze": _reshape_like, "Concat": _concat, "Transpose": _transpose, "Softmax": _softmax, "Pad": _pad,
     "Identity": _identity, "Constant": _constant, "LeakyRelu": _leaky_relu,
 }
+
+
+def _register_extra() -> None:
+    from .reduce_activation_ops import REDUCE_ACTIVATION_CONVERTERS
+    from .shape_ops import SHAPE_CONVERTERS
+    from .conv_ops import CONV_CONVERTERS
+    from .resize_ops import RESIZE_CONVERTERS
+    from .norm_ops import NORM_CONVERTERS
+    from .dynamic_quant_ops import DYNAMIC_QUANT_CONVERTERS
+    FLOAT_CONVERTERS.update(DYNAMIC_QUANT_CONVERTERS)
+    FLOAT_CONVERTERS.update(NORM_CONVERTERS)
+    FLOAT_CONVERTERS.update(RESIZE_CONVERTERS)
+    FLOAT_CONVERTERS.update(CONV_CONVERTERS)
+    FLOAT_CONVERTERS.update(REDUCE_ACTIVATION_CONVERTERS)
+    FLOAT_CONVERTERS.update(SHAPE_CONVERTERS)
+
+
+_register_extra()

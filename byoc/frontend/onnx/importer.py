@@ -104,15 +104,15 @@ class Importer:
         self.model = model
         self.graph = model.graph
         self.shape_override = shape
-        self.opset = 1
-        for imp in model.opset_import:
-            if imp.domain in ("", "ai.onnx"):
-                self.opset = int(imp.version)
+        from .preflight import check_opset
+        self.opset = check_opset(model)
         self.values: dict[str, object] = {}
         self.consumers: dict[str, list[int]] = {}
         self.absorbed: set[int] = set()  # node indices folded into an earlier node (membership only)
         self.graph_outputs = {o.name for o in self.graph.output}
         self._dequant_memo: dict[int, tuple[QTensor, Expr]] = {}
+        self.producer: dict[str, int] = {}
+        self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8
 
     # ---------------------------------------------------------------------------------------------- driver
     def run(self) -> IRModule:
@@ -133,6 +133,11 @@ class Importer:
             for inp in n.input:
                 if inp:
                     self.consumers.setdefault(inp, []).append(i)
+            for o in n.output:
+                if o:
+                    self.producer[o] = i
+        from .ort_fusion import s8_to_u8_quantize_nodes
+        self.ort_u8 = s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
         for i, node in enumerate(nodes):
             if i in self.absorbed:
                 continue
@@ -141,6 +146,7 @@ class Importer:
                     raise ModelError(f"{node_label(node)} reads tensor {inp!r}, which no earlier node, input or "
                                      "initializer defines", hint="the graph is not topologically sorted or is "
                                      "missing a producer")
+            self._check_schema_types(node)
             try:
                 self._convert(i, node, nodes, FLOAT_CONVERTERS, QUANT_CONVERTERS, qop_conv)
             except ModelError as e:
@@ -156,7 +162,9 @@ class Importer:
         for o in self.graph.output:
             if o.name not in self.values:
                 raise ModelError(f"graph output {o.name!r} is not produced by any node")
-            outs.append(self.expr(o.name, integer_ok=True))
+            v = self.values[o.name]
+            # a constant graph output (a folded Shape) keeps its declared type: no int64 → int32 narrowing
+            outs.append(Constant(v) if isinstance(v, np.ndarray) else self.expr(o.name, integer_ok=True))
         body = outs[0] if len(outs) == 1 else Tuple(tuple(outs))
         mod = IRModule()
         mod["main"] = Function(tuple(params), body)
@@ -172,7 +180,10 @@ class Importer:
         """Every unsupported op type and every out-of-limit size attribute of the graph, in one error."""
         missing: Counter = Counter()
         names: dict[str, list[str]] = {}
+        from .preflight import attribute_problems
         size_problems = [msg for n in self.graph.node for msg in size_attr_problems(n)]
+        attr_problems = [msg for n in self.graph.node
+                         if n.domain in ("", "ai.onnx") and n.op_type in float_conv for msg in attribute_problems(n)]
         for n in self.graph.node:
             key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
             if n.domain in ("", "ai.onnx") and n.op_type in float_conv:
@@ -188,9 +199,15 @@ class Importer:
                      for op, cnt in sorted(missing.items())]
             notes = ("also, size attributes over the import limit:\n  " + "\n  ".join(size_problems),) \
                 if size_problems else ()
+            attrs_txt = ("\nand {} unsupported attribute-level feature(s):\n  ".format(len(attr_problems))
+                         + "\n  ".join(attr_problems)) if attr_problems else ""
             raise UnsupportedOpsError(
-                f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines),
+                f"the model uses {len(missing)} unsupported ONNX op type(s):\n  " + "\n  ".join(lines) + attrs_txt,
                 hint="supported: " + ", ".join(sorted(set(float_conv) | set(qop_conv))), notes=notes)
+        if attr_problems:
+            raise UnsupportedOpsError(f"the model uses {len(attr_problems)} unsupported attribute-level "
+                                      "feature(s):\n  " + "\n  ".join(attr_problems),
+                                      hint="each line names the node and the feature")
         if size_problems:
             raise ModelError(f"{len(size_problems)} size attribute(s) over the import limit:\n  "
                              + "\n  ".join(size_problems),
@@ -198,6 +215,13 @@ class Importer:
 
     def _convert(self, i, node, nodes, float_conv, quant_conv, qop_conv) -> None:
         attrs = node_attrs(node)
+        from .shape_ops import fold_constant_node
+        folded = fold_constant_node(self, node)
+        if folded is not None:
+            for name, v in zip(node.output, folded):
+                if name:
+                    self.values[name] = v
+            return
         if node.op_type in qop_conv:
             outs = qop_conv[node.op_type](self, node, attrs)
         else:
@@ -207,7 +231,7 @@ class Importer:
                 if q_indices:
                     out_q = self.quant_params_of(nodes[q_indices[0]])
                     if out_q is not None and all(_same_qparams(out_q, self.quant_params_of(nodes[j]))
-                                                 for j in q_indices[1:]):
+                                                 for j in q_indices[1:]) and self._ort_fuses(node, nodes, q_indices[0], out_q):
                         res = quant_conv[node.op_type](self, node, attrs, out_q)
                         if res is not None:
                             self._type_check(res, node)
@@ -222,6 +246,41 @@ class Importer:
             if name:
                 self.values[name] = v
                 self._type_check(v, node)
+
+    def _check_schema_types(self, node) -> None:
+        from .preflight import schema_type_problem
+        dts = []
+        for n in node.input:
+            v = self.values.get(n) if n else None
+            if isinstance(v, np.ndarray):
+                dts.append(v.dtype.name)
+            elif isinstance(v, Dequantized):
+                dts.append("float32")
+            elif isinstance(v, QTensor):
+                dts.append(v.dtype)
+            elif isinstance(v, Expr):
+                t = _infer_new(v)
+                dts.append(t.dtype if isinstance(t, TensorType) else None)
+            else:
+                dts.append(None)
+        msg = schema_type_problem(node, self.opset, dts)
+        if msg:
+            raise ModelError(msg, hint="the model is not valid ONNX (onnx.checker.check_model would say so)")
+
+    def ort_type(self, name: str, dtype: str) -> str:
+        """The element type onnxruntime sees for a DequantizeLinear output (or a QuantizeLinear node's output,
+        ``name`` being that node's output) after its S8→U8 rewrite."""
+        nodes = self.graph.node
+        i = self.producer.get(name)
+        if i is not None and nodes[i].op_type == "DequantizeLinear":
+            i = self.producer.get(nodes[i].input[0])
+        return "uint8" if i is not None and i in self.ort_u8 and dtype == "int8" else dtype
+
+    def _ort_fuses(self, node, nodes, q_index: int, out_q) -> bool:
+        from .ort_fusion import group_fuses
+        in_types = [self.ort_type(n, self.values[n].q.dtype) for n in node.input
+                    if n and isinstance(self.values.get(n), Dequantized)]
+        return group_fuses(node.op_type, in_types, self.ort_type(nodes[q_index].output[0], out_q[3]))
 
     def _type_check(self, v, node) -> None:
         # Type each new value now, so a shape/attribute error is reported against the node that made it.
@@ -302,6 +361,21 @@ class Importer:
             # The memo keeps q alive: a freed QTensor's id could otherwise be reused by a later one.
             self._dequant_memo[key] = (q, e)
         return self._dequant_memo[key][1]
+
+    def constant_value(self, name: str):
+        """The tensor as a numpy array when it is a constant (an initializer, or DequantizeLinear of one, computed
+        as onnxruntime does: float32(q − zp) · scale in float32), else its stored value."""
+        v = self.values[name]
+        if isinstance(v, Dequantized) and isinstance(v.q.expr, Constant):
+            q = v.q
+            data = q.expr.data
+            shape = [1] * data.ndim
+            if q.per_channel:
+                shape[q.axis] = q.scale.size
+            s = q.scale.astype(np.float32).reshape(shape if q.per_channel else ())
+            z = q.zero_point.reshape(shape if q.per_channel else ()).astype(np.int64)
+            return ((data.astype(np.int64) - z).astype(np.float32) * s).astype(np.float32)
+        return v
 
     def const(self, name: str, node, what: str) -> np.ndarray:
         v = self.values.get(name)

@@ -12,13 +12,22 @@ import numpy as np
 
 from ...errors import ModelError
 
-__all__ = ["load_model", "tensor_to_numpy", "node_attrs", "node_label", "ONNX_DTYPES", "input_types",
+__all__ = ["onnx_type_name", "load_model", "tensor_to_numpy", "node_attrs", "node_label", "ONNX_DTYPES", "input_types",
            "MAX_ATTR_SIZE", "MAX_ELEMENTS", "SIZE_ATTRS", "size_attr_problems", "check_size_values",
            "check_output_size"]
 
 # TensorProto.DataType → numpy dtype name (the ones the IR can hold).
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
                10: "float16", 11: "float64", 12: "uint32"}
+
+
+def onnx_type_name(code: int) -> str:
+    """An ONNX element type as its name ('INT4 (22)'), for messages."""
+    try:
+        from onnx import TensorProto
+        return f"{TensorProto.DataType.Name(int(code))} ({int(code)})"
+    except (ValueError, ImportError):
+        return f"unknown ({code})"
 
 
 # Import-time sanity limits. Attribute values near 2^31 (a corrupt or hostile file) would otherwise only fail when
@@ -122,7 +131,7 @@ def tensor_to_numpy(t, where: str) -> np.ndarray:
     """An initializer as a read-only numpy array; corrupt tensors raise ``ModelError`` naming them."""
     from onnx import numpy_helper
     if t.data_type not in ONNX_DTYPES:
-        raise ModelError(f"{where}: tensor {t.name!r} has unsupported element type {t.data_type}",
+        raise ModelError(f"{where}: tensor {t.name!r} has unsupported element type {onnx_type_name(t.data_type)}",
                          hint="supported: " + ", ".join(sorted(set(ONNX_DTYPES.values()))))
     try:
         arr = numpy_helper.to_array(t)
@@ -173,13 +182,17 @@ def input_types(graph, initializer_names, shape_override: dict | None) -> list[t
             continue
         dtype = ONNX_DTYPES.get(tt.elem_type)
         if dtype is None:
-            problems.append(f"input {vi.name!r} has unsupported element type {tt.elem_type}")
+            problems.append(f"input {vi.name!r} has unsupported element type {onnx_type_name(tt.elem_type)}")
             continue
         if vi.name in shape_override:
             shape = tuple(int(d) for d in shape_override.pop(vi.name))
         else:
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-            if not tt.HasField("shape") or any(d is None or d <= 0 for d in dims):
+            if any(d == 0 for d in dims):
+                problems.append(f"input {vi.name!r} has a zero-size dimension {dims} (empty tensors are not "
+                                "supported)")
+                continue
+            if not tt.HasField("shape") or any(d is None or d < 0 for d in dims):
                 problems.append(f"input {vi.name!r} has unknown dimensions "
                                 f"{[d.dim_param or d.dim_value or '?' for d in tt.shape.dim]}")
                 continue

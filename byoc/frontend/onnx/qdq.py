@@ -33,9 +33,10 @@ from ...errors import ModelError
 from ...ir.expr import Constant, Expr, Span, Tuple
 from ...quant import onnxrt
 from ...relay.op import make_call
-from .float_ops import clip_bounds, conv_padding, pool_padding, reshape_target, transpose_axes
+from .float_ops import clip_bounds, conv_padding, pool_ceil_mode, pool_padding, reshape_target, transpose_axes
 from .importer import Dequantized, QTensor
 from .model import node_label
+from .quant_general import general_dequantize, general_qlinear_matmul, general_quantize, needs_general_path
 
 __all__ = ["QUANT_CONVERTERS", "QOPERATOR_CONVERTERS"]
 
@@ -95,6 +96,19 @@ def conv_chain(imp, node, attrs, x: QTensor, w: QTensor, bias: np.ndarray | None
     if wdata is None:
         raise ModelError(f"{node_label(node)}: the weight must be a constant")
     xs = imp.shape_of(x.expr)
+    if len(xs) == 3 and wdata.ndim == 3:  # 1-D: the 2-D chain over a unit height, as QLinearConv computes it
+        from dataclasses import replace
+        attrs = dict(attrs)
+        for key in ("strides", "dilations", "kernel_shape"):
+            if key in attrs:
+                attrs[key] = [1] + list(attrs[key])
+        if "pads" in attrs:
+            attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+        x4 = replace(x, expr=_call("reshape", (x.expr,), {"newshape": (xs[0], xs[1], 1, xs[2])}, node))
+        w4 = replace(w, expr=Constant(np.ascontiguousarray(wdata.reshape(wdata.shape[:2] + (1,) + wdata.shape[2:]))))
+        y = conv_chain(imp, node, attrs, x4, w4, bias, out)
+        ys = imp.shape_of(y.expr)
+        return replace(y, expr=_call("reshape", (y.expr,), {"newshape": (ys[0], ys[1], ys[3])}, node))
     if len(xs) != 4 or wdata.ndim != 4:
         raise ModelError(f"{node_label(node)}: only 2-D convolution is supported, input {xs}, weight {wdata.shape}")
     if w.per_channel and w.scale.size != wdata.shape[0]:
@@ -184,6 +198,18 @@ def avg_pool_chain(imp, node, attrs, x: QTensor, out) -> QTensor:
     sx, _ = _scalar_params(x, node, "the input")
     sy, zy = np.float32(out[0].reshape(-1)[0]), int(out[1].reshape(-1)[0])
     xs = imp.shape_of(x.expr)
+    if len(xs) == 3 and len(attrs.get("kernel_shape", ())) == 1:  # 1-D: over a unit height
+        from dataclasses import replace
+        attrs = dict(attrs)
+        attrs["kernel_shape"] = [1] + list(attrs["kernel_shape"])
+        if "strides" in attrs:
+            attrs["strides"] = [1] + list(attrs["strides"])
+        if "pads" in attrs:
+            attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+        x4 = replace(x, expr=_call("reshape", (x.expr,), {"newshape": (xs[0], xs[1], 1, xs[2])}, node))
+        y = avg_pool_chain(imp, node, attrs, x4, out)
+        ys = imp.shape_of(y.expr)
+        return replace(y, expr=_call("reshape", (y.expr,), {"newshape": (ys[0], ys[1], ys[3])}, node))
     kernel = tuple(int(k) for k in attrs.get("kernel_shape", ()))
     if len(xs) != 4 or len(kernel) != 2:
         raise ModelError(f"{node_label(node)}: only 2-D pooling of NCHW tensors is supported, input {xs}, "
@@ -192,6 +218,8 @@ def avg_pool_chain(imp, node, attrs, x: QTensor, out) -> QTensor:
         raise ModelError(f"{node_label(node)}: dilations {attrs['dilations']} are not supported",
                          hint="onnxruntime's QLinearAveragePool has no dilation")
     strides = tuple(int(s) for s in attrs.get("strides", (1, 1)))
+    if attrs.get("ceil_mode", 0):
+        raise ModelError(f"{node_label(node)}: ceil_mode=1 is not supported for quantized average pooling")
     pad = pool_padding(node, attrs, xs[2:], kernel, strides, (1, 1))
     if kernel == tuple(xs[2:]) and pad == (0, 0, 0, 0):
         return global_avg_pool_chain(imp, node, x, out)  # onnxruntime switches to its global-pool kernel here
@@ -229,7 +257,8 @@ def _bias_of(imp, name) -> tuple[bool, np.ndarray | None]:
 def _qdq_conv(imp, node, attrs, out):
     x, w = _dq_input(imp, node.input[0]), _dq_input(imp, node.input[1])
     ok, bias = _bias_of(imp, node.input[2] if len(node.input) > 2 else "")
-    if x is None or _const_q(w) is None or not ok or x.per_channel or out[0].size != 1:
+    if x is None or _const_q(w) is None or not ok or x.per_channel or out[0].size != 1 or \
+            len(imp.shape_of(x.expr)) not in (3, 4):
         return None
     return conv_chain(imp, node, attrs, x, w, bias, out)
 
@@ -277,7 +306,7 @@ def _qdq_gap(imp, node, attrs, out):
 def _qdq_avg_pool(imp, node, attrs, out):
     x = _dq_input(imp, node.input[0])
     if (x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8")
-            or len(imp.shape_of(x.expr)) != 4 or attrs.get("ceil_mode", 0)):
+            or len(imp.shape_of(x.expr)) not in (3, 4) or attrs.get("ceil_mode", 0)):
         return None
     return avg_pool_chain(imp, node, attrs, x, out)
 
@@ -288,6 +317,8 @@ def _qdq_same_params(build):
         x = _dq_input(imp, node.input[0])
         if x is None or not _same_params(x, out):
             return None
+        if node.op_type == "MaxPool" and len(imp.shape_of(x.expr)) != 4:
+            return None  # 1-D max pooling: the float path (exact: max commutes with dequantization)
         e, axis = build(imp, node, attrs, x)
         return QTensor(e, x.scale, x.zero_point, axis, x.dtype)
     return conv
@@ -316,8 +347,9 @@ def _int_max_pool(imp, node, attrs, x):
     if len(xs) != 4 or len(kernel) != 2:
         raise ModelError(f"{node_label(node)}: only 2-D pooling of NCHW tensors is supported")
     pad = pool_padding(node, attrs, xs[2:], kernel, strides, dil)
+    ceil = pool_ceil_mode(node, attrs, xs[2:], kernel, strides, dil, pad)
     return _call("nn.max_pool2d", (x.expr,), dict(pool_size=kernel, strides=strides, dilation=dil, padding=pad,
-                                                  layout="NCHW"), node), x.axis
+                                                  layout="NCHW", ceil_mode=ceil), node), x.axis
 
 
 def _int_clip(imp, node, attrs, x):
@@ -459,6 +491,13 @@ def _qlinear_conv(imp, node, attrs):
 
 
 def _qlinear_matmul(imp, node, attrs):
+    ins = list(node.input)
+    b_const = imp.values.get(ins[3]) if len(ins) > 3 else None
+    if any(i and not isinstance(imp.values.get(i), np.ndarray) for i in ins[1:3] + ins[4:8]) or \
+            not isinstance(b_const, np.ndarray) or b_const.ndim != 2 or any(
+                isinstance(imp.values.get(i), np.ndarray) and imp.values[i].dtype != np.float32
+                for i in (ins[1], ins[4], ins[6])):
+        return general_qlinear_matmul(imp, node, attrs)
     a = _qtensor(imp, node, 0, 1, 2, "input a")
     b = _qtensor(imp, node, 3, 4, 5, "input b", axis=1)
     bdata = _const_q(b)
@@ -483,6 +522,8 @@ def _qlinear_gap(imp, node, attrs):
 
 
 def _quantize_linear(imp, node, attrs):
+    if needs_general_path(imp, node, attrs):
+        return general_quantize(imp, node, attrs)
     params = imp.quant_params_of(node)
     if params is None:
         raise ModelError(f"{node_label(node)}: scale and zero point must be constant initializers")
@@ -503,6 +544,8 @@ def _quantize_linear(imp, node, attrs):
 
 
 def _dequantize_linear(imp, node, attrs):
+    if needs_general_path(imp, node, attrs):
+        return general_dequantize(imp, node, attrs)
     params = imp.quant_params_of(node)
     if params is None:
         raise ModelError(f"{node_label(node)}: scale and zero point must be constant initializers")

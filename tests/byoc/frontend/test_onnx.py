@@ -196,8 +196,9 @@ def test_graph_that_is_not_topologically_sorted():
     (h.make_node("Conv", ["x", "w"], ["y"], auto_pad="WEIRD"), "auto_pad"),
     (h.make_node("Reshape", ["x", "x"], ["y"]), "must be a constant"),
     (h.make_node("Transpose", ["x"], ["y"], perm=[0, 0, 1, 2]), "not a permutation"),
-    (h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1), "ceil_mode"),
-    (h.make_node("Pad", ["x", "w"], ["y"], mode="reflect"), "reflect"),
+    (h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1), "storage_order"),
+    (h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2, 2]), "3-D pooling"),
+    (h.make_node("Pad", ["x", "w"], ["y"], mode="mirror"), "Pad mode 'mirror'"),
     (h.make_node("Conv", ["x", "w"], ["y"], group=3), "groups"),
 ])
 def test_bad_nodes_raise_model_error_naming_the_node(node, msg):

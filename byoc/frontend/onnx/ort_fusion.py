@@ -1,0 +1,77 @@
+"""Which QDQ groups onnxruntime's CPU provider fuses into integer kernels (x86, default ORT_ENABLE_ALL).
+
+byoc follows onnxruntime's *optimized* session (the default ``GraphOptimizationLevel.ORT_ENABLE_ALL``), not
+``ORT_DISABLE_ALL``: a group onnxruntime fuses becomes the integer qnn chain of its QLinear kernel, every other
+group runs as ``qnn.dequantize → float op → qnn.quantize`` exactly as onnxruntime runs it. Two of onnxruntime's
+graph transformations decide which groups fuse, and both change results, so the importer reproduces them:
+
+1. ``EnsureUniqueDQForNodeUnit`` gives every consumer of a DequantizeLinear its own copy; then
+   ``QDQS8ToU8Transformer`` rewrites an int8 QuantizeLinear → DequantizeLinear pair to uint8 (zero point + 128,
+   the same real values) only when the QuantizeLinear has exactly one consumer edge, that consumer is the
+   DequantizeLinear, both zero points are constant int8 scalars of equal value and neither output is a graph
+   output (the DequantizeLinear's output may be one). A tensor that fans out (a residual stream, Concat branches, x·sigmoid(x)) therefore stays int8.
+2. The QDQ selectors then fuse a group only when the element types line up (after the rewrite above):
+
+   ========================================  =============================================================
+   Conv, MatMul                              activation uint8 (x86 refuses int8 activations), output type =
+                                             input type; 16-bit never
+   Gemm                                      A, output of one 8-bit type (int8 A needs int8 B)
+   Add, Mul                                  both inputs and the output of one 8-bit type
+   Concat                                    every input and the output of one 8-bit type
+   AveragePool, GlobalAveragePool, Softmax   input and output of one 8-bit type
+   Sigmoid, LeakyRelu                        (fused or not, the result is the same 256-entry table)
+   Reshape, Flatten, Transpose, Squeeze,     dropped when parameters are equal (exact either way)
+   Unsqueeze, MaxPool, Relu, Clip
+   ========================================  =============================================================
+
+16-bit activations are never fused by the CPU provider (its QLinear kernels are 8-bit only).
+"""
+from __future__ import annotations
+
+__all__ = ["s8_to_u8_quantize_nodes", "group_fuses", "EIGHT_BIT"]
+
+EIGHT_BIT = ("int8", "uint8")
+_DEFAULT = ("", "ai.onnx")
+
+
+def _is(node, op) -> bool:
+    return node.op_type == op and node.domain in _DEFAULT
+
+
+def s8_to_u8_quantize_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: set[str], values) -> set[int]:
+    """Indices of the QuantizeLinear nodes that QDQS8ToU8Transformer rewrites to uint8 (see the module doc)."""
+    out = set()
+    for i, n in enumerate(nodes):
+        if not _is(n, "QuantizeLinear") or len(n.input) != 3 or not n.output or n.output[0] in graph_outputs:
+            continue
+        users = consumers.get(n.output[0], [])
+        if len(users) != 1 or not _is(nodes[users[0]], "DequantizeLinear"):
+            continue
+        dq = nodes[users[0]]
+        if len(dq.input) != 3 or dq.input[0] != n.output[0] or not dq.output:
+            continue
+        if len(consumers.get(dq.output[0], [])) > 1:  # EnsureUniqueDQForNodeUnit would add a second edge
+            continue
+        zq, zd = values.get(n.input[2]), values.get(dq.input[2])
+        if not all(getattr(z, "dtype", None) is not None and z.dtype.name == "int8" and z.size == 1
+                   for z in (zq, zd)):
+            continue
+        if int(zq.reshape(-1)[0]) != int(zd.reshape(-1)[0]):
+            continue
+        out.add(i)
+    return out
+
+
+_SAME_8BIT = {"Add", "Mul", "Concat", "AveragePool", "GlobalAveragePool", "Softmax"}
+
+
+def group_fuses(op_type: str, in_types: list[str], out_type: str) -> bool:
+    """Whether onnxruntime fuses DQ(inputs) → op → Q(out) on x86, given the element types it sees after the
+    S8→U8 rewrite (``in_types``: the activation inputs' types; constants are not listed)."""
+    if op_type in ("Conv", "MatMul"):
+        return bool(in_types) and in_types[0] == "uint8" and out_type == "uint8"
+    if op_type == "Gemm":
+        return bool(in_types) and in_types[0] in EIGHT_BIT and out_type == in_types[0]
+    if op_type in _SAME_8BIT:
+        return out_type in EIGHT_BIT and all(t == out_type for t in in_types)
+    return True  # exact either way (data movement, max pooling, clipping, table activations)
