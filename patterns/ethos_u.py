@@ -105,21 +105,8 @@ def _kernel_hw(ctx) -> tuple[int, int]:
     return (w.shape[layout.index("H")], w.shape[layout.index("W")]) if w is not None else (0, 0)
 
 
-def _cin(ctx) -> int | None:
-    t = ttype(ctx["data"])
-    return t.shape[3] if t is not None and t.ndim == 4 else None
-
-
-@rule("groups is 1 (an ordinary convolution)", guard=True)
-def _ordinary(ctx):
-    g = ctx["conv"].attrs.groups
-    return None if g == 1 else f"found groups={g}"
-
-
-@rule("groups equals the input channels (a depthwise convolution)", guard=True)
-def _depthwise(ctx):
-    g, cin = ctx["conv"].attrs.groups, _cin(ctx)
-    return None if cin is not None and g == cin and g > 1 else f"found groups={g} with {cin} input channels"
+# the convolution-kind rules are the npu table's (one definition each)
+_cin, _ordinary, _depthwise = _npu._cin, _npu._ordinary, _npu._depthwise
 
 
 def _resized_stride(ifm_width: int, stride: int) -> int:
