@@ -81,6 +81,7 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _yes("tvm.relay.var tvm.relay.const tvm.relay.Function tvm.relay.Call tvm.relay.Var tvm.relay.Constant "
            "tvm.relay.Tuple tvm.relay.TupleGetItem tvm.relay.Let tvm.relay.If tvm.relay.GlobalVar")
     + _yes("tvm.relay.expr.Call tvm.relay.expr.Constant tvm.relay.expr.Var tvm.relay.expr.const")
+    + _yes("tvm.relay.nn.upsampling tvm.relay.nn.matmul")
     + _yes("tvm.relay.nn.conv2d tvm.relay.nn.batch_norm tvm.relay.nn.relu tvm.relay.nn.dense "
            "tvm.relay.qnn.op.conv2d tvm.relay.qnn.op.requantize tvm.relay.qnn.op.quantize")
     + _yes("tvm.relay.transform.InferType tvm.relay.transform.MergeComposite tvm.relay.transform.AnnotateTarget "

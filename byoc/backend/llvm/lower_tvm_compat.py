@@ -261,3 +261,37 @@ def _variance(ctx, builder, node, args):
         res = builder.fdiv(builder.load(acc), ir.Constant(ty, float(max(n, 0))))
         ctx.emit_output(builder, oidx, res)
 
+
+
+# --- nn.upsampling: lowered as the image.resize2d it is ------------------------------------------------------
+
+def _as_resize_call(node):
+    from ...ir.expr import Call, Op
+    from ...ops.upsampling import as_resize_attrs
+    call = Call(Op.get("image.resize2d"), node.args, as_resize_attrs(node.args[0].checked_type.shape, node.attrs))
+    object.__setattr__(call, "_checked_type", node.checked_type)
+    return call
+
+
+def _upsampling_nearest(node) -> bool:
+    return node.attrs.method == "nearest_neighbor"
+
+
+def _upsampling_index(ctx, builder, node, out_index):
+    from .lowering import get_lowering
+    call = _as_resize_call(node)
+    return get_lowering(call).index_map(ctx, builder, call, out_index)
+
+
+@lower_element("nn.upsampling", index_map=_upsampling_index)
+def _upsampling(ctx, builder, node, args):
+    from .lowering import get_lowering
+    call = _as_resize_call(node)
+    return get_lowering(call).compute(ctx, builder, call, args)
+
+
+@lower_kernel("nn.upsampling", when=lambda node: not _upsampling_nearest(node))
+def _upsampling_bilinear(ctx, builder, node, args):
+    from .lowering import get_lowering
+    call = _as_resize_call(node)
+    return get_lowering(call).emit(ctx, builder, call, args)

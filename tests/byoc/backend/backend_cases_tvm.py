@@ -100,6 +100,15 @@ def _variance(rs):
     return relay.Function([x], call), {"x": _f(rs, (2, 3, 7))}, False
 
 
+def _upsampling(method, layout, shape, dtype):
+    def make(rs):
+        x = relay.var("x", shape=shape, dtype=dtype)
+        y = relay.nn.upsampling(x, scale_h=2, scale_w=1.5, layout=layout, method=method)
+        ins = {"x": _i(rs, shape, dtype) if dtype == "int8" else _f(rs, shape)}
+        return relay.Function([x], y), ins, True
+    return make
+
+
 TVM_CASES = {
     "log": _unary("log", 0.001, 50.0), "erf": _unary("erf", -3.0, 3.0),
     "power": lambda rs: _power_float(rs),
@@ -108,4 +117,5 @@ TVM_CASES = {
     "zeros": _create("zeros"), "ones": _create("ones"), "zeros_like": _create("zeros_like"),
     "ones_like": _create("ones_like"),
     "einsum": _einsum, "nn.matmul": _matmul, "layout_transform": _layout, "variance": _variance,
+    "nn.upsampling": _upsampling("nearest_neighbor", "NCHW", (1, 2, 3, 4), "int8"),
 }

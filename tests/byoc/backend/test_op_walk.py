@@ -64,3 +64,23 @@ def test_op_matches_reference(op):
     assert exe.ir_texts, "no kernel was generated"
     for text in exe.ir_texts.values():
         llvm.parse_assembly(text).verify()
+
+
+def test_upsampling_is_tvms_nearest_and_bilinear_resize():
+    from byoc import relay
+    from backend_cases_tvm import _upsampling
+    x = np.arange(2 * 3 * 4, dtype="float32").reshape(1, 2, 3, 4)
+    v = relay.var("x", shape=(1, 2, 3, 4))
+    func = relay.Function([v], relay.nn.upsampling(v, scale_h=2, scale_w=2))
+    ref, out, _ = run_both(func, {"x": x})
+    want = np.repeat(np.repeat(x, 2, axis=2), 2, axis=3)           # nearest, integer scales: a pixel repeat
+    np.testing.assert_array_equal(ref[0], want)
+    np.testing.assert_array_equal(out[0], want)
+    rs = np.random.RandomState(0)
+    func, inputs, _ = _upsampling("bilinear", "NHWC", (1, 3, 4, 2), "float32")(rs)
+    ref, out, _ = run_both(func, inputs)
+    assert ref[0].shape == (1, 6, 6, 2)         # round(3·2) × round(4·1.5)
+    assert_matches(ref, out, True, "nn.upsampling bilinear")
+    # asymmetric coordinates: output row y reads y·(3/6), so row 1 is halfway between input rows 0 and 1
+    xi = inputs["x"]
+    np.testing.assert_allclose(ref[0][0, 1, 0], (xi[0, 0, 0] + xi[0, 1, 0]) / 2, rtol=1e-6)
