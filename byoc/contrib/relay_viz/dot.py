@@ -18,8 +18,13 @@ class DotVizParser(DefaultVizParser):
     """The default parser (TVM's DotVizParser adds nothing to it)."""
 
 
+def _value(v) -> str:
+    """A quoted DOT attribute value; a newline becomes DOT's centred line break ``\\n``."""
+    return _quote(str(v)).replace("\n", "\\n")
+
+
 def _attrs(d: dict | None) -> str:
-    return " ".join(f"{k}={_quote(str(v))}" for k, v in (d or {}).items())
+    return " ".join(f"{k}={_value(v)}" for k, v in (d or {}).items())
 
 
 class DotGraph(VizGraph):

@@ -125,3 +125,23 @@ def test_term_plotter_draws_the_tree_as_tvm(capsys):
         "   |  `--Var(Input) name_hint: x, shape: (1, 2), dtype: float32",
         "   `--Var(Input) name_hint: y, shape: (1, 2), dtype: float32",
     ]) + "\n"
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_dot_plotter_render_kwargs_and_node_attrs(tmp_path):
+    x = relay.var("x", shape=(1, 3, 8, 8), dtype="float32")
+    w = relay.var("w", shape=(4, 3, 3, 3), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x, w], relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))))
+
+    def node_attr(node):
+        return {"color": "red", "shape": "box"} if "nn.conv2d" in node.type_name else {"shape": "ellipse"}
+
+    plotter = DotPlotter(get_node_attr=node_attr, render_kwargs={"format": "svg", "cleanup": False})
+    relay_viz.RelayVisualizer(mod, relay_param={"w": np.zeros((4, 3, 3, 3), "float32")}, plotter=plotter,
+                              parser=DotVizParser()).render(str(tmp_path / "g"))
+    dot_text = (tmp_path / "g").read_text()            # kept: cleanup=False
+    assert 'label="Call nn.conv2d\\nstrides: [1, 1]' in dot_text and 'color="red"' in dot_text
+    assert 'label="Var(Param)\\nname_hint: w' in dot_text and 'label="Var(Input)\\nname_hint: x' in dot_text
+    assert "<svg" in (tmp_path / "g.svg").read_text()
+    with pytest.raises(tvm.errors.ByocError, match="render_kwargs"):
+        DotPlotter(render_kwargs={"engine": "neato"}).render(str(tmp_path / "h"))
