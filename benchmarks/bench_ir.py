@@ -5,6 +5,8 @@ qnn.requantize → clip → add (residual)``, so every op has attributes, scalar
 (the metadata section grows with the graph). Peer, measured in the same run: one ``InferType`` over the same
 module (a single linear pass), so "ratio" reads "printing/parsing costs N type-inference passes". Growth rows
 compare each size with the previous one: 10× more ops should cost about 10× the time (target ≤ 12×).
+"infer untyped" types a float conv/bias/relu/add chain whose weight and bias variables have no type (each
+takes the type its op determines: Relay's unification case), same sizes.
 Times are the best of several runs in CPU seconds of this process (``time.process_time``), which stays
 meaningful when the machine is shared.
 """
@@ -37,6 +39,24 @@ def quantized_chain(n_ops: int):
     return byoc.IRModule.from_expr(relay.Function([x], e))
 
 
+UNTYPED_OPS_PER_BLOCK = 4
+
+
+def untyped_chain(n_ops: int):
+    """x → [nn.conv2d (1x1, weight %w_i) → nn.bias_add (%b_i) → nn.relu → add(residual)] × n_ops/4, float32
+    [1, 4, 4, 4], where no weight or bias variable has a type: InferType takes each from its use (conv2d's
+    channels / kernel_size, bias_add's axis), TVM's unification case."""
+    import byoc
+    from byoc import relay
+    x = relay.var("input", shape=(1, 4, 4, 4), dtype="float32")
+    e = x
+    for i in range(n_ops // UNTYPED_OPS_PER_BLOCK):
+        y = relay.nn.conv2d(e, relay.var(f"w{i}"), channels=4, kernel_size=(1, 1))
+        y = relay.nn.relu(relay.nn.bias_add(y, relay.var(f"b{i}")))
+        e = relay.add(y, e)
+    return byoc.IRModule.from_expr(relay.Function(relay.analysis.free_vars(e), e))
+
+
 def _best_s(fn, repeats: int, setup=lambda: None) -> tuple[float, object]:
     """The least CPU time of ``repeats`` calls ``fn(setup())`` (setup untimed)."""
     best, out = float("inf"), None
@@ -57,7 +77,8 @@ def measure(n_ops: int, repeats: int) -> dict:
     parse_s, parsed = _best_s(lambda _: byoc.parse(text), repeats)
     if not byoc.structural_equal(parsed, typed):
         raise AssertionError(f"round trip of the {n_ops}-op graph is not structurally equal")
-    return {"infer": infer_s, "print": print_s, "parse": parse_s, "chars": len(text)}
+    untyped_s, _ = _best_s(lambda mod: InferType()(mod), repeats, setup=lambda: untyped_chain(n_ops))
+    return {"infer": infer_s, "print": print_s, "parse": parse_s, "chars": len(text), "infer untyped": untyped_s}
 
 
 def run() -> list[dict]:
@@ -66,9 +87,9 @@ def run() -> list[dict]:
     previous = None
     for n in SIZES:
         m = measure(n, repeats=5 if n <= 10_000 else 2)
-        for phase in ("infer", "print", "parse"):
+        for phase in ("infer", "print", "parse", "infer untyped"):
             row = {"name": f"{phase} {n} ops", "value": m[phase] * 1e3, "unit": "ms"}
-            if phase != "infer":
+            if phase not in ("infer", "infer untyped"):
                 row.update({"peer": "InferType, same module", "peer_value": m["infer"] * 1e3,
                             "ratio": m[phase] / m["infer"]})
             if n == 10_000:
@@ -76,7 +97,7 @@ def run() -> list[dict]:
             rows.append(row)
         rows.append({"name": f"text size {n} ops", "value": m["chars"] / 1e6, "unit": "MB"})
         if previous is not None:
-            for phase in ("infer", "print", "parse"):
+            for phase in ("infer", "print", "parse", "infer untyped"):
                 rows.append({"name": f"{phase} growth {n // 10}→{n} ops", "value": m[phase] / previous[phase],
                              "unit": "× time for 10× ops", "target": "<= 12"})
         previous = m

@@ -66,11 +66,22 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _partial("tvm.runtime.load_module", "reads export_library's byoc artifact (not a shared library)")
     + _yes("tvm.runtime.save_param_dict tvm.runtime.load_param_dict")
     + _yes("tvm.contrib.graph_executor.GraphModule tvm.contrib.graph_executor.create")
-    + _no("tvm.contrib.cudnn", "only tvm.contrib.graph_executor is provided")
+    + _no("tvm.contrib.cudnn", "only tvm.contrib.graph_executor and relay_viz are provided")
+    + _yes("tvm.contrib.relay_viz.RelayVisualizer tvm.contrib.relay_viz.TermPlotter "
+           "tvm.contrib.relay_viz.TermVizParser tvm.contrib.relay_viz.DotVizParser "
+           "tvm.contrib.relay_viz.interface.VizParser tvm.contrib.relay_viz.interface.VizNode "
+           "tvm.contrib.relay_viz.interface.VizEdge tvm.contrib.relay_viz.terminal.TermGraph")
+    + _partial("tvm.contrib.relay_viz.DotPlotter", "writes DOT text and runs Graphviz's dot program (no graphviz "
+               "Python package); render_kwargs: format (default pdf), cleanup, directory")
+    + _yes("tvm.relay.testing.resnet.get_workload tvm.relay.testing.mobilenet.get_workload "
+           "tvm.relay.testing.create_workload tvm.relay.testing.init.Xavier tvm.relay.testing.init.Constant "
+           "tvm.relay.testing.layers.batch_norm_infer tvm.relay.testing.layers.conv2d "
+           "tvm.relay.testing.layers.dense_add_bias tvm.relay.testing.run_opt_pass")
     # --- Relay expressions, builders, passes, patterns
     + _yes("tvm.relay.var tvm.relay.const tvm.relay.Function tvm.relay.Call tvm.relay.Var tvm.relay.Constant "
            "tvm.relay.Tuple tvm.relay.TupleGetItem tvm.relay.Let tvm.relay.If tvm.relay.GlobalVar")
     + _yes("tvm.relay.expr.Call tvm.relay.expr.Constant tvm.relay.expr.Var tvm.relay.expr.const")
+    + _yes("tvm.relay.nn.upsampling tvm.relay.nn.matmul")
     + _yes("tvm.relay.nn.conv2d tvm.relay.nn.batch_norm tvm.relay.nn.relu tvm.relay.nn.dense "
            "tvm.relay.qnn.op.conv2d tvm.relay.qnn.op.requantize tvm.relay.qnn.op.quantize")
     + _yes("tvm.relay.transform.InferType tvm.relay.transform.MergeComposite tvm.relay.transform.AnnotateTarget "

@@ -32,7 +32,9 @@ def _float_unary(name, fn, doc):
 
 
 _erf64 = np.vectorize(math.erf, otypes=[np.float64])
-_float_unary("log", np.log, "Natural logarithm (IEEE: log(0) = -inf, log(x < 0) = nan).")
+_float_unary("log", lambda x: np.log(x.astype(np.float64)),
+             "Natural logarithm computed in double and rounded to the input dtype (log(0) = -inf, log(x < 0) = "
+             "nan).")
 _float_unary("erf", lambda x: _erf64(x.astype(np.float64)),
              "Gauss error function, computed in double and rounded to the input dtype.")
 
@@ -56,8 +58,8 @@ def _power(args, attrs):
         if np.any(b < 0):
             raise ExecutionError("power: a negative integer exponent has no integer result")
         return np.power(a.astype(np.int64), b.astype(np.int64)).astype(a.dtype)  # wraps like C
-    with np.errstate(all="ignore"):
-        return np.power(a, b).astype(a.dtype)
+    with np.errstate(all="ignore"):   # in double, rounded to the dtype (as the CPU kernel calls C's pow)
+        return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
 
 
 def _shift(name, fn):

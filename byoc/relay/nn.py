@@ -114,3 +114,12 @@ def matmul(tensor_a, tensor_b, units=None, out_dtype="", transpose_a=False, tran
     return make_call("nn.matmul", (tensor_a, tensor_b), dict(units=units, out_dtype=out_dtype or "",
                                                           transpose_a=bool(transpose_a),
                                                           transpose_b=bool(transpose_b)))
+
+
+__all__ += ["upsampling"]
+
+
+def upsampling(data, scale_h=1, scale_w=1, layout="NCHW", method="nearest_neighbor", align_corners=False):
+    """TVM's ``nn.upsampling`` (an image.resize2d to round(H·scale_h) × round(W·scale_w))."""
+    return make_call("nn.upsampling", (data,), dict(scale_h=float(scale_h), scale_w=float(scale_w), layout=layout,
+                                                    method=method, align_corners=bool(align_corners)))

@@ -184,6 +184,8 @@ class _Parser:
                 ann = self.parse_type() if self.accept(":") else None
                 self.expect("=", "'=' in the let binding")
                 cont = ("let", Var(var_tok[1:], ann))
+                if toks[self.i] == "fn":   # a let-bound function sees itself (Relay's recursive let: loops)
+                    self._define(top, var_tok, cont[1])
             elif tok == "free_var":
                 self._free_var(top)
                 continue

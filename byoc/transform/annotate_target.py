@@ -184,6 +184,13 @@ class _Annotator:
             return post
         if pre.args and is_begin(pre.args[0]) and pre.args[0].attrs.compiler != DEFAULT_TARGET:
             return typed_like(rebuild(pre, kids), pre)  # annotated by an earlier run
+        if isinstance(pre.op, Var) and not self.include_non_call_ops:
+            # A call of a variable (a let-bound or recursive function) is not an op: without non-call ops TVM
+            # only closes its operands' regions, and gives the call no target.
+            new_call = Call(kids[0], tuple(self.end_of(a) for a in kids[1:]), pre.attrs, pre.span)
+            if pre._checked_type is not None:  # type: ignore[attr-defined]
+                new_call._set_checked_type(pre._checked_type)  # type: ignore[attr-defined]
+            return new_call
         target = self.decide(pre)
         if isinstance(pre.op, Op):
             callee, post_args = pre.op, kids

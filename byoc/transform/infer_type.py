@@ -31,6 +31,53 @@ def _type_children_args_first(node: Expr) -> tuple[Expr, ...]:
     return _type_children(node)
 
 
+class _RecursiveResult(Type):
+    """The not-yet-known return type of a let-bound function that calls itself (Relay's while-loop idiom,
+    ``let %loop = fn(...) { if (...) { %loop(...) } else { ... } }``). Relay's solver gives it a type variable
+    and unifies; here a recursive call's result may flow only into ``If`` branches and ``Let`` bodies (where
+    the other branch decides), which is what the idiom needs, and is replaced by the function's body type
+    once the function is typed."""
+
+    __slots__ = ("var", "nodes")
+
+    def __init__(self, var: Var):
+        self.var = var
+        self.nodes: list[Expr] = []          # nodes typed with this placeholder, patched at resolution
+
+    def __repr__(self) -> str:
+        return f"<return type of %{self.var.name_hint}>"
+
+
+# Ops typed as their operand, through which a recursive call's not-yet-known result may flow.
+_IDENTITY_TYPED = frozenset({"annotation.compiler_begin", "annotation.compiler_end"})
+
+
+def _pending(t) -> bool:
+    return type(t) is _RecursiveResult
+
+
+def _recursive_ref(var: Var, value: Function, touched) -> Type:
+    """The type of a reference to a let-bound function from inside its own body."""
+    for p in value.params:
+        if p._checked_type is None:
+            msg, hint = _unannotated_message(p)
+            raise TypeInferenceError(msg + f" (a parameter of the recursive function %{var.name_hint})", hint=hint)
+    params = tuple(p.checked_type for p in value.params)
+    if value.ret_type is not None:
+        return FuncType(params, value.ret_type)
+    return FuncType(params, _RecursiveResult(var))
+
+
+def _resolve_recursive(let: Let, touched) -> None:
+    """The let-bound function is typed: its variable gets the function's type, recursive calls its result."""
+    var, ft = let.var, let.value.checked_type
+    placeholder = var._checked_type.ret_type if isinstance(var._checked_type, FuncType) else None
+    if _pending(placeholder):
+        for n in placeholder.nodes:
+            n._set_checked_type(ft.ret_type)
+    _annotate(var, ft, touched)
+
+
 class _Unannotated(TypeInferenceError):
     """A variable without a type annotation (retried once in the arguments-first order)."""
 
@@ -157,6 +204,9 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
     if isinstance(node, Var):
         if node.type_annotation is not None:
             return node.type_annotation
+        if id(node) in let_value and type(let_value[id(node)]) is Function \
+                and let_value[id(node)]._checked_type is None:    # used inside its own (let-bound) function
+            return _recursive_ref(node, let_value[id(node)], touched)
         if id(node) in let_value:
             # As Relay's InferType, an unannotated variable gets its inferred type as annotation (filled in
             # place like a function's ret_type: it is a pure function of the value bound to it).
@@ -173,6 +223,12 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
             elif isinstance(node.op, GlobalVar) and node.op.name_hint in global_types:
                 _type_args_from_callee(node, global_types[node.op.name_hint], touched)
             arg_types = [a.checked_type for a in node.args]
+        for i, t in enumerate(arg_types):
+            if _pending(t):
+                if isinstance(node.op, Op) and node.op.name in _IDENTITY_TYPED and len(arg_types) == 1:
+                    t.nodes.append(node)        # BYOC's region markers wrap the recursive call: same type
+                    return t
+                raise _early_use(t, f"argument {i} of {_describe(node)}")
         if isinstance(node.op, Op):
             op_def = node.op.op_def
             if op_def.type_rel is None:
@@ -191,11 +247,18 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
         for i, (want, got) in enumerate(zip(ftype.arg_types, arg_types)):
             if want != got:
                 raise TypeInferenceError(f"function call argument {i}: expected {want}, found {got}")
+        if _pending(ftype.ret_type):
+            ftype.ret_type.nodes.append(node)
         return ftype.ret_type
     if isinstance(node, Tuple):
+        for i, f in enumerate(node.fields):
+            if _pending(f.checked_type):
+                raise _early_use(f.checked_type, f"field {i} of a tuple")
         return TupleType(tuple(f.checked_type for f in node.fields))
     if isinstance(node, TupleGetItem):
         t = node.tuple_value.checked_type
+        if _pending(t):
+            raise _early_use(t, "a tuple projection")
         if not isinstance(t, TupleType):
             raise TypeInferenceError(f"TupleGetItem on a non-tuple value of type {t}")
         if node.index >= len(t.fields):
@@ -203,15 +266,31 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
         return t.fields[node.index]
     if isinstance(node, Let):
         vt = node.var.checked_type
+        if (type(node.value) is Function and isinstance(vt, FuncType)
+                and node.var.type_annotation is None):     # a recursive let-bound function, now typed
+            _resolve_recursive(node, touched)
+            vt = node.var.checked_type
+        if _pending(node.value.checked_type):
+            raise _early_use(node.value.checked_type, f"the value of let %{node.var.name_hint}")
         if vt != node.value.checked_type:
             raise TypeInferenceError(f"let %{node.var.name_hint}: annotated {vt}, value has {node.value.checked_type}")
-        return node.body.checked_type
+        bt = node.body.checked_type
+        if _pending(bt):
+            bt.nodes.append(node)
+        return bt
     if isinstance(node, If):
         ct = node.cond.checked_type
         if not (isinstance(ct, TensorType) and ct.ndim == 0 and ct.dtype in ("bool", "int32", "int64", "int8",
                                                                                  "uint8")):
             raise TypeInferenceError(f"if condition must be a scalar bool, found {ct}")
         tt, ft = node.true_branch.checked_type, node.false_branch.checked_type
+        if _pending(tt) or _pending(ft):        # unify: the other branch decides the recursive result's type
+            if _pending(tt) and _pending(ft) and tt is ft:
+                tt.nodes.append(node)
+                return tt
+            if _pending(tt) and _pending(ft):
+                raise TypeInferenceError("if branches are results of two recursive functions, neither typed")
+            return ft if _pending(tt) else tt
         if tt != ft:
             raise TypeInferenceError(f"if branches disagree: then {tt}, else {ft}")
         return tt
@@ -221,6 +300,10 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
                 msg, hint = _unannotated_message(p)
                 raise TypeInferenceError(msg, hint=hint)
         body_t = node.body.checked_type
+        if _pending(body_t):
+            raise TypeInferenceError(f"the recursive function %{body_t.var.name_hint} never returns a value of "
+                                     "known type (every path calls it again)",
+                                     hint="give the function a return type: relay.Function(params, body, ret_type)")
         if node.ret_type is None:
             _fill_ret_type(node, body_t)
         elif node.ret_type != body_t:
@@ -233,6 +316,12 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
             return global_types[node.name_hint]
         raise TypeInferenceError(f"reference to unknown global function @{node.name_hint}")
     raise TypeInferenceError(f"cannot type node {type(node).__name__}")
+
+
+def _early_use(t: _RecursiveResult, where: str) -> TypeInferenceError:
+    return TypeInferenceError(f"the result of the recursive function %{t.var.name_hint} is used as {where} before "
+                              "its return type is known (only if-branches and let bodies can take it)",
+                              hint="give the function a return type: relay.Function(params, body, ret_type)")
 
 
 def _global_order(mod: IRModule, orders: dict[str, list[Expr]]) -> list[str]:

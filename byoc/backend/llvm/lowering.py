@@ -89,6 +89,7 @@ def _ensure_loaded() -> None:
     from . import lower_resize  # noqa: F401
     from . import lower_quant_more  # noqa: F401
     from . import lower_more3  # noqa: F401
+    from . import lower_tvm_compat  # noqa: F401
 
 
 def get_lowering(op: str | Call) -> Lowering | None:

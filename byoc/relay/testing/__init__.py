@@ -5,9 +5,9 @@ import numpy as np
 
 from ...ir.expr import Function
 from ...ir.module import IRModule
-from ...ir.types import TensorType
+from ...ir.types import TensorType  # noqa: F401
 
-__all__ = ["run_opt_pass", "run_infer_type", "create_workload"]
+__all__ = ["run_opt_pass", "run_infer_type", "create_workload", "init", "layers", "resnet", "mobilenet"]
 
 
 def run_opt_pass(expr, opt_pass, import_prelude: bool = False):
@@ -29,17 +29,5 @@ def run_infer_type(expr):
     return run_opt_pass(expr, InferType())
 
 
-def create_workload(net, initializer=None, seed: int = 0):
-    """``(mod, params)`` for a function: every parameter but ``data`` gets a seeded uniform random value."""
-    from ...transform import InferType
-    mod = InferType()(IRModule.from_expr(net))
-    rng = np.random.default_rng(seed)
-    params = {}
-    for p in mod["main"].params:
-        if p.name_hint == "data":
-            continue
-        t = p.checked_type
-        if not isinstance(t, TensorType):
-            continue
-        params[p.name_hint] = rng.uniform(-1.0, 1.0, size=t.shape).astype(t.dtype)
-    return mod, params
+from . import init, layers, mobilenet, resnet  # noqa: E402  (after the helpers: they import this package)
+from .init import create_workload  # noqa: E402

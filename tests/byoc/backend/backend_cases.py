@@ -326,3 +326,7 @@ def assert_matches(ref, out, exact: bool, what: str = ""):
 from backend_cases_more import MORE_CASES  # noqa: E402  (ops added with the wider TFLite coverage)
 
 CASES.update(MORE_CASES)
+
+from backend_cases_tvm import TVM_CASES  # noqa: E402  (the TVM-compatibility ops)
+
+CASES.update(TVM_CASES)

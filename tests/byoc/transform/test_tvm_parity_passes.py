@@ -27,14 +27,16 @@ def test_unannotated_params_of_a_called_function_take_the_argument_types():
 
 def test_ops_determine_the_types_of_unannotated_weights():
     data = relay.var("data", relay.TensorType((1, 3, 8, 8), "float32"))
-    w, g, b, m, v = (relay.var(n) for n in ("w", "g", "b", "m", "v"))
+    # names end as TVM's initialiser expects (weight, gamma, beta, mean, var): it fills parameters by suffix
+    w, g, b, m, v = (relay.var(n) for n in ("w_weight", "g_gamma", "b_beta", "m_mean", "v_var"))
     conv = relay.nn.conv2d(data, w, kernel_size=(3, 3), channels=4, padding=(1, 1))
     bn = relay.nn.batch_norm(conv, g, b, m, v)[0]
     mod, params = create_workload(relay.Function(relay.analysis.free_vars(bn), bn))
     types = {p.name_hint: p.checked_type for p in mod["main"].params}
-    assert types["w"] == relay.TensorType((4, 3, 3, 3), "float32")
-    assert all(types[n] == relay.TensorType((4,), "float32") for n in "gbmv")
-    assert sorted(params) == ["b", "g", "m", "v", "w"] and params["w"].shape == (4, 3, 3, 3)
+    assert types["w_weight"] == relay.TensorType((4, 3, 3, 3), "float32")
+    assert all(types[n] == relay.TensorType((4,), "float32") for n in ("g_gamma", "b_beta", "m_mean", "v_var"))
+    assert sorted(params) == ["b_beta", "g_gamma", "m_mean", "v_var", "w_weight"]
+    assert params["w_weight"].shape == (4, 3, 3, 3)
     # a variable nothing determines is still reported
     z = relay.var("z")
     with pytest.raises(TypeInferenceError, match="%z has no type annotation"):
