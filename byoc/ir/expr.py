@@ -164,6 +164,19 @@ class Op(Expr):
     def op_def(self):
         return _op_def(self.name)
 
+    # TVM's per-op attribute map (FTVMConvertOpLayout, target.<name> predicates, ...), held by the op registry
+    def get_attr(self, attr_key: str):
+        _op_def(self.name)   # binds the registry module
+        return _registry.get_op_attr(self.name, attr_key)
+
+    def set_attr(self, attr_key: str, value, plevel: int = 10) -> None:
+        _op_def(self.name)
+        _registry.register_op_attr(self.name, attr_key, value, plevel)
+
+    def reset_attr(self, attr_key: str) -> None:
+        _op_def(self.name)
+        _registry.remove_op_attr(self.name, attr_key)
+
     def __repr__(self) -> str:
         return f"Op({self.name})"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from ..errors import CodegenError, PartitionError
+from ..errors import ByocError, CodegenError, PartitionError
 from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.types import TupleType
@@ -212,7 +212,13 @@ def optimize_partition(func: Function) -> Function:
     if fn is None:
         return func
     from .infer_type import InferType
-    result = fn(InferType()(IRModule({"main": func.replace(attrs={})})))
+    try:
+        result = fn(InferType()(IRModule({"main": func.replace(attrs={})})))
+    except ByocError:
+        raise
+    except Exception as e:  # the user's function failed, not this pass: say whose it is, keep the cause
+        raise CodegenError(f"relay.ext.{compiler}.optimize raised {type(e).__name__}: {e}",
+                           hint="the registered optimize function failed on this partition") from e
     if not isinstance(result, IRModule) or "main" not in result:
         raise CodegenError(f"relay.ext.{compiler}.optimize returned {type(result).__name__}, not a module "
                            f"with a main function", hint="return the module it was given, transformed")
