@@ -61,7 +61,7 @@ def prepared(spec: ModelSpec) -> Prepared:
 
 
 METRIC_COLUMNS = ("cycles", "npu_seconds", "transfer_bytes", "transfer_seconds", "npu_macs", "total_macs",
-                  "offload_mac_share", "macs_per_cycle", "sram_bytes", "sram_high_water", "commands",
+                  "offload_mac_share", "macs_per_cycle", "sram_bytes", "sram_high_water", "commands", "fm_bytes_per_cycle",
                   *(f"util_{e}" for e in ENGINES))
 
 
@@ -100,7 +100,7 @@ def evaluate(prep: Prepared, cfg) -> tuple[dict, list[dict]]:
          "total_macs": prep.total_macs,
          "offload_mac_share": prep.npu_macs / prep.total_macs if prep.total_macs else 0.0,
          "macs_per_cycle": int(cfg.mac.macs_per_cycle), "sram_bytes": sum(b.size_bytes for b in cfg.local_buffers),
-         "sram_high_water": high_water, "commands": commands}
+         "sram_high_water": high_water, "commands": commands, "fm_bytes_per_cycle": float(fm.bytes_per_cycle)}
     for e in ENGINES:
         m[f"util_{e}"] = busy[e] / cycles if cycles else 0.0
     for k in sorted(area_bytes):

@@ -13,13 +13,17 @@ from dataclasses import dataclass, replace
 
 from byoc.errors import ConfigError
 
-__all__ = ["ConfigPoint", "apply_overrides", "canonical_config", "point_id", "model_hash", "FIELD_PATHS"]
+__all__ = ["UnknownAxisError", "ConfigPoint", "apply_overrides", "canonical_config", "point_id", "model_hash", "FIELD_PATHS"]
 
 AREA_FIELDS = ("bytes_per_cycle", "read_latency", "write_latency", "burst_bytes", "size_bytes")
 FIELD_PATHS = ("preset", "target", "clock_hz", "weight_compression", "sram_kib", "mac.<field>",
                "buffer.<name>.size_bytes", "area.<name>." + "|".join(AREA_FIELDS), "overheads.<field>")
 # Weight compression switched on without a ratio: Ethos-U55's typical encoded/raw ratio (the u55 preset's value).
 DEFAULT_COMPRESSION = 0.914
+
+
+class UnknownAxisError(ConfigError):
+    """An axis path no configuration has: a mistake in the sweep itself, refused before any point runs."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ def _apply(cfg, path: str, value):
         v = float(value) if parts[2] == "bytes_per_cycle" else int(value)
         return replace(cfg, memory_areas=tuple(replace(a, **{parts[2]: v}) if a.name == parts[1] else a
                                                for a in cfg.memory_areas))
-    raise ConfigError(f"unknown sweep axis {path!r}", hint="axes: " + ", ".join(FIELD_PATHS))
+    raise UnknownAxisError(f"unknown sweep axis {path!r}", hint="axes: " + ", ".join(FIELD_PATHS))
 
 
 def canonical_config(cfg) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from byoc.errors import ConfigError
 
 from .evaluate import ModelSpec
-from .points import apply_overrides, model_hash, point_id
+from .points import UnknownAxisError, apply_overrides, model_hash, point_id
 from .space import Space
 from .store import Store
 
@@ -51,6 +51,8 @@ def plan(specs: list[ModelSpec], space: Space, default_preset: str) -> list[tupl
             cj = json.dumps(coords, sort_keys=True, separators=(",", ":"))
             try:
                 pid = point_id(spec.sha, target, apply_overrides(coords, default_preset, target).config)
+            except UnknownAxisError:
+                raise
             except ConfigError:
                 pid = model_hash(f"{spec.sha}|{target}|invalid|{cj}".encode())[:24]
             if pid in seen:   # two coordinates that spell the same hardware: one point
@@ -88,16 +90,20 @@ def measure_cpu(spec: ModelSpec, repeat: int = 3) -> float:
     return float(module.estimate(make_inputs(model.mod["main"], (), 0), repeat).cpu_seconds)
 
 
-def sweep(models, space: Space, db, *, target: str = "npu", preset: str = "ethos-u55-256-like",
+def sweep(models, space, db, *, target: str = "npu", preset: str = "ethos-u55-256-like",
           workers: int | None = None, cluster: str | None = None, measure_cpu_time: bool = True,
           out_dir=None, progress: bool = True, on_point=None, semantics: str = "auto") -> SweepResult:
-    """Run ``space`` over ``models`` (paths) for ``target``, storing points in the SQLite file ``db``.
+    """Run ``space`` (a ``Space``, or ``{axis path: values}`` for a grid) over ``models`` (paths) for ``target``,
+    storing points in the SQLite file ``db``.
 
     ``workers``: local processes (default: the CPU count; 0 or 1 runs in this process). ``cluster``: a Ray address
     (``ray://host:port``, ``host:port``, ``auto`` or ``local``) runs the points as Ray tasks instead.
     ``out_dir``: write the results table, Pareto front, plots and HTML page there. ``on_point(row)`` is called
     after each stored point (the tests use it to interrupt a sweep)."""
     import npu_sim
+    if isinstance(space, dict):   # {axis path: values}: a grid
+        from .space import Axis
+        space = Space(tuple(Axis(k, values=tuple(v)) for k, v in space.items()))
     if preset not in npu_sim.PRESETS:
         raise ConfigError(f"sweep: unknown NPU preset {preset!r}", hint="presets: " + ", ".join(npu_sim.PRESETS))
     specs = [model_spec(m, target, semantics) for m in models]
