@@ -194,5 +194,8 @@ part's time <b>measured</b> on the host (not simulated).</p>
 <h2>Errors</h2>
 {html.escape(str(int((df["status"] != "ok").sum())))} point(s) failed;
 see the <code>error</code> column of results.csv.
+<script>/* lets a headless browser test see that the embedded plot decoded */
+window.addEventListener("load", () => {{ const i = document.getElementById("pareto-png");
+  document.body.dataset.paretoWidth = String(i.complete ? i.naturalWidth : 0); }});</script>
 </body></html>
 """
