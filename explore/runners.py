@@ -91,8 +91,12 @@ def _ray(specs, tasks, address: str):
     ray = _ray_module()
     started = False
     if not ray.is_initialized():
-        kw = {"address": None if address == "local" else address, "log_to_driver": False,
-              "include_dashboard": False} if not address.startswith("ray://") else {"address": address}
+        if address == "local":   # a throwaway single-machine cluster started here
+            kw = {"address": "local", "log_to_driver": False, "include_dashboard": False}
+        elif address.startswith("ray://"):
+            kw = {"address": address}
+        else:                    # "auto" or HOST:PORT of a running head
+            kw = {"address": address, "log_to_driver": False}
         try:
             ray.init(**kw)
         except Exception as e:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ... for a bad address

@@ -125,7 +125,6 @@ def sweep(models, space, db, *, target: str = "npu", preset: str = "ethos-u55-25
         try:
             for row in run_tasks(keyed, pending, workers=workers, cluster=cluster):
                 layers = row.pop("_layers")
-                row.pop("_pid", None)
                 if store.add(row, layers):
                     computed += 1
                 if bar:
