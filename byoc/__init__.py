@@ -20,6 +20,7 @@ _LAZY = {
     "partition_for": ("byoc.partition", "partition_for"),
     "build": ("byoc.build", "build"),
     "load": ("runtime.artifact", "load"),
+    "sweep": ("explore", "sweep"),   # design-space sweeps (explore/ sits above runtime and npu_sim)
     "testing": ("byoc.testing", None),
     # TVM's top-level names (``import byoc as tvm``): docs/porting-from-tvm.md
     "transform": ("byoc.transform", None),
