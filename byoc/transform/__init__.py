@@ -15,6 +15,7 @@ from .partition_graph import PartitionGraph
 from .alter_op_layout import AlterOpLayout
 from .inline import Inline
 from .fuse_ops import FuseOps
+from .defuse_ops import DefuseOps
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
@@ -22,4 +23,4 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "FoldConstant", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyInference", "ToANormalForm",
            "ToGraphNormalForm",
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
-           "FuseOps"]
+           "FuseOps", "DefuseOps"]
