@@ -16,6 +16,7 @@ from .alter_op_layout import AlterOpLayout
 from .inline import Inline
 from .fuse_ops import FuseOps
 from .defuse_ops import DefuseOps
+from .print_ir import PrintIR
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
@@ -23,4 +24,4 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "FoldConstant", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyInference", "ToANormalForm",
            "ToGraphNormalForm",
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
-           "FuseOps", "DefuseOps"]
+           "FuseOps", "DefuseOps", "PrintIR"]
