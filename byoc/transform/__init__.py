@@ -17,6 +17,8 @@ from .inline import Inline
 from .fuse_ops import FuseOps
 from .defuse_ops import DefuseOps
 from .print_ir import PrintIR
+from .legalize import Legalize, QnnLegalize
+from .canonicalize_ops import CanonicalizeOps
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
@@ -24,4 +26,5 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "FoldConstant", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyInference", "ToANormalForm",
            "ToGraphNormalForm",
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
-           "FuseOps", "DefuseOps", "PrintIR"]
+           "FuseOps", "DefuseOps", "PrintIR",
+           "Legalize", "QnnLegalize", "CanonicalizeOps"]

@@ -1,4 +1,4 @@
-"""``relay.qnn``: quantized op builders live in ``relay.qnn.op``."""
-from . import op
+"""``relay.qnn``: quantized op builders live in ``relay.qnn.op``; ``relay.qnn.transform.Legalize``."""
+from . import op, transform
 
-__all__ = ["op"]
+__all__ = ["op", "transform"]
