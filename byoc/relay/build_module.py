@@ -2,7 +2,9 @@
 ``bind_params_by_name``, ``build_config`` and ``create_executor``, over ``byoc.build``.
 
 ``relay.build(mod, target="llvm", params=None)`` runs each registered ``relay.ext.<compiler>.optimize`` function
-on the ``Compiler="<compiler>"`` partitions, then ``byoc.build``; the module is built as given (partition it
+on the ``Compiler="<compiler>"`` partitions, then TVM's Relay optimization pipeline under the current
+``PassContext`` (opt_level, required_pass, disabled_pass, instruments: ``byoc.relay.optimize``), then
+``byoc.build``; no partitioning happens here (partition
 first, e.g. with a table's ``partition_for_*``). Targets: ``"llvm"``, ``"npu, llvm"``, a ``Target``, or a dict
 ``{"cpu": ...}`` / a list, whose kinds are joined. ``executor``/``runtime`` objects other than the graph executor
 and the C++ runtime are refused."""
@@ -14,7 +16,14 @@ from ..ir.module import IRModule
 from ..transform.bind import bind_params_by_name
 from ..transform.pass_infra import PassContext
 
-__all__ = ["build", "bind_params_by_name", "build_config", "create_executor", "optimize_partitions"]
+__all__ = ["build", "bind_params_by_name", "build_config", "create_executor", "optimize_partitions", "optimize"]
+
+
+def optimize(mod: IRModule, homogeneous: bool = True) -> IRModule:
+    """TVM's Relay optimization pipeline (``relay.optimize``'s passes) under the current PassContext: see
+    ``byoc.relay.optimize``. The CPU backend inlines the fused primitive functions again and does its own fusion."""
+    from .optimize import optimize_sequence
+    return optimize_sequence(homogeneous)(mod)
 
 
 def _target_names(target, target_host) -> list[str]:
@@ -74,7 +83,7 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     if not isinstance(ir_mod, IRModule):
         raise CodegenError(f"relay.build expects an IRModule or Function, got {type(ir_mod).__name__}")
     names = _target_names(target, target_host)
-    mod = optimize_partitions(ir_mod)
+    mod = optimize(optimize_partitions(ir_mod), homogeneous=len(names) == 1)
     gm = byoc_build(mod, target=",".join(names), params=params, **options)
     return GraphExecutorFactoryModule(gm, mod_name, ir_mod)
 
