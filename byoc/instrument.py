@@ -6,7 +6,6 @@
 ``PassTimingInstrument``. Each printer takes an optional ``out`` callable (default ``print``)."""
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Callable
 
@@ -27,7 +26,6 @@ def pass_instrument(pi_cls=None):
             return cls
         wrapped = type(cls.__name__, (cls, PassInstrument), {"__doc__": cls.__doc__, "__module__": cls.__module__,
                                                             "__qualname__": cls.__qualname__})
-        functools.update_wrapper(wrapped.__init__, cls.__init__, updated=())
         return wrapped
     return wrap(pi_cls) if pi_cls is not None else wrap
 

@@ -9,4 +9,4 @@ __all__ = ["Legalize"]
 
 
 def Legalize():  # noqa: N802 - TVM's name
-    return Sequential([QnnLegalize(), InferType()], name="QnnLegalize")
+    return Sequential([QnnLegalize(), InferType()])
