@@ -36,6 +36,7 @@ _LAZY = {
     "get_global_func": ("byoc._ffi", "get_global_func"),
     "porting": ("byoc.porting", None),
     "ir": ("byoc.ir", None),
+    "instrument": ("byoc.instrument", None),
 }
 
 

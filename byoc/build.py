@@ -114,15 +114,16 @@ def get_codegen_entry(name: str) -> CodegenEntry | None:
 
 
 def inline_composites(mod: IRModule) -> IRModule:
-    """Replace calls to ``Composite`` function literals (MergeComposite's output) in main by their bodies: the
-    host backend runs plain ops. Functions that carry a ``Compiler`` attribute are left to their codegen."""
+    """Replace calls to ``Composite`` function literals (MergeComposite's output) and to FuseOps's primitive
+    functions in main by their bodies: the host backend runs plain ops (and does its own fusion). Functions that carry a ``Compiler`` attribute are left to their codegen."""
     from .ir.expr import Call
     from .ir.traversal import rewrite_post_order
     from .transform.bind import bind
+    from .transform.defuse_ops import is_primitive
 
     def fn(orig, new):
-        if isinstance(new, Call) and isinstance(new.op, Function) and "Composite" in new.op.attrs \
-                and "Compiler" not in new.op.attrs:
+        if isinstance(new, Call) and isinstance(new.op, Function) and "Compiler" not in new.op.attrs \
+                and ("Composite" in new.op.attrs or is_primitive(new.op)):
             return bind(new.op.body, dict(zip(new.op.params, new.args)))
         return None
 

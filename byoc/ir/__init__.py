@@ -18,7 +18,7 @@ __all__ = ["Attrs", "FrozenDict", "Call", "Constant", "Expr", "Function", "Globa
 def __getattr__(name):
     # TVM's tvm.ir sub-modules: tvm.ir.op, tvm.ir.container, tvm.ir.transform (the pass infrastructure)
     import importlib
-    if name in ("op", "container", "transform"):
+    if name in ("op", "container", "transform", "instrument"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("Array", "Map"):
         return getattr(importlib.import_module(f"{__name__}.container"), name)

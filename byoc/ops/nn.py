@@ -310,9 +310,9 @@ def _log_softmax_compute(args, attrs):
 
 
 register_op("nn.softmax", ("data",), attrs=SoftmaxAttrs, rel=_float_unary_rel("nn.softmax"),
-            fusion=FusionKind.OPAQUE, compute=_softmax_compute, doc="exp(x − max) / Σ exp(x − max) along axis.")
+            fusion=FusionKind.OUT_ELEMWISE_FUSABLE, compute=_softmax_compute, doc="exp(x − max) / Σ exp(x − max) along axis.")
 register_op("nn.log_softmax", ("data",), attrs=SoftmaxAttrs, rel=_float_unary_rel("nn.log_softmax"),
-            fusion=FusionKind.OPAQUE, compute=_log_softmax_compute, doc="x − max − log Σ exp(x − max) along axis.")
+            fusion=FusionKind.OUT_ELEMWISE_FUSABLE, compute=_log_softmax_compute, doc="x − max − log Σ exp(x − max) along axis.")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 ``bind_params_by_name``, ``build_config`` and ``create_executor``, over ``byoc.build``.
 
 ``relay.build(mod, target="llvm", params=None)`` runs each registered ``relay.ext.<compiler>.optimize`` function
-on the ``Compiler="<compiler>"`` partitions, then ``byoc.build``; the module is built as given (partition it
+on the ``Compiler="<compiler>"`` partitions, then TVM's Relay optimization pipeline under the current
+``PassContext`` (opt_level, required_pass, disabled_pass, instruments: ``byoc.relay.optimize``), then
+``byoc.build``; no partitioning happens here (partition
 first, e.g. with a table's ``partition_for_*``). Targets: ``"llvm"``, ``"npu, llvm"``, a ``Target``, or a dict
 ``{"cpu": ...}`` / a list, whose kinds are joined. ``executor``/``runtime`` objects other than the graph executor
 and the C++ runtime are refused."""
@@ -21,7 +23,14 @@ def bind_params_by_name(func, params: dict):
     return _bind_params_by_name(func, params, strict=False)
 
 
-__all__ = ["build", "bind_params_by_name", "build_config", "create_executor", "optimize_partitions"]
+__all__ = ["build", "bind_params_by_name", "build_config", "create_executor", "optimize_partitions", "optimize"]
+
+
+def optimize(mod: IRModule, homogeneous: bool = True) -> IRModule:
+    """TVM's Relay optimization pipeline (``relay.optimize``'s passes) under the current PassContext: see
+    ``byoc.relay.optimize``. The CPU backend inlines the fused primitive functions again and does its own fusion."""
+    from .optimize import optimize_sequence
+    return optimize_sequence(homogeneous)(mod)
 
 
 def _target_names(target, target_host) -> list[str]:
@@ -60,7 +69,8 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     if not isinstance(ir_mod, IRModule):
         raise CodegenError(f"relay.build expects an IRModule or Function, got {type(ir_mod).__name__}")
     names = _target_names(target, target_host)
-    mod = ir_mod   # relay.ext.<compiler>.optimize already ran in PartitionGraph, as in TVM
+    # relay.ext.<compiler>.optimize already ran in PartitionGraph, as in TVM
+    mod = optimize(ir_mod, homogeneous=len(names) == 1)
     gm = byoc_build(mod, target=",".join(names), params=params, **options)
     return GraphExecutorFactoryModule(gm, mod_name, ir_mod)
 

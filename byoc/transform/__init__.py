@@ -14,10 +14,17 @@ from .merge_compiler_regions import MergeCompilerRegions
 from .partition_graph import PartitionGraph
 from .alter_op_layout import AlterOpLayout
 from .inline import Inline
+from .fuse_ops import FuseOps
+from .defuse_ops import DefuseOps
+from .print_ir import PrintIR
+from .legalize import Legalize, QnnLegalize
+from .canonicalize_ops import CanonicalizeOps
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
            "InferType", "bind", "bind_params_by_name",
            "FoldConstant", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyInference", "ToANormalForm",
            "ToGraphNormalForm",
-           "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline"]
+           "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
+           "FuseOps", "DefuseOps", "PrintIR",
+           "Legalize", "QnnLegalize", "CanonicalizeOps"]

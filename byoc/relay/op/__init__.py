@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from ...ir.expr import Call, Expr, Op, Tuple, TupleGetItem, _as_expr
 from ...ops.registry import register_op_attr  # TVM spelling: relay.op.register_op_attr(op, "target.<t>")
+from .op import register_legalize, register_qnn_legalize  # noqa: E402
 
 __all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
            "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",
            "reshape", "squeeze", "expand_dims", "transpose", "concatenate", "split", "strided_slice", "mean", "sum",
-           "max", "min", "register_op_attr", "stack", "take", "argmax", "argmin", "broadcast_to"]
+           "max", "min", "register_op_attr", "stack", "take", "argmax", "argmin", "broadcast_to",
+           "register_legalize", "register_qnn_legalize"]
 
 
 def make_call(op_name: str, args, attrs: dict | None = None, span=None) -> Call:

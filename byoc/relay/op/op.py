@@ -4,7 +4,17 @@ from __future__ import annotations
 from ...ir.expr import Op
 from ...ops.registry import get_op_attr, register_op_attr
 
-__all__ = ["get", "register_op_attr", "get_op_attr"]
+__all__ = ["get", "register_op_attr", "get_op_attr", "register_legalize", "register_qnn_legalize"]
+
+
+def register_legalize(op_name: str, legal_op=None, level: int = 10):
+    """``relay.op.register_legalize(name, fn)``: ``fn(attrs, inputs, types)`` for ``relay.transform.Legalize``."""
+    return register_op_attr(op_name, "FTVMLegalize", legal_op, level)
+
+
+def register_qnn_legalize(op_name: str, legal_op=None, level: int = 10):
+    """``FTVMQnnLegalize`` for ``relay.qnn.transform.Legalize``."""
+    return register_op_attr(op_name, "FTVMQnnLegalize", legal_op, level)
 
 
 def get(op_name: str) -> Op:
