@@ -19,6 +19,7 @@ from .defuse_ops import DefuseOps
 from .print_ir import PrintIR
 from .legalize import Legalize, QnnLegalize
 from .canonicalize_ops import CanonicalizeOps
+from .convert_layout import ConvertLayout
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
@@ -27,4 +28,4 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "ToGraphNormalForm",
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
            "FuseOps", "DefuseOps", "PrintIR",
-           "Legalize", "QnnLegalize", "CanonicalizeOps"]
+           "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout"]

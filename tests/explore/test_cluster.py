@@ -1,4 +1,7 @@
-"""The Ray path: a real local Ray head on the loopback address, 2 worker CPUs, a worker killed mid-sweep."""
+"""The Ray path: a real local Ray cluster, 2 worker CPUs, a worker killed mid-sweep.
+
+Opt-in (``BYOC_RAY_TESTS=1``): Ray binds its cluster to the host's node address rather than loopback (it rewrites
+127.0.0.1 to it, measured with Ray 2.60), and tests here send traffic to loopback only."""
 from __future__ import annotations
 
 import os
@@ -14,6 +17,8 @@ from explore.store import Store
 from .conftest import KWS, space
 
 
+@pytest.mark.skipif(os.environ.get("BYOC_RAY_TESTS") != "1",
+                    reason="opt-in: BYOC_RAY_TESTS=1 (Ray's local cluster listens on the host address, not loopback)")
 def test_ray_sweep_with_a_killed_worker_equals_the_local_pool(reference_sweep, tmp_path):
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'byoc[cluster]' (the sweep's "
                                             "--cluster path is then tested)")

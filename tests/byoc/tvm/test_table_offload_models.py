@@ -12,22 +12,18 @@ import pytest
 
 from . import tvm_tables
 from .table_offload import KINDS, measure
+from tests.shared_models import SHARED_MODELS
 
 pytestmark = pytest.mark.skipif(not tvm_tables.available(),
                                 reason=f"TVM's table files are not at {tvm_tables.TVM_TABLES}")
 
 ROOT = Path(__file__).resolve().parents[3]
 MLCOMMONS = ROOT / "tests" / "data" / "mlcommons_tiny"
-SHARED = ROOT.parent / "shared" / "models"
+SHARED = SHARED_MODELS
 MODELS = [MLCOMMONS / n for n in ("kws_ref_model.tflite", "vww_96_int8.tflite", "ad01_int8.tflite",
                                   "str_ww_ref_model.tflite", "pretrainedResnet_quant.tflite")]
 MODELS += [SHARED / n for n in ("person_detect.tflite", "mobilenet_v2_quantized_1x3x224x224.tflite")]
 
-
-@pytest.fixture(scope="module")
-def tables(tmp_path_factory):
-    pytest.importorskip("ethosu.vela", reason="TVM's Ethos-U table needs ethos-u-vela (a test dependency)")
-    return tvm_tables.load_tables(tmp_path_factory.mktemp("tvm_tables"))
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda p: p.stem)

@@ -19,27 +19,6 @@ MODELS = Path(__file__).resolve().parents[2] / "data" / "mlcommons_tiny"
 PERSON_DETECT = SHARED_MODELS / PERSON_DETECT_NAME
 
 
-@pytest.fixture(scope="module")
-def tables(tmp_path_factory):
-    """TVM's tables register under TVM's target names; "ethos-u" is also byoc's own built-in target, so its
-    table and op predicates are put back afterwards (a registration the user makes replaces the built-in one)."""
-    pytest.importorskip("ethosu.vela", reason="TVM's Ethos-U table needs ethos-u-vela (a test dependency)")
-    from byoc.ops import registry as ops
-    from patterns import get_pattern_table, registry
-    get_pattern_table("ethos-u")
-    names = ("ethos-u", "cmsis-nn", "arm_compute_lib")
-    saved_tables = {t: (registry._TABLE_FUNCS.get(t), registry._TABLES.get(t)) for t in names}
-    saved_attrs = {k: v for k, v in ops._OP_ATTRS.items() if k[1] in {f"target.{t}" for t in names}}
-    yield tvm_tables.load_tables(tmp_path_factory.mktemp("tvm_tables"))
-    for t, (fn, table) in saved_tables.items():
-        for store, value in ((registry._TABLE_FUNCS, fn), (registry._TABLES, table)):
-            store.pop(t, None)
-            if value is not None:
-                store[t] = value
-    for k in [k for k in ops._OP_ATTRS if k[1] in {f"target.{t}" for t in names}]:
-        del ops._OP_ATTRS[k]
-    ops._OP_ATTRS.update(saved_attrs)
-
 
 def test_only_import_lines_are_changed():
     for f in tvm_tables.FILES:

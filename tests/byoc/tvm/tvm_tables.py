@@ -16,6 +16,7 @@ codegen-preparation passes run after PartitionGraph) are byoc's own builtins (``
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
@@ -94,3 +95,50 @@ def load_tables(workdir: Path) -> dict[str, object]:
         mods[mod_name] = importlib.import_module(mod_name)
     _LOADED.update(mods)
     return mods
+
+
+TARGETS = ("ethos-u", "cmsis-nn", "arm_compute_lib")
+_TVM_REGISTRATIONS: dict = {}   # what importing the tables registered: (table functions, op predicates)
+
+
+def _registrations():
+    from byoc.ops import registry as ops
+    from patterns import registry
+    keys = {f"target.{t}" for t in TARGETS}
+    return ({t: registry._TABLE_FUNCS.get(t) for t in TARGETS},
+            {k: v for k, v in ops._OP_ATTRS.items() if k[1] in keys})
+
+
+def _install(registrations) -> None:
+    from byoc.ops import registry as ops
+    from patterns import registry
+    funcs, attrs = registrations
+    for t, fn in funcs.items():
+        registry._TABLE_FUNCS.pop(t, None)
+        registry._TABLES.pop(t, None)
+        if fn is not None:
+            registry._TABLE_FUNCS[t] = fn
+    keys = {f"target.{t}" for t in TARGETS}
+    for k in [k for k in ops._OP_ATTRS if k[1] in keys]:
+        del ops._OP_ATTRS[k]
+    ops._OP_ATTRS.update(attrs)
+
+
+@contextlib.contextmanager
+def tables_installed(workdir: Path):
+    """TVM's tables registered under TVM's target names for the duration; byoc's own registrations under those
+    names (``ethos-u`` is also byoc's built-in target) come back afterwards. The modules import once per process
+    (they register global functions at import, as in TVM); later uses re-install what that import registered."""
+    from patterns import get_pattern_table
+    get_pattern_table("ethos-u")   # byoc's built-in table is loaded, so it is what gets restored
+    saved = _registrations()
+    first = not _LOADED
+    mods = load_tables(workdir)
+    if first:
+        _TVM_REGISTRATIONS["tables"] = _registrations()
+    else:
+        _install(_TVM_REGISTRATIONS["tables"])
+    try:
+        yield mods
+    finally:
+        _install(saved)
