@@ -15,6 +15,7 @@ import pytest
 import byoc
 from byoc.cli.common import load_model
 from byoc.partition import partition_for
+from tests.shared_models import SHARED_MODELS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vela_placement import placement, vela_executable  # noqa: E402
@@ -23,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "data" / "mlcommons_tiny"
 TINY_MODELS = sorted(TINY.glob("*.tflite"))
 OTHER_MODELS = [Path("/work/ext/models/pretrainedResnet_large_int8.tflite"),
-                *sorted((REPO / ".." / "shared" / "models").glob("*.tflite"))]
+                *sorted(SHARED_MODELS.glob("*.tflite"))]
 KWS = TINY / "kws_ref_model.tflite"
 
 

