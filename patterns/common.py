@@ -14,7 +14,7 @@ from byoc.ir.types import TensorType
 from byoc.relay.dataflow_pattern import is_constant, is_op, wildcard
 from byoc.relay.dataflow_pattern.check import MatchContext, Rule
 
-__all__ = ["ttype", "const_value", "is_scalar", "Getter", "capture", "root", "input_of", "dtype_rule",
+__all__ = ["ttype", "const_value", "is_scalar", "reduced_axes", "Getter", "capture", "root", "input_of", "dtype_rule",
            "batch_one_rule", "per_tensor_rule", "layout_rule", "fixed_point_rule", "clip_range_rule",
            "optional_clip", "LITERT_FC_REASON", "QUANT_DTYPES", "conv_chain"]
 
@@ -38,6 +38,14 @@ def const_value(e: Expr | None) -> np.ndarray | None:
 def is_scalar(e: Expr | None) -> bool:
     v = const_value(e)
     return v is not None and (v.size == 1 or bool(np.all(v.reshape(-1) == v.reshape(-1)[0])))
+
+
+def reduced_axes(call, ndim: int) -> tuple[int, ...]:
+    """The sorted non-negative axes a reduction call (``axis`` attr; None = all) reduces over."""
+    axis = call.attrs.axis
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(sorted(int(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
 
 
 def capture(name: str) -> Getter:

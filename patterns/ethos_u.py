@@ -23,7 +23,7 @@ from byoc.relay.dataflow_pattern.check import Check, Rule, rule
 
 from . import npu as _npu
 from .common import (capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule, input_of,
-                     layout_rule, optional_clip, per_tensor_rule, root, ttype)
+                     layout_rule, optional_clip, per_tensor_rule, reduced_axes, root, ttype)
 from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_preferred_semantics
 
 __all__ = ["pattern_table", "TARGET", "ETHOS_U_LOWERING", "ETHOS_U_PRESET", "PREFERRED_SEMANTICS",
@@ -310,9 +310,7 @@ def _mean_axes(ctx):
     t = ttype(core.args[0])
     if t is None or t.ndim != 4:
         return f"found input {t.shape if t else None}"
-    axis = core.attrs.axis
-    axes = tuple(sorted(int(a) % 4 for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))) \
-        if axis is not None else (0, 1, 2, 3)
+    axes = reduced_axes(core, 4)
     if axes != (1, 2) or core.attrs.exclude:
         return f"found axes {axes}"
     if t.shape[2] > MEAN_AXIS_MAX or t.shape[1] * t.shape[2] > MEAN_PRODUCT_MAX.get(t.dtype, 2 ** 16):

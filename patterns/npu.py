@@ -19,7 +19,8 @@ from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 
 from .common import (batch_one_rule, capture, clip_range_rule, const_value, conv_chain, dtype_rule,
-                     fixed_point_rule, input_of, layout_rule, optional_clip, per_tensor_rule, root, ttype)
+                     fixed_point_rule, input_of, layout_rule, optional_clip, per_tensor_rule, reduced_axes, root,
+                     ttype)
 from .registry import CompositePattern, register_op_predicate, register_pattern_table
 
 __all__ = ["pattern_table", "KERNEL_SIZES", "MAX_PAD", "MAX_CHANNELS"]
@@ -233,9 +234,7 @@ def _mean_axes(ctx):
     t = ttype(core.args[0])
     if t is None or t.ndim != 4:
         return f"found input {t.shape if t else None}"
-    axis = core.attrs.axis
-    axes = tuple(sorted(int(a) % 4 for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))) \
-        if axis is not None else (0, 1, 2, 3)
+    axes = reduced_axes(core, 4)
     if axes != (1, 2) or core.attrs.exclude:
         return f"found axes {axes}"
     return None if t.shape[1] * t.shape[2] <= 65536 else f"found {t.shape[1]}x{t.shape[2]}"
