@@ -135,6 +135,19 @@ class OpContext:
             raise self.fail("align_corners and half_pixel_centers cannot both be set (TFLite rejects it)")
         return size, align, half
 
+    def axis(self, value: int, rank: int, what: str = "axis") -> int:
+        """``value`` normalised into [0, rank), or a ModelError naming the op."""
+        if not -rank <= value < rank:
+            raise self.fail(f"{what} {value} is out of range for rank {rank}")
+        return value % rank
+
+    def same_dtype(self, *tensors: TensorInfo) -> str:
+        """The one dtype all ``tensors`` share (TFLite kernels require it), or a ModelError listing them."""
+        if len({t.dtype for t in tensors}) != 1:
+            raise self.fail("operands and result must share one dtype, found "
+                            + ", ".join(f"{t.label}: {t.dtype}" for t in tensors))
+        return tensors[0].dtype
+
     # ------------------------------------------------------------ quantization
     def quant(self, t: TensorInfo, what: str) -> tuple[float, int]:
         """(scale, zero point) of a per-tensor quantized activation, validated."""
@@ -152,6 +165,43 @@ class OpContext:
         if not lo <= zp <= hi:
             raise self.fail(f"{what} {t.label} has zero point {zp}, outside the {t.dtype} range [{lo}, {hi}]")
         return scale, zp
+
+    def expect_dtype(self, t: TensorInfo, allowed: tuple[str, ...], op: str) -> None:
+        if t.dtype not in allowed:
+            raise self.fail(f"{t.label} is {t.dtype}; {op} takes " + ", ".join(allowed), hint="LiteRT rejects it too")
+
+    def zero_points_zero(self, *tensors: TensorInfo) -> None:
+        """LiteRT's int16 kernels are symmetric: every int16 operand and result has zero point 0 (ENSUREd)."""
+        for t in tensors:
+            zp = int(t.quant.zero_point[0]) if t.quant is not None and t.quant.zero_point.size else 0
+            if zp != 0:
+                raise self.fail(f"int16 {self.op.opcode} needs zero point 0 on every tensor, found {zp} on {t.label}",
+                                hint="LiteRT rejects this model too")
+
+    def prepare(self, fn) -> None:
+        """Run LiteRT's Prepare-time parameter derivation at import, so broken scales are refused here."""
+        try:
+            fn()
+        except ByocError as e:
+            raise self.fail(e.message, hint=e.hint) from None
+
+    def quant_operands(self, *tensors_and_roles) -> list[Expr]:
+        """(scale, zero point) constants for each (tensor, role), in that order."""
+        out: list[Expr] = []
+        for t, role in tensors_and_roles:
+            s, zp = self.quant(t, role)
+            out += [self.const(s, "float32"), self.const(zp, "int32")]
+        return out
+
+    def same_quant(self, a: TensorInfo, b: TensorInfo, why: str) -> None:
+        """LiteRT's TF_LITE_ENSURE_EQ on (scale, zero point) of two quantized tensors."""
+        if a.dtype not in QUANT_DTYPES:
+            return
+        sa, za = self.quant(a, "input")
+        sb, zb = self.quant(b, "output")
+        if np.float32(sa) != np.float32(sb) or za != zb:
+            raise self.fail(f"{a.label} has (scale {sa}, zero point {za}) but {b.label} has ({sb}, {zb}); {why} "
+                            "requires equal quantization", hint="LiteRT rejects this model too")
 
     def weight_quant(self, t: TensorInfo, axis: int, what: str) -> tuple[np.ndarray, np.ndarray]:
         """(scales, zero points) of a weight quantized per tensor or per channel along ``axis``."""

@@ -1,4 +1,5 @@
-"""TFLite converters for the weighted ops: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV.
+"""TFLite converters for the weighted ops and matrix products: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+TRANSPOSE_CONV, BATCH_MATMUL.
 
 Quantized chains are TVM's frontend's (docs/architecture.md, "TFLite import conventions"): ``qnn.conv2d(padding
 inside, kernel HWIO; depthwise HWOI [KH, KW, Cin, M]) → nn.bias_add → qnn.requantize [→ clip]``. The requantize
@@ -16,11 +17,91 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.expr import Expr
-from .tflite_context import QUANT_DTYPES, OpContext, converter
+from .tflite_context import OpContext, QUANT_DTYPES, converter
 from .tflite_quant import conv_products_for, conv_scale_products, float32_scale_products, same_padding
 from .tflite_reader import DTYPES
 
+
+def _matmul_operand(ctx: OpContext, i: int, batch: tuple, out_batch: tuple) -> Expr:
+    """Input ``i`` as a 3-D [batch, rows, cols] operand of batch_matmul: broadcast only when its own batch
+    dimensions differ from the output's and are not all 1 (a batch of 1 broadcasts inside batch_matmul). A
+    constant operand becomes a reshaped (broadcast) constant, as other weights do."""
+    t = ctx.tensor(i)
+    shape, mat = tuple(t.shape), tuple(t.shape[-2:])
+    n_out = int(np.prod(out_batch, dtype=np.int64))
+    ones = batch != out_batch and int(np.prod(batch, dtype=np.int64)) == 1
+    expand = batch != out_batch and not ones
+    target = ((1,) if ones else (n_out,)) + mat
+    if ctx.model.constant(t) is not None:
+        if not expand:
+            return ctx.weight(i, reshape=target)
+        value = np.broadcast_to(ctx.const_value(i, "operand"), tuple(out_batch) + mat).reshape(target)
+        return ctx.const(value, t.dtype)
+    x = ctx.input(i)
+    if expand:
+        x = ctx.call("broadcast_to", [x], {"shape": tuple(out_batch) + mat})
+    return x if shape == target else ctx.call("reshape", [x], {"newshape": target})
+
+
+@converter("BATCH_MATMUL", quant=("broadcast_to", "reshape", "qnn.batch_matmul", "qnn.requantize"),
+           float=("broadcast_to", "reshape", "nn.batch_matmul"))
+def convert_batch_matmul(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    a_t, b_t, out_t = ctx.tensor(0), ctx.tensor(1), ctx.out_tensor()
+    if a_t.dtype != b_t.dtype:
+        raise ctx.fail(f"operands {a_t.label} ({a_t.dtype}) and {b_t.label} ({b_t.dtype}) differ in dtype; hybrid "
+                       "BATCH_MATMUL is not supported")
+    if a_t.dtype not in ("float32", "int8"):
+        why = ("LiteRT's BATCH_MATMUL takes float32, int8 or int16 (it refuses this model too)"
+               if a_t.dtype != "int16" else "int16 BATCH_MATMUL (an int64 accumulator) is not supported")
+        raise ctx.fail(f"operands are {a_t.dtype}; {why}")
+    if out_t.dtype != a_t.dtype:
+        raise ctx.fail(f"output {out_t.label} is {out_t.dtype}; only a {a_t.dtype} result is supported")
+    ra, rb = len(a_t.shape), len(b_t.shape)
+    if not (2 <= ra <= 5 and 2 <= rb <= 5) or 0 in a_t.shape or 0 in b_t.shape:
+        raise ctx.fail(f"operands have shapes {list(a_t.shape)} and {list(b_t.shape)}; BATCH_MATMUL takes "
+                       "non-empty tensors of rank 2 to 5")
+    adj_x, adj_y = bool(ctx.options.get("adj_x", 0)), bool(ctx.options.get("adj_y", 0))
+    rank = max(ra, rb)
+    a_batch = (1,) * (rank - ra) + tuple(a_t.shape[:-2])
+    b_batch = (1,) * (rank - rb) + tuple(b_t.shape[:-2])
+    out_batch = []
+    for i, (da, db) in enumerate(zip(a_batch, b_batch)):
+        if da != db and 1 not in (da, db):
+            raise ctx.fail(f"batch dimension {i} is {da} in {a_t.label} and {db} in {b_t.label}; they do not "
+                           "broadcast")
+        out_batch.append(max(da, db))
+    out_batch = tuple(out_batch)
+    m, k = (a_t.shape[-1], a_t.shape[-2]) if adj_x else (a_t.shape[-2], a_t.shape[-1])
+    n, kb = (b_t.shape[-2], b_t.shape[-1]) if adj_y else (b_t.shape[-1], b_t.shape[-2])
+    if k != kb:
+        raise ctx.fail(f"{a_t.label} {list(a_t.shape)} (adj_x={adj_x}) and {b_t.label} {list(b_t.shape)} "
+                       f"(adj_y={adj_y}) have reduction sizes {k} and {kb}")
+    a = _matmul_operand(ctx, 0, a_batch, out_batch)
+    b = _matmul_operand(ctx, 1, b_batch, out_batch)
+    attrs = {"transpose_a": adj_x, "transpose_b": adj_y}
+    if a_t.dtype == "float32":
+        y = ctx.call("nn.batch_matmul", [a, b], attrs)
+    else:
+        s_a, zp_a = ctx.quant(a_t, "lhs")
+        s_b, zp_b = ctx.quant(b_t, "rhs")
+        s_out, zp_out = ctx.quant(out_t, "output")
+        y = ctx.call("qnn.batch_matmul", [a, b, ctx.const(zp_a, "int32"), ctx.const(zp_b, "int32"),
+                                          ctx.const(s_a, "float32"), ctx.const(s_b, "float32")],
+                     dict(attrs, out_dtype="int32"))
+        scale = conv_scale_products(s_a, np.array([s_b]))[0]
+        y = ctx.call("qnn.requantize", [y, ctx.const(scale, "float64"), ctx.const(0, "int32"),
+                                        ctx.const(s_out, "float32"), ctx.const(zp_out, "int32")],
+                     {"axis": -1, "rounding": "TFLITE", "out_dtype": out_t.dtype})
+    final = out_batch + (m, n)
+    if final != (int(np.prod(out_batch, dtype=np.int64)), m, n):
+        y = ctx.call("reshape", [y], {"newshape": final})
+    return [y]
+
+
 _CONV_Q = ("qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip")
+
+
 _CONV_F = ("nn.conv2d", "nn.bias_add", "clip")
 
 

@@ -1,16 +1,24 @@
-"""TFLite converters for data movement: PAD, PADV2, RESHAPE, SQUEEZE, TRANSPOSE, CONCATENATION, SPLIT,
-STRIDED_SLICE and RESIZE_NEAREST_NEIGHBOR. None of them rescales, except uint8 CONCATENATION with differing
-input parameters (LiteRT's float32 rescale; int8 inputs must match the output exactly, as LiteRT requires; int16
-inputs are copied raw whatever their scales, as LiteRT does).
+"""TFLite converters for data movement: PAD, PADV2, MIRROR_PAD, RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE,
+CONCATENATION, SPLIT, SPLIT_V, PACK, UNPACK, SLICE, STRIDED_SLICE, TILE, BROADCAST_TO, DEPTH_TO_SPACE,
+SPACE_TO_DEPTH, GATHER and GATHER_ND.
+
+None of them rescales, except uint8 CONCATENATION with differing input parameters (LiteRT's float32 rescale; int8
+inputs must match the output exactly, as LiteRT requires; int16 inputs are copied raw whatever their scales, as
+LiteRT does). Where LiteRT requires equal input/output quantization (PACK, UNPACK, EXPAND_DIMS) a model without it
+is refused here as LiteRT refuses it. MIRROR_PAD → ``nn.mirror_pad`` (REFLECT / SYMMETRIC); GATHER_ND →
+``gather_nd`` with the indices transposed to TVM's [M, ...] layout (TVM's frontend does the same).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.expr import Expr, Span
-from .tflite_context import QUANT_DTYPES, OpContext, converter, tensor_name
+from .tflite_context import OpContext, QUANT_DTYPES, converter, tensor_name
+
 
 _INT_MAX = 2**31 - 1
+
+
 _INT_MIN = -(2**31)
 
 
@@ -230,13 +238,213 @@ def convert_strided_slice(ctx: OpContext) -> list[Expr]:
     return [y]
 
 
-@converter("RESIZE_NEAREST_NEIGHBOR", quant=("image.resize2d",), float=("image.resize2d",))
-def convert_resize_nearest(ctx: OpContext) -> list[Expr]:
+def _with_span(ctx: OpContext, j: int, build):
+    """Build a node carrying output ``j``'s tensor name (multi-output ops)."""
+    saved = ctx.span
+    ctx.span = Span(tensor_name(ctx.out_tensor(j)))
+    try:
+        return build()
+    finally:
+        ctx.span = saved
+
+
+# ------------------------------------------------------------------------------------------ data movement
+@converter("SLICE", quant=("strided_slice",), float=("strided_slice",))
+def convert_slice(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(3)
+    x_t = ctx.tensor(0)
+    rank = len(x_t.shape)
+    begin = ctx.int_vector(1, "begin", rank)
+    size = ctx.int_vector(2, "size", rank)
+    end = []
+    for i, (b, s, d) in enumerate(zip(begin, size, x_t.shape)):
+        e = d if s == -1 else b + s
+        if not (0 <= b and s >= -1 and b < e <= d):
+            raise ctx.fail(f"axis {i}: begin {b} and size {s} do not select a non-empty range of [0, {d})")
+        end.append(e)
+    return [ctx.call("strided_slice", [ctx.input(0)], {"begin": tuple(begin), "end": tuple(end),
+                                                        "strides": (1,) * rank})]
+
+
+@converter("EXPAND_DIMS", quant=("expand_dims",), float=("expand_dims",))
+def convert_expand_dims(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(2)
-    ctx.nhwc_input(0)
-    size, align, half = ctx.resize_options()
-    mode, rounding = (("align_corners", "") if align else ("half_pixel", "round_prefer_ceil") if half
-                      else ("asymmetric", ""))
-    return [ctx.call("image.resize2d", [ctx.input(0)], {
-        "size": tuple(size), "layout": "NHWC", "method": "nearest_neighbor",
-        "coordinate_transformation_mode": mode, "rounding_method": rounding})]
+    x_t = ctx.tensor(0)
+    rank = len(x_t.shape)
+    axis = ctx.axis(ctx.int_vector(1, "axis", 1)[0], rank + 1)
+    ctx.same_quant(x_t, ctx.out_tensor(), "EXPAND_DIMS")
+    return [ctx.call("expand_dims", [ctx.input(0)], {"axis": axis, "num_newaxis": 1})]
+
+
+@converter("SPLIT_V", quant=("split",), float=("split",))
+def convert_split_v(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(3, 3, outputs=-1)
+    x_t = ctx.tensor(0)
+    rank = len(x_t.shape)
+    axis = ctx.axis(ctx.int_vector(2, "axis", 1)[0], rank)
+    sizes = ctx.int_vector(1, "size_splits")
+    n = len(ctx.op.outputs)
+    if len(sizes) != n or n != int(ctx.options.get("num_splits", n)):
+        raise ctx.fail(f"size_splits {sizes} and num_splits {ctx.options.get('num_splits')} do not match the "
+                       f"{n} outputs")
+    dim = x_t.shape[axis]
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = dim - sum(s for s in sizes if s != -1)
+    if any(s <= 0 for s in sizes) or sum(sizes) != dim:
+        raise ctx.fail(f"size_splits {ctx.int_vector(1, 'size_splits')} do not split axis {axis} of size {dim} "
+                       "into non-empty parts")
+    bounds = list(np.cumsum(sizes)[:-1].tolist())
+    tup = ctx.call("split", [ctx.input(0)], {"indices_or_sections": tuple(int(b) for b in bounds), "axis": axis})
+    return [ctx.item(tup, j, Span(tensor_name(ctx.out_tensor(j)))) for j in range(n)]
+
+
+@converter("PACK", quant=("stack",), float=("stack",))
+def convert_pack(ctx: OpContext) -> list[Expr]:
+    n = len(ctx.op.inputs)
+    ctx.check_arity(1, max(n, 1))
+    if int(ctx.options.get("values_count", n)) != n:
+        raise ctx.fail(f"values_count {ctx.options.get('values_count')} but {n} inputs")
+    tensors = [ctx.tensor(i) for i in range(n)]
+    out_t = ctx.out_tensor()
+    ctx.same_dtype(*tensors, out_t)
+    axis = ctx.axis(int(ctx.options.get("axis", 0)), len(tensors[0].shape) + 1)
+    for t in tensors:
+        if t.shape != tensors[0].shape:
+            raise ctx.fail(f"input {t.label} has shape {list(t.shape)}, input 0 {list(tensors[0].shape)}")
+        ctx.same_quant(t, out_t, "PACK")
+    return [ctx.call("stack", [ctx.tuple([ctx.input(i) for i in range(n)])], {"axis": axis})]
+
+
+@converter("UNPACK", quant=("split", "squeeze"), float=("split", "squeeze"))
+def convert_unpack(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(1, 1, outputs=-1)
+    x_t = ctx.tensor(0)
+    rank = len(x_t.shape)
+    axis = ctx.axis(int(ctx.options.get("axis", 0)), rank)
+    num = int(ctx.options.get("num", 0))
+    if num != x_t.shape[axis] or num != len(ctx.op.outputs) or num <= 0:
+        raise ctx.fail(f"num {num} with {len(ctx.op.outputs)} outputs cannot unpack axis {axis} of size "
+                       f"{x_t.shape[axis]}")
+    for j in range(num):
+        ctx.same_dtype(x_t, ctx.out_tensor(j))
+        ctx.same_quant(x_t, ctx.out_tensor(j), "UNPACK")
+    tup = ctx.call("split", [ctx.input(0)], {"indices_or_sections": num, "axis": axis})
+    return [_with_span(ctx, j, lambda j=j: ctx.call("squeeze", [ctx.item(tup, j)], {"axis": (axis,)}))
+            for j in range(num)]
+
+
+@converter("DEPTH_TO_SPACE", quant=("nn.depth_to_space",), float=("nn.depth_to_space",))
+def convert_depth_to_space(ctx: OpContext) -> list[Expr]:
+    return _space_depth(ctx, "nn.depth_to_space")
+
+
+@converter("SPACE_TO_DEPTH", quant=("nn.space_to_depth",), float=("nn.space_to_depth",))
+def convert_space_to_depth(ctx: OpContext) -> list[Expr]:
+    return _space_depth(ctx, "nn.space_to_depth")
+
+
+def _space_depth(ctx: OpContext, op: str) -> list[Expr]:
+    ctx.check_arity(1)
+    x_t = ctx.tensor(0)
+    ctx.same_dtype(x_t, ctx.out_tensor())
+    bs = int(ctx.options.get("block_size", 0))
+    if bs <= 0:
+        raise ctx.fail(f"block_size is {bs}; it must be positive")
+    attrs = {"block_size": bs, "layout": "NHWC"}
+    if op == "nn.depth_to_space":
+        attrs["mode"] = "DCR"
+    return [ctx.call(op, [ctx.input(0)], attrs)]
+
+
+@converter("GATHER", quant=("take",), float=("take",))
+def convert_gather(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t, i_t = ctx.tensor(0), ctx.tensor(1)
+    ctx.same_dtype(x_t, ctx.out_tensor())
+    if i_t.dtype not in ("int32", "int64"):
+        raise ctx.fail(f"indices {i_t.label} are {i_t.dtype}; GATHER takes int32 or int64 positions")
+    rank = len(x_t.shape)
+    axis = ctx.axis(int(ctx.options.get("axis", 0)), rank)
+    batch_dims = int(ctx.options.get("batch_dims", 0))
+    if batch_dims < 0:
+        batch_dims += len(i_t.shape)
+    if not 0 <= batch_dims <= min(axis, len(i_t.shape)):
+        raise ctx.fail(f"batch_dims {ctx.options.get('batch_dims')} must lie in [0, axis {axis}]")
+    if ctx.model.constant(i_t) is not None:
+        idx = ctx.const_value(1, "indices")
+        if idx.size and (idx.min() < 0 or idx.max() >= x_t.shape[axis]):
+            raise ctx.fail(f"indices {i_t.label} hold {int(idx.min())}..{int(idx.max())}, outside [0, "
+                           f"{x_t.shape[axis]}) of axis {axis}", hint="LiteRT fails on this model at run time")
+    # "fast": an out-of-range runtime index is an error, as in LiteRT (the interpreter refuses it).
+    return [ctx.call("take", [ctx.input(0), ctx.input(1)], {"axis": axis, "batch_dims": batch_dims,
+                                                            "mode": "fast"})]
+
+
+# ------------------------------------------------------------------------------------------------ data movement
+@converter("MIRROR_PAD", quant=("nn.mirror_pad",), float=("nn.mirror_pad",))
+def convert_mirror_pad(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t = ctx.tensor(0)
+    ctx.same_dtype(x_t, ctx.out_tensor())
+    rank = len(x_t.shape)
+    p = ctx.paddings(1, rank)
+    mode = {0: "REFLECT", 1: "SYMMETRIC"}.get(int(ctx.options.get("mode", 0)))
+    if mode is None:
+        raise ctx.fail(f"mode {ctx.options.get('mode')} is neither REFLECT (0) nor SYMMETRIC (1)")
+    extra = 1 if mode == "REFLECT" else 0
+    bad = [(axis, (int(a), int(b))) for axis, ((a, b), d) in enumerate(zip(p, x_t.shape))
+           if a < 0 or b < 0 or max(a, b) > d - extra]
+    if bad:
+        raise ctx.fail(f"paddings {p.tolist()}: axes {[a for a, _ in bad]} pad outside [0, size{' − 1' * extra}] "
+                       f"of input {list(x_t.shape)} ({mode})", hint="TensorFlow's MirrorPad refuses such pads")
+    pad_width = tuple((int(a), int(b)) for a, b in p)
+    return [ctx.call("nn.mirror_pad", [ctx.input(0)], {"pad_width": pad_width, "mode": mode})]
+
+
+@converter("TILE", quant=("tile",), float=("tile",))
+def convert_tile(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t = ctx.tensor(0)
+    ctx.same_dtype(x_t, ctx.out_tensor())
+    reps = ctx.int_vector(1, "multiples", len(x_t.shape))
+    if any(r < 0 for r in reps):
+        raise ctx.fail(f"multiples {reps} must be non-negative")
+    return [ctx.call("tile", [ctx.input(0)], {"reps": tuple(reps)})]
+
+
+@converter("BROADCAST_TO", quant=("broadcast_to",), float=("broadcast_to",))
+def convert_broadcast_to(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t, out_t = ctx.tensor(0), ctx.out_tensor()
+    ctx.same_dtype(x_t, out_t)
+    shape = ctx.int_vector(1, "shape")
+    if len(shape) > 8:
+        raise ctx.fail(f"shape {shape} has rank {len(shape)}; LiteRT's BROADCAST_TO supports rank ≤ 8")
+    return [ctx.call("broadcast_to", [ctx.input(0)], {"shape": tuple(shape)})]
+
+
+@converter("GATHER_ND", quant=("gather_nd",), float=("gather_nd",))
+def convert_gather_nd(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    x_t, i_t = ctx.tensor(0), ctx.tensor(1)
+    ctx.same_dtype(x_t, ctx.out_tensor())
+    if i_t.dtype not in ("int32", "int64"):
+        raise ctx.fail(f"indices {i_t.label} are {i_t.dtype}; GATHER_ND takes int32 or int64 indices")
+    if not i_t.shape or i_t.shape[-1] > len(x_t.shape) or i_t.shape[-1] < 1:
+        raise ctx.fail(f"indices {i_t.label} of shape {list(i_t.shape)} must end in an index depth between 1 and "
+                       f"the params rank {len(x_t.shape)}")
+    m, rank = i_t.shape[-1], len(i_t.shape)
+    axes = (rank - 1,) + tuple(range(rank - 1))  # TFLite's [..., M] to TVM's [M, ...]
+    if ctx.model.constant(i_t) is not None:
+        value = ctx.const_value(1, "indices")
+        idx = value.reshape(-1, m)
+        bad = (idx < 0) | (idx >= np.asarray(x_t.shape[:m]))
+        if bad.any():
+            raise ctx.fail(f"indices {i_t.label} hold {idx[bad.any(axis=1)][0].tolist()}, outside params shape "
+                           f"{list(x_t.shape)}", hint="LiteRT fails on this model at run time")
+        indices = ctx.const(np.ascontiguousarray(np.transpose(value, axes)), i_t.dtype)  # no call to fold later
+    else:
+        indices = ctx.input(1)
+        if rank > 1:
+            indices = ctx.call("transpose", [indices], {"axes": axes})
+    return [ctx.call("gather_nd", [ctx.input(0), indices], {"batch_dims": 0, "index_rank": m})]

@@ -413,5 +413,5 @@ OPTIONS_SPECS.update({"MirrorPadOptions": (("mode", "b", 0),), "TileOptions": ()
                       "CastOptions": (("in_data_type", "b", 0), ("out_data_type", "b", 0)), "AbsOptions": (),
                       "NegOptions": (), "EqualOptions": (), "NotEqualOptions": (), "LessOptions": (),
                       "LessEqualOptions": (), "GreaterOptions": (), "GreaterEqualOptions": (), "SelectV2Options": (),
-                      "GatherNdOptions": ()})  # MIRROR_PAD .. GATHER_ND (tflite_ops_more3)
+                      "GatherNdOptions": ()})  # MIRROR_PAD .. GATHER_ND
 OPTIONS_SPECS.update({"DivOptions": (("fused_activation_function", "b", 0),)})

@@ -2,10 +2,10 @@
 from . import tensor, nn, qnn  # noqa: F401
 from . import conv_transpose, pool, transform_ops, reduce, image, qnn_elemwise, qnn_activation  # noqa: F401
 from . import annotation  # noqa: F401
-from . import transform_more, qnn_prelu  # noqa: F401
+from . import data_movement, qnn_prelu  # noqa: F401
 from . import matmul  # noqa: F401
-from . import elementwise_more  # noqa: F401
-from . import elementwise_more2  # noqa: F401
+from . import qnn_math  # noqa: F401
+from . import comparison, index_maps  # noqa: F401
 from . import elementwise_math, creation, einsum, layout  # noqa: F401
 from . import arg_types  # noqa: F401
 from . import upsampling  # noqa: F401

@@ -1,9 +1,10 @@
-"""Quantized binary ops, concatenation and mean with TFLite reference-kernel arithmetic.
+"""Quantized binary ops, concatenation, mean and abs with TFLite reference-kernel arithmetic.
 
 qnn.add / qnn.subtract: TFLite's left-shift-20 scheme (left shift 15 for int16, §3.18) (quant-semantics.md §3.4,
 §3.6); qnn.mul: MUL with its
 float32 multiplier (§3.5); qnn.concatenate: copy or LiteRT's float32 rescale (§3.14); qnn.mean: MEAN with 1/N
-folded into the multiplier (§3.19). Multipliers come from ``byoc.quant.params``.
+folded into the multiplier (§3.19); qnn.abs: LiteRT's int8/int16 ABS, |q − zp_in| added to zp_out (equal
+scales) or rescaled by QuantizeMultiplier(float32(s_in/s_out)) first (``abs_params``), saturated. Multipliers come from ``byoc.quant.params``.
 
 Per-channel scales (a vector on ``lhs_axis`` / ``rhs_axis``) are an extension of TFLite's per-tensor ops: the
 operands are broadcast to the output shape and every multiplier is taken per channel of that output axis.
@@ -18,13 +19,13 @@ from ..errors import ExecutionError
 from ..ir.attrs import Attrs
 from ..ir.types import TensorType
 from ..quant.fixedpoint import mbqm, rdbpot, rha, srdhm, wrap32
-from ..quant.params import add_params, concat_params, mean_params, mul_params, pot_add_shifts
+from ..quant.params import abs_params, add_params, concat_params, mean_params, mul_params, pot_add_shifts
 from .reduce import ReduceAttrs, reduce_axes, reduced_shape
 from .registry import FusionKind, register_op
 from .rel import broadcast_shapes, dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg, tuple_arg
 from .transform_ops import concat_out_type
 
-__all__ = ["BinaryQnnAttrs", "binary_channel_axis", "add_left_shift"]
+__all__ = ["BinaryQnnAttrs", "binary_channel_axis", "add_left_shift", "qnn_abs"]
 
 _BINARY_ARGS = ("lhs", "rhs", "lhs_scale", "lhs_zero_point", "rhs_scale", "rhs_zero_point", "output_scale",
                 "output_zero_point")
@@ -261,3 +262,36 @@ def _mean_compute(args, attrs):
 register_op("qnn.mean", _MEAN_ARGS, attrs=ReduceAttrs, rel=_mean_rel, fusion=FusionKind.COMM_REDUCE,
             compute=_mean_compute,
             doc="TFLite MEAN: MBQM(Σq − zp_in·N, M/N, shift) with 1/N folded into the multiplier.")
+
+
+# -------------------------------------------------------------------------------------------------------- abs
+def _abs_scalar_int(v) -> int:
+    return int(np.asarray(v).reshape(-1)[0])
+
+
+_UNARY_ARGS = ("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point")
+
+
+def _qnn_abs_rel(types, attrs):
+    name = "qnn.abs"
+    data = tensor_arg(name, _UNARY_ARGS, types, 0)
+    expect_dtype(name, "data", data, ("int8", "int16"))
+    for i in range(1, 5):
+        expect_scalar_or_vector(name, _UNARY_ARGS[i], types[i], 1)
+    return data
+
+
+def qnn_abs(q: np.ndarray, s_in, zp_in: int, s_out, zp_out: int) -> np.ndarray:
+    """LiteRT's AbsEvalQuantized."""
+    rescale, m, shift = abs_params(s_in, s_out)
+    v = np.abs(q.astype(np.int64) - zp_in)
+    if rescale:
+        v = mbqm(v, m, shift)
+    lo, hi = dtype_range(q.dtype.name)
+    return np.clip(v + zp_out, lo, hi).astype(q.dtype)
+
+
+register_op("qnn.abs", _UNARY_ARGS, rel=_qnn_abs_rel, fusion=FusionKind.ELEMWISE,
+            compute=lambda args, attrs: qnn_abs(args[0], args[1], _abs_scalar_int(args[2]), args[3],
+                                                _abs_scalar_int(args[4])),
+            doc="TFLite ABS (int8/int16): |q − zp_in|, rescaled when the scales differ, plus zp_out, saturated.")

@@ -1,4 +1,4 @@
-"""Element lowerings of the quantized elementwise ops (byoc/ops/qnn.py semantics, quant-semantics.md §1-3).
+"""Element lowerings of the quantized elementwise ops, qnn.abs included (byoc/ops/qnn.py semantics, quant-semantics.md §1-3).
 
 Multipliers and shifts always come from the op's one shared parameter function (e.g.
 ``byoc.ops.qnn.requant_params``); per-channel values become tables passed by pointer.
@@ -9,7 +9,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...ops import qnn as qnn_ops
-from .cgutils import F64, I32, I64, const_int, int_min_max, int_width, mbqm, rdbpot, saturate, srdhm
+from .cgutils import F64, I32, I64, const_int, int_min_max, int_width, llvm_type, mbqm, rdbpot, saturate, srdhm
 from .lower_elemwise import channel_value, float_max, float_min, round_half_away
 from .lowering import lower_element
 
@@ -407,3 +407,20 @@ def _prelu(ctx, builder, node, args):
     lo, hi = int_min_max(dt)
     y = saturate(builder, builder.add(builder.sext(raw, I64), const_int(I64, scalar_int(zp_out))), lo, hi)
     return builder.trunc(y, x.type)
+
+
+# ------------------------------------------------------------------------------------------------------ qnn.abs
+@lower_element("qnn.abs", const_args=(1, 2, 3, 4))
+def _qnn_abs(ctx, builder, node, args):
+    from ...ops.rel import dtype_range
+    from ...quant.params import abs_params
+    x, s_in, zp_in, s_out, zp_out = args
+    dt = ctx.arg_types[0].dtype
+    v = builder.sub(builder.sext(x, I32), const_int(I32, scalar_int(zp_in)))
+    v = builder.select(builder.icmp_signed("<", v, const_int(I32, 0)), builder.sub(const_int(I32, 0), v), v)
+    rescale, m, shift = abs_params(s_in, s_out)
+    if rescale:
+        v = mbqm(builder, v, const_int(I32, m), const_int(I32, shift))
+    lo, hi = dtype_range(dt)
+    return builder.trunc(saturate(builder, builder.add(v, const_int(I32, scalar_int(zp_out))), lo, hi),
+                         llvm_type(dt))

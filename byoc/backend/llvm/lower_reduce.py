@@ -459,7 +459,7 @@ def _tflite_softmax(ctx, builder, node, args):
 def _arg_kernel(name: str):
     @lower_kernel(name)
     def _lower(ctx, builder, node, args):
-        from ...ops.transform_more import arg_reduce_axis
+        from ...ops.data_movement import arg_reduce_axis
         (x,) = args
         a = node.attrs
         axis = arg_reduce_axis(name, len(x.shape), a)

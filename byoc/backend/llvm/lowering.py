@@ -87,8 +87,8 @@ def _ensure_loaded() -> None:
     _LOADED = True
     from . import lower_elemwise, lower_injective, lower_nn, lower_qnn, lower_reduce, lower_tuple  # noqa: F401
     from . import lower_resize  # noqa: F401
-    from . import lower_quant_more  # noqa: F401
-    from . import lower_more3  # noqa: F401
+    from . import lower_qnn_math  # noqa: F401
+    from . import lower_compare, lower_index_maps  # noqa: F401
     from . import lower_tvm_compat  # noqa: F401
 
 

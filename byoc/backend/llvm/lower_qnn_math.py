@@ -1,10 +1,10 @@
-"""CPU lowerings of qnn.log_softmax, qnn.squared_difference and qnn.rsqrt (byoc/ops/elementwise_more.py).
+"""CPU lowerings of qnn.log_softmax, qnn.squared_difference and qnn.rsqrt (byoc/ops/qnn_math.py).
 
 * qnn.log_softmax: a row kernel. Per row the maximum, the Q12.19 sum of tabulated exponentials (a build-time
   table of the shared gemmlowp exp indexed by max − x, as qnn.softmax's lowering does), TFLite's
   log_x_for_x_greater_than_or_equal_to_1 emitted in i32 fixed point, and the rescaled output.
 * qnn.squared_difference: i32 arithmetic per element (LiteRT's left-shift-7 scheme), broadcasting by index.
-* qnn.rsqrt: a 256-entry table of the op's per-value arithmetic (built with byoc.ops.elementwise_more), and a
+* qnn.rsqrt: a 256-entry table of the op's per-value arithmetic (built with byoc.ops.qnn_math), and a
   run-time error for inputs below the zero point, as the reference raises.
 """
 from __future__ import annotations
@@ -70,8 +70,8 @@ def _one_over_one_plus_x(builder: ir.IRBuilder, a: ir.Value) -> ir.Value:
 
 
 def emit_log_x_ge_1(builder: ir.IRBuilder, z_a: ir.Value, input_bits: int, output_bits: int) -> ir.Value:
-    """TFLite's log_x_for_x_greater_than_or_equal_to_1 (byoc.ops.elementwise_more.log_x_ge_1) on an i32."""
-    from ...ops import elementwise_more as em
+    """TFLite's log_x_for_x_greater_than_or_equal_to_1 (byoc.ops.qnn_math.log_x_ge_1) on an i32."""
+    from ...ops import qnn_math as em
     acc = output_bits + 1
     quarter = em._ONE_QUARTER >> acc  # RDBPOT of 2^29 by acc: exact
     clz_a = _clz(builder, z_a)
@@ -100,7 +100,7 @@ def emit_log_x_ge_1(builder: ir.IRBuilder, z_a: ir.Value, input_bits: int, outpu
 
 @lower_kernel("qnn.log_softmax", const_args=(1, 2, 3, 4), epilogue=False)
 def _qnn_log_softmax(ctx, builder, node, args):
-    from ...ops.elementwise_more import log_softmax_tables, log_softmax_zero_point
+    from ...ops.qnn_math import log_softmax_tables, log_softmax_zero_point
     x = args[0]
     axis = node.attrs.axis % len(x.shape)
     q5, exps, p = log_softmax_tables(args[1], x.dtype)
@@ -147,7 +147,7 @@ def _qnn_squared_difference(ctx, builder, node, args):
 
 @lower_element("qnn.rsqrt", const_args=(1, 2, 3, 4))
 def _qnn_rsqrt(ctx, builder, node, args):
-    from ...ops.elementwise_more import rsqrt_table
+    from ...ops.qnn_math import rsqrt_table
     x, s_in, zp_in, s_out, zp_out = args
     zp = scalar_int(zp_in)
     ctx.kernel.fail_if(builder, builder.icmp_signed("<", x, const_int(x.type, max(zp, -128))), ERROR_RSQRT_NEGATIVE)

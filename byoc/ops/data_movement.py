@@ -1,7 +1,8 @@
-"""More data-movement ops with Relay semantics: stack, take, broadcast_to, nn.depth_to_space, nn.space_to_depth,
-and the index reductions argmax / argmin. None of them changes a value, so they apply to float and raw quantized
-integers alike (TFLite's PACK, GATHER, DEPTH_TO_SPACE, SPACE_TO_DEPTH, ARG_MAX and ARG_MIN work on the raw integers
-too; BATCH_MATMUL's importer broadcasts batch dimensions with broadcast_to)."""
+"""Data-movement and index-reduction ops with Relay semantics (beyond transform_ops.py): stack, take,
+broadcast_to, nn.depth_to_space, nn.space_to_depth, and the index reductions argmax / argmin. None of them changes
+a value, so they apply to float and raw quantized integers alike (TFLite's PACK, GATHER, DEPTH_TO_SPACE,
+SPACE_TO_DEPTH, ARG_MAX and ARG_MIN work on the raw integers too; BATCH_MATMUL's importer broadcasts batch
+dimensions with broadcast_to)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
