@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fuzz clean
+.PHONY: demo test bench fuzz tvm-parity clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -25,6 +25,9 @@ bench: $(VENV)/.installed-dev
 
 fuzz: $(STAMP)
 	$(PY) -m tests.fuzz --minutes $${MINUTES:-10}
+
+tvm-parity: $(STAMP)
+	$(PY) tools/tvm_parity.py --tvm-git $${TVM:?set TVM=path/to/tvm}
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
