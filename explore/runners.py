@@ -91,14 +91,14 @@ def _ray(specs, tasks, address: str):
     ray = _ray_module()
     started = False
     if not ray.is_initialized():
-        if address == "local":   # a throwaway single-machine cluster started here
-            kw = {"address": "local", "log_to_driver": False, "include_dashboard": False}
-        elif address.startswith("ray://"):
-            kw = {"address": address}
-        else:                    # "auto" or HOST:PORT of a running head
-            kw = {"address": address, "log_to_driver": False}
         try:
-            ray.init(**kw)
+            if address == "local":   # a throwaway single-machine cluster started here, on loopback only
+                from .ray_loopback import start_loopback_ray
+                start_loopback_ray()
+            elif address.startswith("ray://"):
+                ray.init(address=address)
+            else:                    # "auto" or HOST:PORT of a running head
+                ray.init(address=address, log_to_driver=False)
         except Exception as e:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ... for a bad address
             raise ClusterError(f"cannot connect to the Ray cluster {address!r}: {e}",
                                hint="start one with `ray start --head`, or use --cluster auto / ray://HOST:10001")
