@@ -27,15 +27,24 @@ def _listening_addresses(pids) -> set[str]:
             if c.pid in pids and c.status == psutil.CONN_LISTEN}
 
 
-def test_ray_sweep_with_a_killed_worker_equals_the_local_pool(reference_sweep, tmp_path):
+@pytest.fixture(scope="module")
+def loopback_cluster():
+    """A real single-machine Ray cluster (GCS, raylet, object store, 2 worker CPUs) started here on 127.0.0.1."""
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'byoc[cluster]' (the sweep's "
                                             "--cluster path is then tested)")
-    import psutil
-
     from explore.ray_loopback import start_loopback_ray
-    # A real single-machine cluster (GCS, raylet, object store, 2 worker CPUs) started here on 127.0.0.1.
     temp = tempfile.mkdtemp(prefix="ray")   # short: Ray's socket paths must fit AF_UNIX's 107 bytes
-    ctx = start_loopback_ray(num_cpus=2, temp_dir=temp)
+    try:
+        ctx = start_loopback_ray(num_cpus=2, temp_dir=temp)
+        yield ctx
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_ray_sweep_with_a_killed_worker_equals_the_local_pool(reference_sweep, loopback_cluster, tmp_path):
+    import psutil
+    ctx = loopback_cluster
     killed, listening = [], set()
 
     def kill_one_worker(row):
@@ -44,15 +53,11 @@ def test_ray_sweep_with_a_killed_worker_equals_the_local_pool(reference_sweep, t
             listening.update(_listening_addresses(cluster))
             os.kill(row["_pid"], signal.SIGKILL)   # a worker process of the cluster this test started
             killed.append(row["_pid"])
-    try:
-        address = ctx.address_info["address"]
-        assert address.startswith("127.0.0.1:") and ctx.address_info["node_ip_address"] == "127.0.0.1"
-        db = tmp_path / "ray.sqlite"
-        res = sweep([KWS], space(), db, cluster=address, measure_cpu_time=False, progress=False,
-                    on_point=kill_one_worker)
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
+    address = ctx.address_info["address"]
+    assert address.startswith("127.0.0.1:") and ctx.address_info["node_ip_address"] == "127.0.0.1"
+    db = tmp_path / "ray.sqlite"
+    res = sweep([KWS], space(), db, cluster=address, measure_cpu_time=False, progress=False,
+                on_point=kill_one_worker)
     assert killed
     # every server of the cluster listens on loopback only (no host address, no wildcard)
     assert listening and all(_is_loopback(ip) for ip in listening), listening
@@ -60,3 +65,12 @@ def test_ray_sweep_with_a_killed_worker_equals_the_local_pool(reference_sweep, t
     ref_db, _ = reference_sweep
     with Store(db) as a, Store(ref_db) as b:
         assert a.rows() == b.rows() and a.layer_rows() == b.layer_rows()
+
+
+def test_tuning_on_the_ray_cluster_writes_the_in_process_records(loopback_cluster, tmp_path):
+    from explore.tune import tune
+    here, there = tmp_path / "here.jsonl", tmp_path / "ray.jsonl"
+    kw = dict(target="ethos-u", npu_config="ethos-u55-256", trials=3)
+    tune(KWS, output=here, workers=1, **kw)
+    tune(KWS, output=there, cluster=loopback_cluster.address_info["address"], **kw)
+    assert there.read_text() == here.read_text() and here.read_text()
