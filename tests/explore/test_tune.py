@@ -15,13 +15,14 @@ from npu_sim.tuning import (TileChooser, TuningRecordError, apply_history_best, 
 from .conftest import KWS
 
 TARGET, PRESET = "ethos-u", "ethos-u55-256"
+TRIALS = 8
 
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
     from explore.tune import tune
     out = tmp_path_factory.mktemp("tune") / "kws.jsonl"
-    res = tune(KWS, target=TARGET, npu_config=PRESET, trials=6, output=out, workers=1)
+    res = tune(KWS, target=TARGET, npu_config=PRESET, trials=TRIALS, output=out, workers=1)
     return res, out
 
 
@@ -106,7 +107,7 @@ def test_the_records_file_has_one_record_per_workload(tuned):
     assert len(rows) == res.workloads == len({workload_key(r["workload"]) for r in rows})
     assert sum(r["instances"] for r in rows) == len(res.layers)
     for r in rows:
-        assert r["byoc"] == byoc.__version__ and 1 <= r["trials"] <= 6
+        assert r["byoc"] == byoc.__version__ and 1 <= r["trials"] <= TRIALS
         assert r["workload"]["npu_config"] == PRESET and r["cycles"] <= r["default_cycles"]
         assert r["config"] is None or set(r["config"]) == {"bh", "bw", "bc", "order"}
     assert any(r["config"] for r in rows)
@@ -150,7 +151,7 @@ def test_tuning_on_the_process_pool_gives_the_same_records(tuned, tmp_path):
     from explore.tune import tune
     _, path = tuned
     out = tmp_path / "pool.jsonl"
-    tune(KWS, target=TARGET, npu_config=PRESET, trials=6, output=out, workers=2)
+    tune(KWS, target=TARGET, npu_config=PRESET, trials=TRIALS, output=out, workers=2)
     assert out.read_text() == path.read_text()
 
 
@@ -171,3 +172,19 @@ def test_cli_tune_then_compile_with_the_records(tmp_path, capsys):
                  str(art)]) == 3
     n = len(rec.read_text().splitlines()) + 1
     assert f"{bad}:{n}: not a JSON object" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, code, phrase", [
+    (["--preset", "no-such-npu"], 3, "no-such-npu"),
+    (["--trials", "0"], 2, "--trials"),
+    (["--target", "llvm"], 3, "does not run on the NPU simulator"),
+])
+def test_cli_tune_mistakes(tmp_path, capsys, args, code, phrase):
+    from byoc.cli import main
+    try:
+        got = main(["tune", str(KWS), "-o", str(tmp_path / "r.jsonl"), "--workers", "1", *args])
+    except SystemExit as e:   # argparse's own usage errors
+        got = e.code
+    err = capsys.readouterr().err
+    assert got == code and phrase in err and "Traceback" not in err
+    assert not (tmp_path / "r.jsonl").exists()
