@@ -3,6 +3,7 @@
 Each runner yields finished point rows as they complete (any order); the caller stores them. Models are shipped
 once per worker: the pool's initializer receives them, and on Ray they are put in the object store once and every
 task takes the reference (``evaluate.prepared`` then partitions each model once per worker process).
+``map_jobs`` runs any list of jobs on the same executors (``byoc tune``'s trials).
 """
 from __future__ import annotations
 
