@@ -4,7 +4,9 @@ a resume after ``kill -9`` mid-sweep, and MobileNetV2's time per point.
 Sizes: ``BENCH_SWEEP_KWS`` points (default 200; the acceptance run uses 1000) as a Latin hypercube over MAC array
 width/height, total SRAM, flash bandwidth and latency, clock and weight compression from the u55 and n78 presets;
 ``BENCH_SWEEP_MBV2`` MobileNetV2 points (default 8; the acceptance run uses 200). The speed-up of 2 workers over 1
-is measured on the same points (a CPU-bound sweep; near 2x when the machine's 2 cores are otherwise idle).
+is measured on the same points (a CPU-bound sweep; near 2x when the machine's 2 cores are otherwise idle), for the
+local process pool and for a loopback Ray cluster started with 1 and with 2 worker CPUs (``BENCH_SWEEP_RAY``
+points, default 60).
 """
 from __future__ import annotations
 
@@ -93,7 +95,53 @@ def run() -> list[dict]:
             t, r = _timed(MBV2, _space(U55_AXES, m), d / "mbv2.sqlite", 2)
             rows.append({"name": f"sweep MobileNetV2, {m} LHS points, 2 workers", "value": t / m,
                          "unit": "s/point", "details": f"{r.errors} error point(s); {m} points in {t:.1f} s"})
-    return rows
+    return rows + ray_rows()
+
+
+def _ray_sweep(cpus: int, space, db):
+    """The sweep on a fresh loopback Ray cluster with ``cpus`` worker CPUs; (seconds, result) without the
+    cluster's start-up."""
+    import shutil
+
+    import ray
+
+    from explore import sweep
+    from explore.ray_loopback import start_loopback_ray
+    temp = tempfile.mkdtemp(prefix="ray")
+    try:
+        ctx = start_loopback_ray(num_cpus=cpus, temp_dir=temp)
+        t = time.perf_counter()
+        res = sweep([KWS], space, db, cluster=ctx.address_info["address"], measure_cpu_time=False, progress=False)
+        return time.perf_counter() - t, res
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def ray_rows() -> list[dict]:
+    """Ray: the same CPU-bound KWS sweep on a loopback cluster with 1 and with 2 worker CPUs."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return [{"name": "sweep on Ray", "value": None, "details": "Ray is not installed (pip install ray)"}]
+    from explore.store import Store
+    n = int(os.environ.get("BENCH_SWEEP_RAY", "60"))
+    with tempfile.TemporaryDirectory() as d:
+        d = pathlib.Path(d)
+        sp = _space(AXES, n, seed=1)
+        load = os.getloadavg()[0]
+        t1, r1 = _ray_sweep(1, sp, d / "ray1.sqlite")
+        t2, r2 = _ray_sweep(2, sp, d / "ray2.sqlite")
+        with Store(d / "ray1.sqlite") as a, Store(d / "ray2.sqlite") as b:
+            same = a.rows() == b.rows()
+    return [
+        {"name": f"sweep kws on Ray (loopback), {n} LHS points, 1 worker CPU", "value": n / t1, "unit": "points/s"},
+        {"name": f"sweep kws on Ray (loopback), {n} LHS points, 2 worker CPUs", "value": n / t2, "unit": "points/s",
+         "details": f"{r1.errors}/{r2.errors} error point(s); rows identical: {same}; {t1:.1f} s vs {t2:.1f} s "
+                    f"(cluster start-up excluded); load average {load:.1f} on "
+                    f"{os.cpu_count()} cores when it started (the cores were shared with other work)"},
+        {"name": "Ray sweep speed-up, 2 worker CPUs over 1", "value": t1 / t2, "unit": "x", "target": "near 2x"},
+    ]
 
 
 if __name__ == "__main__":

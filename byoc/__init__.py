@@ -21,6 +21,7 @@ _LAZY = {
     "build": ("byoc.build", "build"),
     "load": ("runtime.artifact", "load"),
     "sweep": ("explore", "sweep"),   # design-space sweeps (explore/ sits above runtime and npu_sim)
+    "tune": ("explore.tune", "tune"),   # tuning records for the NPU's tile plans (byoc tune)
     "testing": ("byoc.testing", None),
     # TVM's top-level names (``import byoc as tvm``): docs/porting-from-tvm.md
     "transform": ("byoc.transform", None),

@@ -168,7 +168,9 @@ def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 
 
     ``target``: ``"llvm"`` (CPU only) or ``"<codegen>,llvm"`` (e.g. ``"npu,llvm"``). Options are passed to the
     codegens, e.g. ``npu_config`` (a preset name, a TOML path or an ``npu_sim.NPUConfig``). The module is built
-    as given: partition it first with ``byoc.partition_for``."""
+    as given: partition it first with ``byoc.partition_for``. ``tuning_records`` (a JSON-lines file from ``byoc
+    tune``, or ``npu_sim.tuning`` records) plans each NPU layer with its workload's best record; the module's
+    ``tuning_notes`` name the records that did not apply."""
     from runtime.module import build_module
 
     names = parse_target(target)
@@ -183,8 +185,17 @@ def build(mod, target="llvm", params: dict | None = None, *, num_threads: int = 
         # resolve once (a TOML file is read once) and refuse a bad config even without partitions
         from runtime.npu_codegen import resolve_npu_config
         options["npu_config"] = resolve_npu_config(options["npu_config"])
+    records = options.pop("tuning_records", None)
     externs = {n: e.compile_with(options) for n, e in entries.items()}
-    return build_module(mod, names, params, externs, options, num_threads=num_threads)
+    if records is None:
+        return build_module(mod, names, params, externs, options, num_threads=num_threads)
+    # Tuning records (``byoc tune``): the NPU compiler plans each layer with its workload's best record.
+    from npu_sim.tuning import apply_history_best
+    with apply_history_best(records) as chooser:
+        module = build_module(mod, names, params, externs, options, num_threads=num_threads)
+    module.tuning_notes = tuple(chooser.notes)   # records that did not apply, and why
+    module.tuned_layers = sum(lp.chosen is not lp.default for lp in chooser.layers)
+    return module
 
 
 def _on_simulator(entry: CodegenEntry) -> bool:

@@ -5,6 +5,8 @@ configuration point of ``space`` (a grid, random or Latin-hypercube sample over 
 starting from presets), records each point in an SQLite database as it finishes (the resume key is a hash of the
 model bytes, the target and the canonical config) and writes a results table, the Pareto front and plots.
 Points run in a local process pool by default, or as tasks on a Ray cluster (``cluster="ray://..."``/``"auto"``).
+``tune(model, ...)`` (``explore.tune``) searches the NPU compiler's tile plans per layer workload on the same
+executors and writes tuning records (``npu_sim.tuning``).
 
 Layering: this package sits above ``runtime``/``npu_sim``/``byoc`` and nothing below imports it (``byoc.sweep``
 imports it lazily).

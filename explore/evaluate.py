@@ -41,7 +41,7 @@ def prepare(spec: ModelSpec) -> Prepared:
         path = os.path.join(d, "model" + spec.suffix)
         with open(path, "wb") as f:
             f.write(spec.data)
-        model = load_model(path, spec.semantics)
+        model = load_model(path, spec.semantics, target=spec.target)   # "auto": the target's arithmetic
     pmod = partition_for(spec.target, model.mod, model.params)
     parts = tuple((gv.name_hint, f) for gv, f in pmod.sorted_items() if f.attrs.get("Compiler") == spec.target)
     summary = offload_summary(pmod)

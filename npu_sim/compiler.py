@@ -19,6 +19,7 @@ from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
+from . import tuning
 from .tiling import ALIGN, Geometry, TilePlan, plan_layer
 from .weight_encoding import encoded_weight_bytes
 
@@ -284,6 +285,11 @@ class _Codegen:
             # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
             # give the ratio the simulator charges (layer_info).
             g = dataclasses.replace(g, weight_ratio=self.weight_ratio(layer, 2 * self.cfg.mac.ublock_c))
+        chooser = tuning.current()   # tuning records (npu_sim/tuning.py); None: the default heuristic alone
+        if chooser is not None:
+            out_dtype = layer.out_dtype if isinstance(layer, ConvLayer) else self.graph.tensors[layer.ofm].dtype
+            return chooser.plan(self.cfg, g, self.graph.tensors[src].dtype, out_dtype, layer.name, self.fm_area,
+                                self.w_area)
         return plan_layer(self.cfg, g, layer.name, self.fm_area, self.w_area)
 
     def weight_ratio(self, layer: ConvLayer, slice_depth: int) -> float:

@@ -17,7 +17,7 @@ from .config import TABLE_ENTRY_BYTES, NPUConfig
 from .cost import fm_transfer_cycles, mac_cycles, ppu_cycles, transfer_cycles, window_traffic
 from .isa import MacOp, PpuOp, src1_tile_shape
 
-__all__ = ["TilePlan", "Geometry", "plan_layer", "ALIGN"]
+__all__ = ["TilePlan", "Geometry", "plan_layer", "fitting_plans", "best_plan", "ALIGN"]
 
 ALIGN = 16
 
@@ -211,18 +211,13 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     return int(max(compute, dma_in, dma_out, *ports) + fill)
 
 
-def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int) -> TilePlan:
-    """The cheapest fitting tile plan; NPUError naming the layer when even the smallest tile does not fit."""
+def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> list[TilePlan]:
+    """Every tile plan the search considers that fits the local SRAM, with its estimate, in search order (the
+    tuner measures these; ``plan_layer`` picks the cheapest)."""
     oh, ow, oc = g.out_hwc
-    m = cfg.mac
-    cq = g.channel_step * m.ublock_c // math.gcd(g.channel_step, m.ublock_c)
-    if g.kind == "ppu":
-        cq = max(g.channel_step, min(cfg.ppu.channel_quantum, oc))
-    c_cands = [c for c in _candidates(oc, min(cq, oc)) if c % g.channel_step == 0 or c == oc]
-    h_cands = [oh] if g.whole_plane else _candidates(oh, min(m.ublock_h, oh))
-    w_cands = [ow] if g.whole_plane else _candidates(ow, min(m.ublock_w, ow))
+    h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
     orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
-    best = None
+    plans = []
     for order in orders:
         for bc in c_cands:
             if order == "spatial_outer" and bc == oc:
@@ -233,13 +228,37 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
                     if not _fits(cfg, slots):
                         continue
                     est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area)
-                    key = (est, -(bh * bw * bc))
-                    if best is None or key < best[0]:
-                        best = (key, TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
-    if best is None:
+                    plans.append(TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
+    return plans
+
+
+def _axis_candidates(cfg: NPUConfig, g: Geometry) -> tuple[list[int], list[int], list[int]]:
+    oh, ow, oc = g.out_hwc
+    m = cfg.mac
+    cq = g.channel_step * m.ublock_c // math.gcd(g.channel_step, m.ublock_c)
+    if g.kind == "ppu":
+        cq = max(g.channel_step, min(cfg.ppu.channel_quantum, oc))
+    c_cands = [c for c in _candidates(oc, min(cq, oc)) if c % g.channel_step == 0 or c == oc]
+    h_cands = [oh] if g.whole_plane else _candidates(oh, min(m.ublock_h, oh))
+    w_cands = [ow] if g.whole_plane else _candidates(ow, min(m.ublock_w, ow))
+    return h_cands, w_cands, c_cands
+
+
+def best_plan(plans: list[TilePlan]) -> TilePlan:
+    """The default heuristic's choice: the lowest estimate; ties go to the larger tile, then search order."""
+    return min(plans, key=lambda p: (p.estimate, -(p.bh * p.bw * p.bc)))
+
+
+def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int,
+               plans: list[TilePlan] | None = None) -> TilePlan:
+    """The cheapest fitting tile plan; NPUError naming the layer when even the smallest tile does not fit.
+    ``plans``: ``fitting_plans``'s answer when the caller has it already."""
+    plans = fitting_plans(cfg, g, fm_area, w_area) if plans is None else plans
+    if not plans:
+        h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
         smallest = _slots(g, min(h_cands), min(w_cands), min(c_cands), "depth_outer")
         need = ", ".join(f"2×{k} {v} B" for k, v in sorted(smallest.items()))
         raise NPUError(f"layer {name!r}: even the smallest tile ({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) "
                        f"does not fit the local SRAM of {cfg.name!r} ({need})",
                        hint="use a config with more local SRAM (e.g. a larger weight or IFM buffer)")
-    return best[1]
+    return best_plan(plans)

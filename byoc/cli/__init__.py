@@ -9,6 +9,8 @@
     byoc patterns [TARGET]                     pattern tables and their support rules in words
     byoc report MODEL --target npu -o report.html
     byoc sweep MODEL... --axis PATH=V1,V2 [--method lhs --samples N] --db F.sqlite -o DIR [--cluster ray://...]
+    byoc tune MODEL --target ethos-u --preset ethos-u55-256 --trials N -o records.jsonl [--cluster ray://...]
+    byoc compile MODEL --target ethos-u,llvm --tuning-records records.jsonl -o OUT.byoc
 
 Every command that imports a model takes ``--shape NAME=D0,D1,...`` (static shapes for ONNX inputs with symbolic
 dimensions; ``shapes.py``). Every command takes ``--json`` (one JSON document on stdout; nothing else is written
@@ -49,14 +51,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import cmd_analyze, cmd_build, cmd_model, cmd_sweep
+    from . import cmd_analyze, cmd_build, cmd_model, cmd_sweep, cmd_tune
     parser = _Parser(prog="byoc", description="Pattern-based BYOC partitioning for an NPU simulator.",
                      epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     from .. import __version__
     parser.add_argument("--version", action="version", version=f"byoc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for module in (cmd_model, cmd_build, cmd_analyze, cmd_sweep):
+    for module in (cmd_model, cmd_build, cmd_analyze, cmd_sweep, cmd_tune):
         module.register(sub)
     for p in sub.choices.values():  # one shared option: a user's targets for every command
         p.add_argument("--patterns", action="append", default=[], metavar="FILE.py", help=_PATTERNS_HELP)

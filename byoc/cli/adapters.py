@@ -74,7 +74,7 @@ def attach_recorder(module, recorder: NpuRecorder | None) -> None:
 
 
 def build_module(mod, target: str, npu_config: NpuConfigChoice | None = None,
-                 recorder: NpuRecorder | None = None, prefer_simulator: bool = False):
+                 recorder: NpuRecorder | None = None, prefer_simulator: bool = False, tuning_records=None):
     """Build ``mod`` for ``target``; returns ``(module, codegen description)``. (``prefer_simulator`` is kept
     for callers of the earlier adapter: the npu codegen is the simulator.)"""
     from ..build import HOST_TARGETS, build
@@ -84,7 +84,10 @@ def build_module(mod, target: str, npu_config: NpuConfigChoice | None = None,
     if not configs:
         return build(mod, target=target), (f"the {', '.join(devices)} codegen" if devices else "llvm")
     cfg = npu_config.config if npu_config is not None else configs[0].config
-    module = build(mod, target=target, **({"npu_config": npu_config.config} if npu_config is not None else {}))
+    opts = {"npu_config": npu_config.config} if npu_config is not None else {}
+    if tuning_records is not None:
+        opts["tuning_records"] = tuning_records
+    module = build(mod, target=target, **opts)
     attach_recorder(module, recorder)
     return module, f"npu_sim ({cfg.name})"
 

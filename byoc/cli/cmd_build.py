@@ -23,6 +23,10 @@ def cmd_compile(args, out: Output) -> int:
         raise UsageError(f"--target {args.target!r} has no host target; add llvm (e.g. --target npu,llvm)")
     target = offload_target(args.target)
     cfg = simulator_config(target, args.npu_config) if target else None
+    records = None
+    if args.tuning_records:
+        from npu_sim.tuning import load_records
+        records = load_records(args.tuning_records)   # a malformed line fails here, before the build
     with out.progress(3, "compile") as bar:
         bar.step("partition")
         if target:
@@ -31,12 +35,21 @@ def cmd_compile(args, out: Output) -> int:
             from ..interpreter import bind_params
             pmod = bind_params(model.mod, model.params)
         bar.step("build")
-        exe, how = build_module(pmod, args.target, cfg)
+        exe, how = build_module(pmod, args.target, cfg, tuning_records=records)
         bar.step("export")
         fmt = export_module(exe, pmod, args.output, args.target, cfg, model.path)
     rows = offload_summary(pmod)
+    tuning = None
+    if records is not None:
+        notes = list(getattr(exe, "tuning_notes", ()))
+        tuning = {"records": args.tuning_records, "tuned_layers": getattr(exe, "tuned_layers", 0), "notes": notes}
+        if not cfg:
+            notes.append("no NPU-simulator target in --target; the tuning records were not used")
+        for n in notes:
+            out.note(f"note: tuning records: {n}")
+        out.note(f"tuning records {args.tuning_records}: {tuning['tuned_layers']} layer(s) use a tuned tile plan")
     out.json({"artifact": args.output, "bytes": os.path.getsize(args.output), "format": fmt, "target": args.target,
-              "codegen": how, "npu_config": cfg.name if cfg else None,
+              "codegen": how, "npu_config": cfg.name if cfg else None, "tuning": tuning,
               "summary": [{"target": r.target, "partitions": r.partitions, "ops": r.ops, "macs": r.macs}
                           for r in rows]})
     out.text(f"wrote {args.output} ({os.path.getsize(args.output)} bytes, {fmt}); target {args.target}"
@@ -131,6 +144,9 @@ def register(sub) -> None:
     add_target_args(p, default="npu,llvm")
     p.add_argument("-o", "--output", required=True, metavar="OUT.byoc", help="artifact to write")
     p.add_argument("--npu-config", metavar="PRESET|FILE", help="NPU preset name or TOML file")
+    p.add_argument("--tuning-records", metavar="FILE.jsonl",
+                   help="tile plans from `byoc tune` (the best record per layer workload; others are ignored "
+                        "with a note)")
     p.set_defaults(handler=cmd_compile)
 
     p = sub.add_parser("run", help="run a compiled artifact")
