@@ -10,7 +10,7 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+__all__ = ["mac_cycles", "ppu_cycles", "softmax_cycles", "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -54,7 +54,10 @@ def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw:
 
 
 def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int, ic: int,
-               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1)) -> int:
+               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1),
+               perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1, bilinear: bool = False) -> int:
+    if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
+        return lowered_op_cycles(cfg, op, oh, ow, oc, ih, iw, perm, elem_bytes, bilinear)
     p = cfg.ppu
     if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
         return pool_cycles(cfg, op, oh, ow, oc, *kernel)
@@ -80,6 +83,12 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
 
 
 def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
+    if c.op == PpuOp.TRANSPOSE:
+        perm = (c.param("perm0"), c.param("perm1"), c.param("perm2"))
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, perm=perm,
+                          elem_bytes=DTYPE_BYTES[c.in_dtype])
+    if c.op == PpuOp.RESIZE:
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, bilinear=bool(c.param("bilinear")))
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
     return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
@@ -147,3 +156,91 @@ def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
             return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
         return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
     return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency
+
+
+# -- ops Vela lowers to a sequence of NPU operations ------------------------------------------------------------
+# The simulator computes these with one PPU command per tile (the reference integer algorithm); the cycles it
+# charges are those of the operations Vela's Regor core emits for them (its per-layer CSV lists them), each
+# costed with the primitives above.
+
+# SOFTMAX, 8-bit (Regor; its per-layer CSV): on every element a max-pool over the channels, an exp LUT subtract,
+# a shift by 12, a sum over the channels, the final broadcast multiply by the reciprocal and the shift to the
+# output type; on one value per row, 23 passes of headroom / Newton-Raphson reciprocal arithmetic
+# (CLZ, SUB, SHL, MUL, ADD). Elements of the full-size passes after the exp LUT are 32-bit.
+SOFTMAX_ROW_PASSES = (("add",) * 12) + (("mul",) * 11)
+SOFTMAX_FULL_PASSES = (("lut", 1), ("copy", 4), ("mul", 4), ("add", 4), ("copy", 4))
+
+
+def _pass_cycles(cfg: NPUConfig, elems: int, unit: str, width: int = 1) -> int:
+    """One elementwise NPU operation over ``elems`` (brick-rounded) elements of ``width`` bytes."""
+    p = cfg.ppu
+    return cfg.overheads.cmd_issue + p.command_overhead + math.ceil(elems * p.cost(unit) * width)
+
+
+def _fm_latency(cfg: NPUConfig) -> int:
+    a = cfg.memory_areas[[m.name for m in cfg.memory_areas].index(cfg.placement.feature_maps)]
+    return a.read_latency + a.write_latency
+
+
+def softmax_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
+    """Vela's 8-bit SOFTMAX over ``rows`` rows of ``channels`` values: its 30 NPU operations. The two reductions
+    over the channels (max, sum) run on the MAC engine as pools with a 1×channels window; every full-size pass
+    reads and writes its tensor in memory (one round-trip latency each); the per-row passes are one brick."""
+    p = cfg.ppu
+    q = p.elementwise_quantum or p.channel_quantum
+    full = rows * _cdiv(channels, q) * q
+    row = rows * q
+    reductions = 2 * pool_cycles(cfg, PpuOp.MAX_POOL, rows, 1, 1, 1, channels) if p.pool_on_mac else \
+        2 * (cfg.overheads.cmd_issue + p.command_overhead + math.ceil(full * p.cost("max_pool_tap")))
+    passes = sum(_pass_cycles(cfg, full, u, w) for u, w in SOFTMAX_FULL_PASSES)
+    passes += sum(_pass_cycles(cfg, row, u) for u in SOFTMAX_ROW_PASSES)
+    return reductions + passes + (2 + len(SOFTMAX_FULL_PASSES)) * _fm_latency(cfg)
+
+
+def transpose_passes(perm: tuple[int, int, int]) -> int:
+    """How many height/width swaps Vela chains for a permutation of height×width×channels (a 1x1 average pool
+    whose OFM strides swap two axes can only exchange two of them): 0, 1 (a swap) or 2 (a rotation)."""
+    moved = sum(1 for i, a in enumerate(perm) if a != i)
+    return 0 if moved == 0 else (1 if moved == 2 else 2)
+
+
+def transpose_cycles(cfg: NPUConfig, elems: int, elem_bytes: int, perm: tuple[int, int, int]) -> int:
+    """Vela's TRANSPOSE: per swap, a 1x1 average pool over every element (the output stage's copy rate) whose
+    strided writes move each byte twice over the feature-map port; the slower of the two bounds each pass."""
+    p = cfg.ppu
+    area = [m.name for m in cfg.memory_areas].index(cfg.placement.feature_maps)
+    nbytes = elems * elem_bytes
+    compute = math.ceil(elems * p.cost("copy") * 2)
+    memory = transfer_cycles(cfg, area, nbytes, nbytes) + 2 * transfer_cycles(cfg, area, nbytes, nbytes)
+    n = max(transpose_passes(perm), 1)
+    return n * (cfg.overheads.cmd_issue + p.command_overhead + max(compute, memory))
+
+
+def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int,
+                      perm: tuple[int, int, int], elem_bytes: int, bilinear: bool) -> int:
+    """One tile of SOFTMAX (``oh``×``ow`` rows of ``oc`` channels), TRANSPOSE or RESIZE (an ``ih``×``iw`` window
+    to an ``oh``×``ow`` tile)."""
+    if op == PpuOp.SOFTMAX:
+        return softmax_cycles(cfg, oh * ow, oc)
+    if op == PpuOp.TRANSPOSE:
+        return transpose_cycles(cfg, oh * ow * oc, elem_bytes, perm)
+    return resize_cycles(cfg, (ih, iw), (oh, ow), oc, bilinear)
+
+
+def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int], channels: int,
+                  bilinear: bool) -> int:
+    """Vela's RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR at a 2x/4x/8x factor: one 1x1 average pool per doubling,
+    each reading its IFM through the NPU's 2x nearest upscaling; bilinear's last pass averages a factor×factor
+    window instead. A 1x1 input is one broadcast copy; equal shapes are one copy."""
+    (ih, iw), (oh, ow) = in_hw, out_hw
+    factor = max(oh // max(ih, 1), ow // max(iw, 1), 1)
+    if (ih, iw) == (1, 1) or factor == 1:
+        q = cfg.ppu.elementwise_quantum or cfg.ppu.channel_quantum
+        return _pass_cycles(cfg, oh * ow * _cdiv(channels, q) * q, "copy") + _fm_latency(cfg)
+    total, h, w = 0, ih, iw
+    steps = max(int(round(math.log2(factor))), 1)
+    for k in range(steps):
+        h, w = min(h * 2, oh), min(w * 2, ow)
+        kernel = (factor, factor) if bilinear and k == steps - 1 else (1, 1)
+        total += pool_cycles(cfg, PpuOp.AVG_POOL, h, w, channels, *kernel) + _fm_latency(cfg)
+    return total

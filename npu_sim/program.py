@@ -330,7 +330,17 @@ def _static_problems(prog: Program) -> list[str]:
                 if tb:
                     local(c.table_buf, c.table_off, tb, TileKind.TABLE, "ppu table", i)
                 local(c.dst_buf, c.dst_off, tile_bytes(c.oh, c.ow, c.oc, c.out_dtype), TileKind.OFM, "ppu dst", i)
-                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.COPY, PpuOp.LUT) and \
+                if c.op == PpuOp.TRANSPOSE:
+                    perm = tuple(c.param(k) for k in ("perm0", "perm1", "perm2"))
+                    src = (c.ih, c.iw, c.ic)
+                    if sorted(perm) != [0, 1, 2] or tuple(src[k] for k in perm) != (c.oh, c.ow, c.oc):
+                        out.append(f"#{i}: transpose {perm} of a {c.ih}x{c.iw}x{c.ic} tile is not "
+                                   f"{c.oh}x{c.ow}x{c.oc}")
+                if c.op == PpuOp.RESIZE and (c.param("ctm") not in (0, 1, 2) or c.param("oy") + c.oh > c.param(
+                        "out_h") or c.param("ox") + c.ow > c.param("out_w") or min(c.param("in_h"), c.param("in_w"))
+                        <= 0 or c.ic != c.oc):
+                    out.append(f"#{i}: resize parameters do not describe its tiles ({disassemble_command(c)})")
+                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.COPY, PpuOp.LUT, PpuOp.SOFTMAX) and \
                         (c.ih, c.iw, c.ic) != (c.oh, c.ow, c.oc):
                     out.append(f"#{i}: elementwise PPU op with input {c.ih}x{c.iw}x{c.ic} ≠ output "
                                f"{c.oh}x{c.ow}x{c.oc}")

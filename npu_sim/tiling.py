@@ -54,10 +54,18 @@ class Geometry:
     weight_ratio: float = 1.0   # encoded / raw bytes of the weights and tables (weight_encoding.py)
     in_linear: bool = False     # the IFM / OFM is a partition input / output (NHWC, not bricked)
     out_linear: bool = False
+    whole_channels: bool = False  # SOFTMAX: a tile holds whole rows (every channel)
+    perm: tuple[int, int, int] = (0, 1, 2)  # TRANSPOSE: the IFM tile is the OFM tile's box with axes permuted
+    resize_factor: tuple[int, int] = (0, 0)  # RESIZE: the (height, width) upscaling; 0: not a resize
+    bilinear: bool = False
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
             return self.in_hwc[0], self.in_hwc[1]
+        if self.resize_factor[0]:
+            # rows/columns a tile's outputs read: every factor-th source row, one more on each side at most
+            fh, fw = self.resize_factor
+            return min(_cdiv(th, fh) + 2, self.in_hwc[0]), min(_cdiv(tw, fw) + 2, self.in_hwc[1])
         return ((th - 1) * self.stride[0] + (self.kernel[0] - 1) * self.dilation[0] + 1,
                 (tw - 1) * self.stride[1] + (self.kernel[1] - 1) * self.dilation[1] + 1)
 
@@ -160,7 +168,8 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                                g.in_channels(tc), *g.kernel) if g.kind != "ppu" else 0
                 taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
                 p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
-                               from_mac=g.kind != "ppu", kernel=g.kernel)
+                               from_mac=g.kind != "ppu", kernel=g.kernel, perm=g.perm, elem_bytes=g.in_bytes,
+                               bilinear=g.bilinear)
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
@@ -219,6 +228,8 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
     if g.kind == "ppu":
         cq = max(g.channel_step, min(cfg.ppu.channel_quantum, oc))
     c_cands = [c for c in _candidates(oc, min(cq, oc)) if c % g.channel_step == 0 or c == oc]
+    if g.whole_channels:
+        c_cands = [oc]
     h_cands = [oh] if g.whole_plane else _candidates(oh, min(m.ublock_h, oh))
     w_cands = [ow] if g.whole_plane else _candidates(ow, min(m.ublock_w, ow))
     orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
