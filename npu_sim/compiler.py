@@ -216,6 +216,9 @@ class _Codegen:
         g = self.graph
         outputs = set(g.outputs)
         inputs = set(g.inputs)
+        # A transpose writes its OFM in linear NHWC (its strided writes need it; Vela's force_linear_format).
+        linear = {g.tensors[x.ofm].alias_of if g.tensors[x.ofm].alias_of is not None else x.ofm
+                  for x in g.layers if isinstance(x, PpuLayer) and x.op == "transpose"}
         for t in g.tensors:
             if t.alias_of is not None:
                 continue
@@ -223,7 +226,8 @@ class _Codegen:
             if t.data is not None:
                 r = self.mem.add(t.name, self.w_area, size, "constant", np.ascontiguousarray(t.data).tobytes())
             else:
-                kind = "input" if t.id in inputs else ("output" if t.id in outputs else "activation")
+                kind = "input" if t.id in inputs else ("output" if t.id in outputs else
+                                                       "linear" if t.id in linear else "activation")
                 r = self.mem.add(t.name, self.fm_area, size, kind)
             self.tensor_region[t.id] = r
         for tid in g.outputs:
@@ -287,8 +291,8 @@ class _Codegen:
     def plan(self, layer) -> TilePlan:
         g = self.geometry(layer)
         src = layer.ifm if isinstance(layer, ConvLayer) else layer.inputs[0]
-        g = dataclasses.replace(g, in_linear=self.region_of(src).kind == "input",
-                                out_linear=self.region_of(layer.ofm).kind == "output")
+        g = dataclasses.replace(g, in_linear=self.region_of(src).kind in ("input", "linear"),
+                                out_linear=self.region_of(layer.ofm).kind in ("output", "linear"))
         if isinstance(layer, ConvLayer):
             # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
             # give the ratio the simulator charges (layer_info).

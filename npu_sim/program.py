@@ -42,7 +42,7 @@ class Region:
     area: int
     base: int
     size: int
-    kind: str                         # "input" | "output" | "activation" | "constant"
+    kind: str                         # "input" | "output" | "activation" | "linear" (an activation in NHWC) | "constant"
 
 
 @dataclass(frozen=True)

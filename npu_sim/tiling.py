@@ -176,6 +176,11 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                     first = (m, p, ih, iw, th, tw, tc)
     ih, iw = g.in_tile(bh, bw)
     ic = g.in_channels(bc)
+    if g.perm != (0, 1, 2):   # a transpose reads the OFM tile's box with its axes permuted
+        box = [0, 0, 0]
+        for i, a in enumerate(g.perm):
+            box[a] = (bh, bw, bc)[i]
+        ih, iw, ic = box
     ih_r, iw_r = min(ih, H), min(iw, W)
     if g.kind == "conv" and order == "spatial_outer":
         ifm_loads, ifm_tile = n_sp * g.n_inputs, ih_r * iw_r * C * g.in_bytes
