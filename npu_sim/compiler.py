@@ -278,12 +278,13 @@ class _Codegen:
             in2 = dict(in2_bcast=int(p.get("bcast", 0)),
                        in2_in_weights=self.region_of(layer.inputs[1]).area != self.fm_area)
         if layer.op == "softmax":
-            in2["whole_channels"] = True
+            in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
         elif layer.op == "transpose":
             in2["perm"] = tuple(p["perm"])
         elif layer.op == "resize":
             in2.update(resize_factor=(max(out_hwc[0] // src.hwc[0], 1), max(out_hwc[1] // src.hwc[1], 1)),
-                       bilinear=bool(p["bilinear"]))
+                       bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
+                       whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1]))
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
                         layer.op == "requant", layer.op == "lut", layer.op == "mean", **in2)

@@ -106,7 +106,7 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.MEAN: ("zp_in", "zp_out", "act_min", "act_max", "m", "e", "count"),
     PpuOp.LUT: ("qmin",),
     PpuOp.COPY: ("act_min", "act_max"),
-    PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min"),
+    PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
     PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),
     # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
     # origin and (oy, ox) the dst tile's, in image coordinates

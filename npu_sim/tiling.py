@@ -58,6 +58,8 @@ class Geometry:
     perm: tuple[int, int, int] = (0, 1, 2)  # TRANSPOSE: the IFM tile is the OFM tile's box with axes permuted
     resize_factor: tuple[int, int] = (0, 0)  # RESIZE: the (height, width) upscaling; 0: not a resize
     bilinear: bool = False
+    half_pixel: bool = False
+    whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w): the sizes Vela's sequence runs on
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
@@ -169,7 +171,7 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                 taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
                 p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
                                from_mac=g.kind != "ppu", kernel=g.kernel, perm=g.perm, elem_bytes=g.in_bytes,
-                               bilinear=g.bilinear)
+                               bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole)
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
