@@ -22,7 +22,7 @@ from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 __all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
-MOVE_DTYPES = ("int8", "uint8")   # the PPU writes 8-bit tiles
+MOVE_DTYPES = ("int8", "uint8", "int16")   # transpose and resize move values: 16-bit ones too
 
 
 def softmax_quant(body: _Body, core: Call) -> tuple[float, float, str]:
@@ -74,7 +74,7 @@ def _transpose(low: _Lowerer, call: Call) -> None:
     body = _BareBody(call, low)
     in_t, out_t = _tensor_type(call.args[0]), _tensor_type(call)
     if in_t.dtype not in MOVE_DTYPES:
-        raise body.fail(f"{in_t.dtype} tensors are not supported", hint="the NPU transposes int8 and uint8")
+        raise body.fail(f"{in_t.dtype} tensors are not supported", hint="the NPU transposes int8, uint8 and int16")
     view = transpose_view(tuple(in_t.shape), call.attrs.axes)
     if isinstance(view, str):
         raise body.fail(view, hint="the NPU permutes a height×width×channels view")
@@ -115,7 +115,7 @@ def _resize(low: _Lowerer, call: Call) -> None:
     body = _BareBody(call, low)
     in_t, out_t = _tensor_type(call.args[0]), _tensor_type(call)
     if in_t.dtype not in MOVE_DTYPES or out_t.dtype != in_t.dtype:
-        raise body.fail(f"resize {in_t.dtype} → {out_t.dtype} is not supported", hint="int8 or uint8 in and out")
+        raise body.fail(f"resize {in_t.dtype} → {out_t.dtype} is not supported", hint="int8, uint8 or int16 in and out")
     code = resize_mode(call.attrs)
     if isinstance(code, str):
         raise body.fail(code, hint="the NPU resizes NHWC tensors with TFLite's coordinate modes")

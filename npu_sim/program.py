@@ -311,8 +311,9 @@ def _static_problems(prog: Program) -> list[str]:
                 local(c.w_buf, c.w_off, mac_weight_bytes(c), TileKind.WEIGHT, "mac weights", i)
                 local(c.acc_buf, c.acc_off, c.oh * c.ow * c.oc * 4, TileKind.ACC, "mac acc", i)
             elif isinstance(c, Ppu):
+                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE)   # data movement also writes int16
                 if c.op not in PpuOp._value2member_map_ or not 0 <= c.in_dtype < len(DTYPES) or \
-                        not 0 <= c.out_dtype < 2 or c.rounding not in Rounding._value2member_map_:
+                        not 0 <= c.out_dtype < (3 if wide_out else 2) or c.rounding not in Rounding._value2member_map_:
                     out.append(f"#{i}: unknown PPU op, rounding or dtype in {disassemble_command(c)}")
                     continue
                 if min(c.oh, c.ow, c.oc, c.ih, c.iw, c.ic) <= 0:

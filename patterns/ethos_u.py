@@ -384,9 +384,10 @@ SOFTMAX_CHECK = Check((_softmax_dtypes, _softmax_wh, _softmax_axis,
 
 
 def _move_dtypes(what: str) -> Rule:
-    return _reworded(dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root]),
-                     f"input and output dtype is int8 or uint8 (Vela also runs int16 {what}; byoc's simulator "
-                     f"writes 8-bit tiles, so they stay on the CPU)")
+    return _reworded(dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root],
+                                allowed=("int8", "uint8", "int16")),
+                     f"input and output dtype is int8, uint8 or int16 (Vela's 8/16-bit {what}; it also "
+                     f"runs int32 ones, which byoc's simulator does not, so they stay on the CPU)")
 
 
 def _perm(ctx) -> tuple[tuple[int, ...], tuple[int, ...]]:
