@@ -237,3 +237,28 @@ def test_layer_cycles_are_within_20_percent_of_vela(name, shape, build, tmp_path
     _, st = npu_sim.simulate(prog, {prog.inputs[0].name: np.zeros(shape, np.int8)})
     ours = sum(s.exclusive_cycles for s in st.per_layer)
     assert 0.8 <= ours / vela[op] <= 1.2, (ours, vela[op])
+
+
+# -- real models end to end: `byoc compare --target ethos-u` --------------------------------------------------
+
+def _compare_models() -> list[Path]:
+    from tests.shared_models import COMMITTED_MODELS, SHARED_MODELS
+    out = [COMMITTED_MODELS / "kws_ref_model.tflite", COMMITTED_MODELS / "vww_96_int8.tflite"]
+    return out + [p for p in (SHARED_MODELS / "mobilenet_v2_quantized_1x3x224x224.tflite",) if p.exists()]
+
+
+@pytest.mark.parametrize("path", _compare_models(), ids=lambda p: p.stem)
+def test_byoc_compare_on_ethos_u_matches_tflite_micro(path):
+    """The softmax (kws, vww) and MobileNetV2's input transpose run inside the ethos-u partitions, and every
+    executor agrees with TFLite Micro bit for bit."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "byoc" / "cli"))
+    from cli_helpers import run_cli
+    p = run_cli("compare", path, "--target", "ethos-u", timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "MATCH:" in p.stdout and "across evaluate, cpu, ethos-u, tflm" in p.stdout
+    from byoc.cli.common import load_model
+    m = load_model(str(path), "auto", target="ethos-u")
+    _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=True,
+                              boundary_rule=True)
+    cpu = {n.op for n in report.cpu_ops()} | {i for n in report.cpu_ops() for i in n.inner_ops}
+    assert not cpu & {"qnn.softmax", "ethos-u.qnn_softmax", "transpose"}, cpu
