@@ -58,8 +58,11 @@ def _inputs(shape, dtype, seed=0) -> list[np.ndarray]:
     return out
 
 
-def _check_exact(data: bytes, shape, dtype, kind: str):
+def _check_exact(data: bytes, shape, dtype, kind: str, min_tiles: int = 1):
+    from npu_sim.isa import Ppu
     mod, report, exe, kinds = _offload(data)
+    (prog,) = exe.npu_programs.values()
+    assert sum(isinstance(c, Ppu) for c in prog.commands) >= min_tiles   # large tensors: many tiles, each exact
     assert kinds == [kind], (kinds, [(n.op, n.reason) for n in report.cpu_ops()])
     assert not report.cpu_ops()
     for x in _inputs(shape, dtype):
@@ -75,10 +78,11 @@ def _check_exact(data: bytes, shape, dtype, kind: str):
 
 @pytest.mark.parametrize("shape,beta,dtype", [((1, 10), 1.0, "int8"), ((1, 3, 5, 40), 0.5, "int8"),
                                               ((4, 1000), 1.0, "int8"), ((2, 7), 1.0, "uint8"),
+                                              ((1, 48, 48, 32), 1.0, "int8"),
                                               ((1, 1, 1, 12), 2.0, "uint8")])
 def test_softmax_runs_on_the_npu_bit_exact(shape, beta, dtype):
     data = _model(shape, dtype, lambda w, x: w.softmax(x, beta=beta))
-    _check_exact(data, shape, dtype, "softmax")
+    _check_exact(data, shape, dtype, "softmax", min_tiles=4 if int(np.prod(shape)) > 30000 else 1)
 
 
 @pytest.mark.parametrize("shape,perm,dtype", [
@@ -90,10 +94,12 @@ def test_softmax_runs_on_the_npu_bit_exact(shape, beta, dtype):
     ((7, 9, 11), (2, 0, 1), "uint8"),
     ((1, 1, 5, 7), (0, 1, 3, 2), "int8"),
     ((1, 3, 24, 20), (0, 2, 3, 1), "int16"),
+    ((1, 3, 112, 112), (0, 2, 3, 1), "int8"),
+    ((1, 64, 64, 32), (0, 2, 1, 3), "int8"),
 ])
 def test_transpose_runs_on_the_npu_bit_exact(shape, perm, dtype):
     data = _model(shape, dtype, lambda w, x: w.transpose(x, perm))
-    _check_exact(data, shape, dtype, "transpose")
+    _check_exact(data, shape, dtype, "transpose", min_tiles=4 if int(np.prod(shape)) > 30000 else 1)
 
 
 _RESIZES = {
@@ -120,7 +126,7 @@ _RESIZE_RUNS = [(c, "int8") for c in _RESIZES] + [(c, d) for d in ("uint8", "int
 @pytest.mark.parametrize("case,dtype", _RESIZE_RUNS)
 def test_resize_runs_on_the_npu_bit_exact(case, dtype):
     shape, build = _RESIZES[case]
-    _check_exact(_model(shape, dtype, build), shape, dtype, "resize")
+    _check_exact(_model(shape, dtype, build), shape, dtype, "resize", min_tiles=4 if case == "bilinear large 2x" else 1)
 
 
 # -- outside Vela's rules: on the CPU, every failed rule named --------------------------------------------------
@@ -262,3 +268,21 @@ def test_byoc_compare_on_ethos_u_matches_tflite_micro(path):
                               boundary_rule=True)
     cpu = {n.op for n in report.cpu_ops()} | {i for n in report.cpu_ops() for i in n.inner_ops}
     assert not cpu & {"qnn.softmax", "ethos-u.qnn_softmax", "transpose"}, cpu
+
+
+def test_the_program_validator_refuses_inconsistent_transpose_and_resize_commands():
+    import dataclasses
+    from npu_sim.isa import N_PPU_PARAMS, Ppu, PpuOp
+    from byoc.errors import NPUError
+    _, _, exe, _ = _offload(_chain_model())
+    (prog,) = exe.npu_programs.values()
+    prog.validate()
+    for op, bad in ((PpuOp.TRANSPOSE, (0, 0, 1)), (PpuOp.RESIZE, (0, 7))):
+        i = next(k for k, c in enumerate(prog.commands) if isinstance(c, Ppu) and c.op == op)
+        c = prog.commands[i]
+        params = (bad + c.params[len(bad):])[:N_PPU_PARAMS]
+        cmds = list(prog.commands)
+        cmds[i] = dataclasses.replace(c, params=params)
+        with pytest.raises(NPUError) as e:
+            dataclasses.replace(prog, commands=tuple(cmds)).validate(check_hazards=False)
+        assert any(f"#{i}:" in n and ("transpose" in n or "resize" in n) for n in e.value.notes), e.value.notes
