@@ -121,6 +121,9 @@ def _resize(low: _Lowerer, call: Call) -> None:
         raise body.fail(code, hint="the NPU resizes NHWC tensors with TFLite's coordinate modes")
     if len(in_t.shape) != 4 or in_t.shape[0] != 1:
         raise body.fail(f"input {tuple(in_t.shape)} is not one NHWC image", hint="batch 1")
+    if out_t.shape[1] < in_t.shape[1] or out_t.shape[2] < in_t.shape[2]:
+        raise body.fail(f"resizing {tuple(in_t.shape)} down to {tuple(out_t.shape)}",
+                        hint="the NPU upscales (Vela: 2x/4x/8x); keep a downscale on the CPU")
     src = body.tensor(call.args[0], "data")
     ofm = low.out_tensor(call, body.name)
     low.layers.append(PpuLayer(body.name, body.comp, "resize", (src,), ofm,

@@ -65,9 +65,9 @@ class Geometry:
         if self.whole_plane:
             return self.in_hwc[0], self.in_hwc[1]
         if self.resize_factor[0]:
-            # rows/columns a tile's outputs read: every factor-th source row, one more on each side at most
-            fh, fw = self.resize_factor
-            return min(_cdiv(th, fh) + 2, self.in_hwc[0]), min(_cdiv(tw, fw) + 2, self.in_hwc[1])
+            # rows/columns a tile's outputs read (an upscale): their share of the input, one more on each side
+            (H, W, _), (OH, OW, _) = self.in_hwc, self.out_hwc
+            return min(_cdiv(th * H, OH) + 2, H), min(_cdiv(tw * W, OW) + 2, W)
         return ((th - 1) * self.stride[0] + (self.kernel[0] - 1) * self.dilation[0] + 1,
                 (tw - 1) * self.stride[1] + (self.kernel[1] - 1) * self.dilation[1] + 1)
 

@@ -406,10 +406,10 @@ def _transpose_shape(ctx):
     import itertools
     shape, perm = _perm(ctx)
     rank = len(shape)
-    if perm == tuple(range(rank)):
+    if perm == tuple(range(rank)) or rank <= 2:   # rank 2: no rank - 2 axes to multiply
         return None
-    hwc = shape[-3:] if rank >= 3 else shape
-    if rank <= 3 or (all(d == 1 for d in shape[:-3]) and tuple(perm[:-3]) == tuple(range(rank - 3))):
+    hwc = shape[-3:]
+    if rank == 3 or (all(d == 1 for d in shape[:-3]) and tuple(perm[:-3]) == tuple(range(rank - 3))):
         return None if all(d <= TRANSPOSE_AXIS_MAX for d in hwc) else f"found {shape}"
     worst = max(int(np.prod(c)) for c in itertools.combinations(shape, rank - 2))
     return None if worst <= TRANSPOSE_AXIS_MAX else f"found {shape} (a product of {rank - 2} axes is {worst})"
