@@ -241,6 +241,7 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
     w_cands = [ow] if g.whole_plane else _candidates(ow, min(m.ublock_w, ow))
     orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
     best = None
+    near: list[tuple[int, int, TilePlan]] = []   # (est, tile size, plan) of share-charged layers
     for order in orders:
         for bc in c_cands:
             if order == "spatial_outer" and bc == oc:
@@ -252,12 +253,20 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
                         continue
                     est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area)
                     key = (est, -(bh * bw * bc))
+                    plan = TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est)
+                    if g.whole:
+                        near.append((est, bh * bw * bc, plan))
                     if best is None or key < best[0]:
-                        best = (key, TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
+                        best = (key, plan)
     if best is None:
         smallest = _slots(g, min(h_cands), min(w_cands), min(c_cands), "depth_outer")
         need = ", ".join(f"2×{k} {v} B" for k, v in sorted(smallest.items()))
         raise NPUError(f"layer {name!r}: even the smallest tile ({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) "
                        f"does not fit the local SRAM of {cfg.name!r} ({need})",
                        hint="use a config with more local SRAM (e.g. a larger weight or IFM buffer)")
+    if near:
+        # softmax / resize are charged their share of Vela's whole-tensor sequence: smaller tiles only shorten the
+        # pipeline fill, so among tiles within 5% of the best estimate the largest (fewest commands) wins
+        limit = best[1].estimate * 1.05
+        return max((x for x in near if x[0] <= limit), key=lambda x: (x[1], -x[0]))[2]
     return best[1]
