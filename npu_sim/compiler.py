@@ -282,8 +282,7 @@ class _Codegen:
         elif layer.op == "transpose":
             in2["perm"] = tuple(p["perm"])
         elif layer.op == "resize":
-            in2.update(resize_factor=(max(out_hwc[0] // src.hwc[0], 1), max(out_hwc[1] // src.hwc[1], 1)),
-                       bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
+            in2.update(resize=True, bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
                        whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1]))
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,

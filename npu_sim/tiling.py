@@ -56,7 +56,7 @@ class Geometry:
     out_linear: bool = False
     whole_channels: bool = False  # SOFTMAX: a tile holds whole rows (every channel)
     perm: tuple[int, int, int] = (0, 1, 2)  # TRANSPOSE: the IFM tile is the OFM tile's box with axes permuted
-    resize_factor: tuple[int, int] = (0, 0)  # RESIZE: the (height, width) upscaling; 0: not a resize
+    resize: bool = False        # RESIZE: an IFM tile is the window of the input an OFM tile's outputs read
     bilinear: bool = False
     half_pixel: bool = False
     whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w): the sizes Vela's sequence runs on
@@ -64,7 +64,7 @@ class Geometry:
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
             return self.in_hwc[0], self.in_hwc[1]
-        if self.resize_factor[0]:
+        if self.resize:
             # rows/columns a tile's outputs read (an upscale): their share of the input, one more on each side
             (H, W, _), (OH, OW, _) = self.in_hwc, self.out_hwc
             return min(_cdiv(th * H, OH) + 2, H), min(_cdiv(tw * W, OW) + 2, W)
