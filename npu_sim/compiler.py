@@ -14,6 +14,7 @@ from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
 from .cost import window_traffic
+from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
 from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_SCALAR_FIELDS, Load, Mac, MacOp,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
@@ -26,7 +27,8 @@ from .weight_encoding import encoded_weight_bytes
 __all__ = ["compile"]
 
 _PPU_OPS = {"add": PpuOp.ADD, "mul": PpuOp.MUL, "max_pool": PpuOp.MAX_POOL, "avg_pool": PpuOp.AVG_POOL,
-            "mean": PpuOp.MEAN, "lut": PpuOp.LUT, "requant": PpuOp.REQUANT, "copy": PpuOp.COPY}
+            "mean": PpuOp.MEAN, "lut": PpuOp.LUT, "requant": PpuOp.REQUANT, "copy": PpuOp.COPY,
+            "softmax": PpuOp.SOFTMAX, "transpose": PpuOp.TRANSPOSE, "resize": PpuOp.RESIZE}
 _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("spare", "u1")])
 
 
@@ -215,6 +217,9 @@ class _Codegen:
         g = self.graph
         outputs = set(g.outputs)
         inputs = set(g.inputs)
+        # A transpose writes its OFM in linear NHWC (its strided writes need it; Vela's force_linear_format).
+        linear = {g.tensors[x.ofm].alias_of if g.tensors[x.ofm].alias_of is not None else x.ofm
+                  for x in g.layers if isinstance(x, PpuLayer) and x.op == "transpose"}
         for t in g.tensors:
             if t.alias_of is not None:
                 continue
@@ -222,7 +227,8 @@ class _Codegen:
             if t.data is not None:
                 r = self.mem.add(t.name, self.w_area, size, "constant", np.ascontiguousarray(t.data).tobytes())
             else:
-                kind = "input" if t.id in inputs else ("output" if t.id in outputs else "activation")
+                kind = "input" if t.id in inputs else ("output" if t.id in outputs else
+                                                       "linear" if t.id in linear else "activation")
                 r = self.mem.add(t.name, self.fm_area, size, kind)
             self.tensor_region[t.id] = r
         for tid in g.outputs:
@@ -272,6 +278,13 @@ class _Codegen:
         if len(layer.inputs) > 1:
             in2 = dict(in2_bcast=int(p.get("bcast", 0)),
                        in2_in_weights=self.region_of(layer.inputs[1]).area != self.fm_area)
+        if layer.op == "softmax":
+            in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
+        elif layer.op == "transpose":
+            in2["perm"] = tuple(p["perm"])
+        elif layer.op == "resize":
+            in2.update(resize=True, bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
+                       whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1]))
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
                         layer.op == "requant", layer.op == "lut", layer.op == "mean", **in2)
@@ -279,8 +292,8 @@ class _Codegen:
     def plan(self, layer) -> TilePlan:
         g = self.geometry(layer)
         src = layer.ifm if isinstance(layer, ConvLayer) else layer.inputs[0]
-        g = dataclasses.replace(g, in_linear=self.region_of(src).kind == "input",
-                                out_linear=self.region_of(layer.ofm).kind == "output")
+        g = dataclasses.replace(g, in_linear=self.region_of(src).kind in ("input", "linear"),
+                                out_linear=self.region_of(layer.ofm).kind in ("output", "linear"))
         if isinstance(layer, ConvLayer):
             # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
             # give the ratio the simulator charges (layer_info).
@@ -438,6 +451,38 @@ class _Codegen:
                 if y == 0 and x == 0:
                     self.prefetch_next(em, li, slots)
 
+    def emit_window_op(self, em: _Emitter, li: int, L: PpuLayer, op: PpuOp, slots: _Slots,
+                       at: tuple[int, int, int], size: tuple[int, int, int]) -> None:
+        """One OFM tile of a TRANSPOSE (its IFM box has the tile's axes permuted) or a RESIZE (its IFM window
+        holds every tap the tile reads: image.source_span)."""
+        T = self.graph.tensors
+        src, ofm = T[L.inputs[0]], T[L.ofm]
+        p = dict(L.params)
+        (y, x, c0), (th, tw, tc) = at, size
+        if op == PpuOp.TRANSPOSE:
+            perm = tuple(p["perm"])
+            start, ext = [0, 0, 0], [0, 0, 0]
+            for i, a in enumerate(perm):
+                start[a], ext[a] = at[i], size[i]
+            values = dict(perm0=perm[0], perm1=perm[1], perm2=perm[2])
+        else:
+            from byoc.ops.image import source_span
+            mode, rounding = RESIZE_MODES[p["ctm"]]
+            method = "linear" if p["bilinear"] else "nearest"
+            H, W, _ = src.hwc
+            OH, OW, _ = ofm.hwc
+            ya, yb = source_span(y, y + th, OH, H, method, mode, rounding)
+            xa, xb = source_span(x, x + tw, OW, W, method, mode, rounding)
+            start, ext = [ya, xa, c0], [yb - ya, xb - xa, tc]
+            values = dict(bilinear=p["bilinear"], ctm=p["ctm"], in_h=H, in_w=W, out_h=OH, out_w=OW, y0=ya, x0=xa,
+                          oy=y, ox=x)
+        s = slots.take("ifm")
+        em.emit(self.load(li, TileKind.IFM, L.inputs[0], *start, *ext, 0, s))
+        out = slots.take("ofm")
+        em.emit(Ppu(0, 0, li, int(op), 0, dtype_code(src.dtype), dtype_code(ofm.dtype), s[0], s[1], 0, 0, 0, 0, 0,
+                    out[0], out[1], *ext, th, tw, tc, _ppu_params(op, values)))
+        em.emit(self.store(li, L.ofm, y, x, c0, th, tw, tc, out))
+
     def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
         T = self.graph.tensors
         g = self.geometry(L)
@@ -474,6 +519,9 @@ class _Codegen:
             for y in range(0, OH, plan.bh):
                 for x in range(0, OW, plan.bw):
                     th, tw = min(plan.bh, OH - y), min(plan.bw, OW - x)
+                    if op in (PpuOp.TRANSPOSE, PpuOp.RESIZE):
+                        self.emit_window_op(em, li, L, op, slots, (y, x, c0), (th, tw, tc))
+                        continue
                     if op == PpuOp.MEAN:
                         y0, x0, ih, iw = 0, 0, H, W
                     else:

@@ -10,7 +10,7 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+__all__ = ["mac_cycles", "ppu_cycles", "softmax_cycles", "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -54,7 +54,11 @@ def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw:
 
 
 def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int, ic: int,
-               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1)) -> int:
+               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1),
+               perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1, bilinear: bool = False,
+               half_pixel: bool = False, whole: tuple[int, ...] = ()) -> int:
+    if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
+        return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
     p = cfg.ppu
     if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
         return pool_cycles(cfg, op, oh, ow, oc, *kernel)
@@ -80,6 +84,16 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
 
 
 def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
+    if c.op == PpuOp.TRANSPOSE:
+        perm = (c.param("perm0"), c.param("perm1"), c.param("perm2"))
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, perm=perm,
+                          elem_bytes=DTYPE_BYTES[c.in_dtype])
+    if c.op == PpuOp.RESIZE:
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, bilinear=bool(c.param("bilinear")),
+                          half_pixel=c.param("ctm") == 2,
+                          whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w")))
+    if c.op == PpuOp.SOFTMAX:
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
     return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
@@ -147,3 +161,125 @@ def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
             return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
         return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
     return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency
+
+
+# -- ops Vela lowers to a sequence of NPU operations ------------------------------------------------------------
+# The simulator computes these with one PPU command per tile (the reference integer algorithm); the cycles it
+# charges are those of the operations Vela's Regor core emits for them (its per-layer CSV lists them with the
+# original operator), each costed from the config: compute at the output stage's rates, memory over the
+# feature-map (or weight) port, one round-trip latency per operation that streams a full-size tensor.
+
+def _area(cfg: NPUConfig, name: str) -> int:
+    return [m.name for m in cfg.memory_areas].index(name)
+
+
+def _stream(cfg: NPUConfig, nbytes: int, area: str | None = None) -> int:
+    """Port cycles of streaming ``nbytes`` contiguously through a memory area (default: the feature maps')."""
+    return transfer_cycles(cfg, _area(cfg, area or cfg.placement.feature_maps), nbytes, nbytes)
+
+
+def _fm_latency(cfg: NPUConfig) -> int:
+    a = cfg.memory_areas[_area(cfg, cfg.placement.feature_maps)]
+    return a.read_latency + a.write_latency
+
+
+# SOFTMAX, 8-bit (Regor's sequence): per row of channels a max over the channels (a 1×C max pool), an exp LUT
+# subtract, a shift by 12, a sum over the channels; 23 passes on one 32-bit value per row (CLZ, SUB, SHL, MUL,
+# ADD: the headroom and a Newton-Raphson reciprocal); then over every element the multiply by the broadcast
+# reciprocal (its constant 32-bit operand read from the weight area), the add of the rounding term and the
+# shift to the output type.
+SOFTMAX_ROW_PASSES = (("add",) * 12) + (("mul",) * 11)
+SOFTMAX_FULL_PASSES = 5   # full-size passes that pay a memory round trip (the rest pipeline)
+
+
+def softmax_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
+    """Vela's 8-bit SOFTMAX over ``rows`` rows of ``channels`` values (its 30 NPU operations)."""
+    p, m = cfg.ppu, cfg.mac
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    q = p.elementwise_quantum or p.channel_quantum
+    full = rows * channels
+    # the channel max: each row's channels are the window of a pool, a micro-block row of outputs at a time
+    max_pool = issue + _cdiv(rows, m.ublock_h) * channels * m.dw_cycles_per_ublock
+    exp_lut = issue + math.ceil(_cdiv(full, q) * q * p.cost("lut"))
+    shift12 = issue + max(math.ceil(full * p.cost("lut")), _stream(cfg, full * 8))          # int32 in and out
+    reduce_sum = issue + _stream(cfg, full * 4)
+    row_pass = [issue + max(math.ceil(_cdiv(rows, q) * q * p.cost(u)), _stream(cfg, rows * 12))
+                for u in SOFTMAX_ROW_PASSES]
+    scale = issue + _stream(cfg, full * 12)                                                   # 2 reads, 1 write
+    rounding = issue + max(_stream(cfg, full * 4, cfg.placement.weights), _stream(cfg, full * 8))
+    to_out = issue + max(math.ceil(full * p.cost("lut")), _stream(cfg, full * 5))
+    return (max_pool + exp_lut + shift12 + reduce_sum + sum(row_pass) + scale + rounding + to_out
+            + SOFTMAX_FULL_PASSES * _fm_latency(cfg))
+
+
+def transpose_passes(perm: tuple[int, int, int]) -> int:
+    """How many axis swaps Vela chains for a permutation of height×width×channels: 0, 1 (a swap) or 2 (a
+    rotation)."""
+    moved = sum(1 for i, a in enumerate(perm) if a != i)
+    return 0 if moved == 0 else (1 if moved == 2 else 2)
+
+
+def transpose_cycles(cfg: NPUConfig, elems: int, elem_bytes: int, perm: tuple[int, int, int]) -> int:
+    """Vela's TRANSPOSE: per swap a 1x1 average pool over every element whose OFM strides swap two axes. A swap
+    of height and width keeps channel runs contiguous (one read and one write per byte, 8 elements a cycle); a
+    swap that moves the channels writes element by element (each byte costs two on the port, 4 a cycle).
+    The simulator's tile DMA moves each byte in and out once; a height/width swap is charged its compute only
+    (the DMA is its memory traffic), a channel-moving pass its whole port traffic (the strided writes)."""
+    p = cfg.ppu
+    nbytes = elems * elem_bytes
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    n = transpose_passes(perm)
+    if n == 0 or (n == 1 and perm[2] == 2):
+        # channel runs stay contiguous: the simulator's DMA moves the bytes; the pool streams them
+        return issue + math.ceil(elems * p.cost("copy"))
+    # element-wise strided writes, invisible to the tile DMA: each pass is bound by its port traffic
+    return n * (issue + max(math.ceil(elems * p.cost("copy") * 2), _stream(cfg, 3 * nbytes)))
+
+
+def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int], channels: int,
+                  bilinear: bool, half_pixel: bool = False) -> int:
+    """Vela's RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR at a 2x/4x/8x factor: one average pool per doubling,
+    each reading its IFM through the NPU's 2x nearest upscaling (the output stage at twice its requantize rate,
+    every micro-block resampled: ``dw_cycles_per_ublock`` per tap); bilinear's last pass averages a
+    factor×factor window. Bilinear with half-pixel centres is Vela's edge-padding copies then four 2x2
+    depthwise convolutions, each writing a quarter of the OFM with stride 2 (a whole brick moved per element).
+    A 1x1 input or an unchanged size is one copy."""
+    p, m = cfg.ppu, cfg.mac
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    (ih, iw), (oh, ow) = in_hw, out_hw
+    factor = max(oh // max(ih, 1), ow // max(iw, 1), 1)
+    if (ih, iw) == (1, 1) or factor == 1:
+        return issue + max(math.ceil(oh * ow * channels * p.cost("copy")), _stream(cfg, oh * ow * channels * 2)) \
+            + _fm_latency(cfg)
+    rate = 2 * p.cost("requant") + p.cost("copy") / 2
+    if bilinear and half_pixel:
+        quarter = _cdiv(oh, 2) * _cdiv(ow, 2) * channels
+        edges = 2 * (ih + iw) * channels
+        copies = issue + math.ceil(ih * iw * channels * rate) + 4 * issue + math.ceil(edges * 10 * rate)
+        dw = issue + max(mac_cycles(cfg, MacOp.DEPTHWISE, _cdiv(oh, 2), _cdiv(ow, 2), channels, channels, 2, 2),
+                         _stream(cfg, quarter * (4 + cfg.fm_channel_quantum)))
+        return copies + 4 * dw + 9 * _fm_latency(cfg)
+    total, h, w = 0, ih, iw
+    steps = max(int(round(math.log2(factor))), 1)
+    for k in range(steps):
+        h, w = min(h * 2, oh), min(w * 2, ow)
+        taps = factor * factor if bilinear and k == steps - 1 else 1
+        n_ub = _cdiv(h, m.ublock_h) * _cdiv(w, m.ublock_w) * _cdiv(channels, m.ublock_c)
+        total += issue + max(taps * n_ub * m.dw_cycles_per_ublock, math.ceil(h * w * channels * rate)) \
+            + _fm_latency(cfg)
+    return total
+
+
+def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, perm: tuple[int, int, int],
+                      elem_bytes: int, bilinear: bool, half_pixel: bool, whole: tuple[int, ...]) -> int:
+    """One ``oh``×``ow``×``oc`` OFM tile of SOFTMAX, TRANSPOSE or RESIZE. Vela runs softmax and resize as
+    operations over the whole tensor (``whole``: SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w)); a tile
+    is charged its share of them, so the tiles of a layer add up to Vela's sequence."""
+    if op == PpuOp.TRANSPOSE:
+        return transpose_cycles(cfg, oh * ow * oc, elem_bytes, perm)
+    if op == PpuOp.SOFTMAX:
+        rows = whole[0] if whole else oh * ow
+        return _cdiv(softmax_cycles(cfg, rows, oc) * oh * ow, max(rows, 1))
+    in_h, in_w, out_h, out_w = whole if whole else (oh, ow, oh, ow)
+    total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), oc, bilinear, half_pixel)
+    return _cdiv(total * oh * ow, max(out_h * out_w, 1))

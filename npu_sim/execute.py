@@ -20,6 +20,10 @@ from numpy.lib.stride_tricks import as_strided
 from byoc.errors import ExecutionError, NPUError
 from byoc.quant.fixedpoint import mbqm, rdbpot, srdhm, wrap32
 
+from byoc.ops.image import resize_window
+from byoc.ops.qnn_activation import softmax_rows_fixed
+from byoc.quant.params import SoftmaxParams
+
 from .deps import RegionIndex
 from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
 from .program import Program
@@ -30,6 +34,8 @@ _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("sp
 _NP = [np.dtype(d) for d in DTYPES]
 _RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 _INT32_MIN = -(1 << 31)
+# RESIZE's ctm parameter → TFLite's coordinate mode as image.resize2d spells it (mode, rounding_method)
+RESIZE_MODES = (("asymmetric", ""), ("align_corners", ""), ("half_pixel", "round_prefer_ceil"))
 # Upper bound on one conv im2col block (float64): larger tiles are multiplied a band of output rows at a time.
 IM2COL_BLOCK_BYTES = 4 << 20
 
@@ -273,6 +279,19 @@ class Machine:
         elif op == PpuOp.LUT:
             table = self.raw(c.table_buf, c.table_off, i)[:256].view(out_dt)
             return table[x - c.param("qmin")].astype(out_dt)
+        elif op == PpuOp.SOFTMAX:
+            p = SoftmaxParams(c.param("multiplier"), c.param("left_shift"), c.param("diff_min"))
+            return softmax_rows_fixed(x, p, out_dt.name)
+        elif op == PpuOp.TRANSPOSE:
+            perm = (c.param("perm0"), c.param("perm1"), c.param("perm2"))
+            return np.ascontiguousarray(x.transpose(perm)).astype(out_dt)
+        elif op == PpuOp.RESIZE:
+            y = resize_window(x[None].astype(_NP[c.in_dtype]), (c.param("in_h"), c.param("in_w")),
+                              (c.param("out_h"), c.param("out_w")), "linear" if c.param("bilinear") else "nearest",
+                              RESIZE_MODES[c.param("ctm")][0], RESIZE_MODES[c.param("ctm")][1],
+                              (c.param("oy"), c.param("oy") + c.oh), (c.param("ox"), c.param("ox") + c.ow),
+                              (c.param("y0"), c.param("x0")))
+            return np.ascontiguousarray(y[0]).astype(out_dt)
         else:
             y = x
         lo, hi = _RANGE[c.out_dtype]

@@ -58,6 +58,9 @@ class PpuOp(enum.IntEnum):
     MEAN = 5         # reduce over the whole tile's H×W
     LUT = 6          # 256-entry table lookup
     COPY = 7         # copy with clamp (clip, concatenate)
+    SOFTMAX = 8      # TFLite's integer softmax along the tile's channels (the tile holds whole rows)
+    TRANSPOSE = 9    # the src tile's axes permuted (perm = which src axis each dst axis is)
+    RESIZE = 10      # nearest / bilinear resize of a src window to a dst tile (origins in params)
 
 
 class Rounding(enum.IntEnum):
@@ -103,6 +106,11 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.MEAN: ("zp_in", "zp_out", "act_min", "act_max", "m", "e", "count"),
     PpuOp.LUT: ("qmin",),
     PpuOp.COPY: ("act_min", "act_max"),
+    PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
+    PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),
+    # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
+    # origin and (oy, ox) the dst tile's, in image coordinates
+    PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox"),
 }
 
 

@@ -52,6 +52,9 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
               "any chain of elementwise ops on one input, every other operand one constant value (e.g. "
               "qnn.hardswish, qnn.leaky_relu, qnn.dequantize → … → qnn.quantize)",
               "PPU lookup table: the chain evaluated on all 256 values; int8 → int8 or uint8 → uint8, same shape"),
+    LayerKind("softmax", "softmax", "qnn.softmax (axis −1, rounding TFLITE)",
+              "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8 or uint8 → uint8; "
+              "charged as Vela's 30-operation sequence (cost.softmax_cycles)"),
 )}
 
 

@@ -2,7 +2,8 @@
 
 The function body is a dataflow graph of calls to composite function literals (``Composite="npu.<name>"``, bodies
 as in docs/architecture.md) and a few cheap bare ops (reshape/squeeze/expand_dims become aliases; clip and
-qnn.requantize become PPU layers; strided_slice/split/nn.pad/nn.depth_to_space become copies, lower_move.py). Every unsupported construct is collected and reported at once as an
+qnn.requantize become PPU layers; strided_slice/split/nn.pad/nn.depth_to_space become copies, lower_move.py;
+transpose and image.resize2d, and the softmax layer kind, lower_vela_ops.py). Every unsupported construct is collected and reported at once as an
 ``NPUError``: never a silent wrong result.
 
 Integer parameters come from the shared functions in ``byoc.quant.params`` (the same ones the interpreter uses).
@@ -868,6 +869,11 @@ _BARE_OPS = {"reshape": _bare_alias, "squeeze": _bare_alias, "expand_dims": _bar
 from .lower_move import MOVE_OPS  # noqa: E402 - the data-movement handlers build on the classes above
 
 _BARE_OPS.update(MOVE_OPS)
+
+from .lower_vela_ops import KIND_LOWERINGS, VELA_OPS  # noqa: E402 - SOFTMAX, TRANSPOSE, RESIZE (Vela's sequences)
+
+_BARE_OPS.update(VELA_OPS)
+_KIND_ONLY.update(KIND_LOWERINGS)
 
 
 def lower_function(func: Function, name: str = "npu_func", composites: dict[str, str] | None = None) -> Graph:

@@ -42,7 +42,7 @@ class Region:
     area: int
     base: int
     size: int
-    kind: str                         # "input" | "output" | "activation" | "constant"
+    kind: str                         # "input" | "output" | "activation" | "linear" (an activation in NHWC) | "constant"
 
 
 @dataclass(frozen=True)
@@ -311,8 +311,9 @@ def _static_problems(prog: Program) -> list[str]:
                 local(c.w_buf, c.w_off, mac_weight_bytes(c), TileKind.WEIGHT, "mac weights", i)
                 local(c.acc_buf, c.acc_off, c.oh * c.ow * c.oc * 4, TileKind.ACC, "mac acc", i)
             elif isinstance(c, Ppu):
+                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE)   # data movement also writes int16
                 if c.op not in PpuOp._value2member_map_ or not 0 <= c.in_dtype < len(DTYPES) or \
-                        not 0 <= c.out_dtype < 2 or c.rounding not in Rounding._value2member_map_:
+                        not 0 <= c.out_dtype < (3 if wide_out else 2) or c.rounding not in Rounding._value2member_map_:
                     out.append(f"#{i}: unknown PPU op, rounding or dtype in {disassemble_command(c)}")
                     continue
                 if min(c.oh, c.ow, c.oc, c.ih, c.iw, c.ic) <= 0:
@@ -330,7 +331,17 @@ def _static_problems(prog: Program) -> list[str]:
                 if tb:
                     local(c.table_buf, c.table_off, tb, TileKind.TABLE, "ppu table", i)
                 local(c.dst_buf, c.dst_off, tile_bytes(c.oh, c.ow, c.oc, c.out_dtype), TileKind.OFM, "ppu dst", i)
-                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.COPY, PpuOp.LUT) and \
+                if c.op == PpuOp.TRANSPOSE:
+                    perm = tuple(c.param(k) for k in ("perm0", "perm1", "perm2"))
+                    src = (c.ih, c.iw, c.ic)
+                    if sorted(perm) != [0, 1, 2] or tuple(src[k] for k in perm) != (c.oh, c.ow, c.oc):
+                        out.append(f"#{i}: transpose {perm} of a {c.ih}x{c.iw}x{c.ic} tile is not "
+                                   f"{c.oh}x{c.ow}x{c.oc}")
+                if c.op == PpuOp.RESIZE and (c.param("ctm") not in (0, 1, 2) or c.param("oy") + c.oh > c.param(
+                        "out_h") or c.param("ox") + c.ow > c.param("out_w") or min(c.param("in_h"), c.param("in_w"))
+                        <= 0 or c.ic != c.oc):
+                    out.append(f"#{i}: resize parameters do not describe its tiles ({disassemble_command(c)})")
+                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.COPY, PpuOp.LUT, PpuOp.SOFTMAX) and \
                         (c.ih, c.iw, c.ic) != (c.oh, c.ow, c.oc):
                     out.append(f"#{i}: elementwise PPU op with input {c.ih}x{c.iw}x{c.ic} ≠ output "
                                f"{c.oh}x{c.ow}x{c.oc}")

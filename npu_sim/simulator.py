@@ -110,7 +110,8 @@ def schedule(prog: Program) -> Schedule:
     channels = (cfg.overheads.dma_in_channels, 0, 0, cfg.overheads.dma_out_channels)
     shared = cfg.ppu.shares_mac_engine
     ratios = [layer.weight_ratio for layer in prog.layers]
-    linear = {(r.area, r.base) for r in prog.regions if r.kind in ("input", "output")}  # NHWC for the host
+    # NHWC for the host, or an activation kept linear (a transpose's OFM)
+    linear = {(r.area, r.base) for r in prog.regions if r.kind in ("input", "output", "linear")}
     queues: list[list[int]] = [[], [], [], []]
     engine = np.empty(n, np.int8)
     for i, c in enumerate(cmds):

@@ -54,10 +54,20 @@ class Geometry:
     weight_ratio: float = 1.0   # encoded / raw bytes of the weights and tables (weight_encoding.py)
     in_linear: bool = False     # the IFM / OFM is a partition input / output (NHWC, not bricked)
     out_linear: bool = False
+    whole_channels: bool = False  # SOFTMAX: a tile holds whole rows (every channel)
+    perm: tuple[int, int, int] = (0, 1, 2)  # TRANSPOSE: the IFM tile is the OFM tile's box with axes permuted
+    resize: bool = False        # RESIZE: an IFM tile is the window of the input an OFM tile's outputs read
+    bilinear: bool = False
+    half_pixel: bool = False
+    whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w): the sizes Vela's sequence runs on
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
             return self.in_hwc[0], self.in_hwc[1]
+        if self.resize:
+            # rows/columns a tile's outputs read (an upscale): their share of the input, one more on each side
+            (H, W, _), (OH, OW, _) = self.in_hwc, self.out_hwc
+            return min(_cdiv(th * H, OH) + 2, H), min(_cdiv(tw * W, OW) + 2, W)
         return ((th - 1) * self.stride[0] + (self.kernel[0] - 1) * self.dilation[0] + 1,
                 (tw - 1) * self.stride[1] + (self.kernel[1] - 1) * self.dilation[1] + 1)
 
@@ -160,13 +170,19 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                                g.in_channels(tc), *g.kernel) if g.kind != "ppu" else 0
                 taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
                 p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
-                               from_mac=g.kind != "ppu", kernel=g.kernel)
+                               from_mac=g.kind != "ppu", kernel=g.kernel, perm=g.perm, elem_bytes=g.in_bytes,
+                               bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole)
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
                     first = (m, p, ih, iw, th, tw, tc)
     ih, iw = g.in_tile(bh, bw)
     ic = g.in_channels(bc)
+    if g.perm != (0, 1, 2):   # a transpose reads the OFM tile's box with its axes permuted
+        box = [0, 0, 0]
+        for i, a in enumerate(g.perm):
+            box[a] = (bh, bw, bc)[i]
+        ih, iw, ic = box
     ih_r, iw_r = min(ih, H), min(iw, W)
     if g.kind == "conv" and order == "spatial_outer":
         ifm_loads, ifm_tile = n_sp * g.n_inputs, ih_r * iw_r * C * g.in_bytes
@@ -239,14 +255,22 @@ def _axis_candidates(cfg: NPUConfig, g: Geometry) -> tuple[list[int], list[int],
     if g.kind == "ppu":
         cq = max(g.channel_step, min(cfg.ppu.channel_quantum, oc))
     c_cands = [c for c in _candidates(oc, min(cq, oc)) if c % g.channel_step == 0 or c == oc]
+    if g.whole_channels:
+        c_cands = [oc]
     h_cands = [oh] if g.whole_plane else _candidates(oh, min(m.ublock_h, oh))
     w_cands = [ow] if g.whole_plane else _candidates(ow, min(m.ublock_w, ow))
     return h_cands, w_cands, c_cands
 
 
-def best_plan(plans: list[TilePlan]) -> TilePlan:
+def best_plan(plans: list[TilePlan], g: Geometry) -> TilePlan:
     """The default heuristic's choice: the lowest estimate; ties go to the larger tile, then search order."""
-    return min(plans, key=lambda p: (p.estimate, -(p.bh * p.bw * p.bc)))
+    best = min(plans, key=lambda p: (p.estimate, -(p.bh * p.bw * p.bc)))
+    if not g.whole:
+        return best
+    # softmax / resize are charged their share of Vela's whole-tensor sequence: smaller tiles only shorten the
+    # pipeline fill, so among tiles within 5% of the best estimate the largest (fewest commands) wins
+    limit = best.estimate * 1.05
+    return max((p for p in plans if p.estimate <= limit), key=lambda p: (p.bh * p.bw * p.bc, -p.estimate))
 
 
 def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int,
@@ -261,4 +285,4 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
         raise NPUError(f"layer {name!r}: even the smallest tile ({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) "
                        f"does not fit the local SRAM of {cfg.name!r} ({need})",
                        hint="use a config with more local SRAM (e.g. a larger weight or IFM buffer)")
-    return best_plan(plans)
+    return best_plan(plans, g)

@@ -8,8 +8,9 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
   (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
   ``compare`` holds the NPU to TFLite Micro's kernels.
-* the simulator: Vela lowers SOFTMAX, TRANSPOSE and RESIZE_* into NPU operations; ``npu_sim`` has no lowering for
-  them yet, so they stay on the CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``).
+* the simulator: Vela lowers SUB, MAXIMUM, PRELU, ... that ``npu_sim`` has no lowering for yet; they stay on the
+  CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE and RESIZE_* run
+  as Vela runs them (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
 
 Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
 """
@@ -22,7 +23,7 @@ from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, Rule, rule
 
 from . import npu as _npu
-from .common import (capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule, input_of,
+from .common import (QUANT_DTYPES, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule, input_of,
                      layout_rule, optional_clip, per_tensor_rule, reduced_axes, root, ttype)
 from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_preferred_semantics
 
@@ -47,10 +48,6 @@ MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
 VELA_DIFFERENCES = {
-    "qnn.softmax": "Vela lowers SOFTMAX to NPU operations (exp lookup table, sums, a fixed-point reciprocal); "
-                   "byoc's NPU simulator has no softmax lowering yet, so it runs on the CPU (differs from Vela)",
-    "transpose": "Vela runs TRANSPOSE on the NPU as a 1x1 average pool whose output strides swap two axes; "
-                 "byoc's NPU simulator has no transpose lowering yet, so it runs on the CPU (differs from Vela)",
     "qnn.subtract": "Vela runs SUB on the NPU's elementwise unit; byoc's NPU simulator lowers ADD and MUL only, so "
                     "it runs on the CPU (differs from Vela)",
     "maximum": "Vela runs MAXIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
@@ -65,9 +62,6 @@ VELA_DIFFERENCES = {
                  "CPU (differs from Vela)",
     "argmax": "Vela runs ARG_MAX along the channels on the NPU; byoc's NPU simulator has no lowering for it yet, "
               "so it runs on the CPU (differs from Vela)",
-    "image.resize2d": "Vela lowers RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (1x/2x/4x/8x) to NPU pooling and "
-                      "upscaling; byoc's NPU simulator has no resize lowering yet, so it runs on the CPU (differs "
-                      "from Vela)",
 }
 
 
@@ -338,6 +332,145 @@ def _lut(what: str) -> Check:
     return Check(c.rules + (_tens_dims,), summary=c.summary)
 
 
+# -- SOFTMAX, TRANSPOSE, RESIZE (Vela's Regor core lowers each to a sequence of NPU operations) -----------------
+# Vela 5's constraints are its Regor core's (``regor.tflite_operator_constraints("EthosU55")``, what
+# ``vela --supported-ops-report`` prints), not the legacy Python tables.
+
+SOFTMAX_WH_MAX = 65536
+TRANSPOSE_AXIS_MAX = 2 ** 16
+RESIZE_FACTORS = (2, 4, 8)
+
+
+def _softmax_types(ctx):
+    """(input, output) types of a softmax composite: the one place that reads its operands (tvmforms' softmax
+    form changes only this)."""
+    return ttype(ctx["core"].args[0]), ttype(ctx.root)
+
+
+@rule("input and output are both int8 or both uint8 (Vela also runs int16 softmax, which byoc's importer does not "
+      "produce; an int8 → int16 softmax stays on the CPU: the simulator writes 8-bit tiles)")
+def _softmax_dtypes(ctx):
+    ti, to = _softmax_types(ctx)
+    if ti is None or to is None or ti.dtype not in QUANT_DTYPES or to.dtype != ti.dtype:
+        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+    return None
+
+
+@rule(f"the product of the input's width and height (its 4-D view, leading 1s added) is less than "
+      f"{SOFTMAX_WH_MAX} (Vela's softmax rule)")
+def _softmax_wh(ctx):
+    ti, _ = _softmax_types(ctx)
+    if ti is None:
+        return None
+    four = (1,) * max(0, 4 - ti.ndim) + tuple(ti.shape)
+    return None if four[1] * four[2] < SOFTMAX_WH_MAX else f"found {four[1]}x{four[2]}"
+
+
+@rule("it runs along the last axis with TFLite's fixed-point arithmetic, on a tensor of rank 1 to 4 (TFLite's "
+      "SOFTMAX; byoc's simulator)")
+def _softmax_axis(ctx):
+    core = ctx["core"]
+    ti, _ = _softmax_types(ctx)
+    if ti is None or not 1 <= ti.ndim <= 4:
+        return f"found {tuple(ti.shape) if ti else None}"
+    if core.attrs.axis % ti.ndim != ti.ndim - 1 or core.attrs.rounding != "TFLITE":
+        return f"found axis {core.attrs.axis}, rounding {core.attrs.rounding}"
+    return None
+
+
+SOFTMAX_CHECK = Check((_softmax_dtypes, _softmax_wh, _softmax_axis,
+                       per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)])),
+                      summary="SOFTMAX, as Vela's 30-operation sequence (exp table, sums, reciprocal)")
+
+
+def _move_dtypes(what: str) -> Rule:
+    return _reworded(dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root],
+                                allowed=("int8", "uint8", "int16")),
+                     f"input and output dtype is int8, uint8 or int16 (Vela's 8/16-bit {what}; it also "
+                     f"runs int32 ones, which byoc's simulator does not, so they stay on the CPU)")
+
+
+def _perm(ctx) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    t = ttype(ctx.root.args[0])
+    shape = tuple(t.shape) if t is not None else ()
+    axes = ctx.root.attrs.axes
+    rank = len(shape)
+    perm = tuple(int(a) % rank for a in axes) if axes is not None else tuple(reversed(range(rank)))
+    return shape, perm
+
+
+@rule(f"the permutation moves height, width and channels only and each is at most {TRANSPOSE_AXIS_MAX} (a 3-D "
+      f"tensor, or one whose other axes are 1), or else every product of rank - 2 axes is at most "
+      f"{TRANSPOSE_AXIS_MAX} (Vela's transpose rule for 8/16-bit tensors)")
+def _transpose_shape(ctx):
+    import itertools
+    shape, perm = _perm(ctx)
+    rank = len(shape)
+    if perm == tuple(range(rank)) or rank <= 2:   # rank 2: no rank - 2 axes to multiply
+        return None
+    hwc = shape[-3:]
+    if rank == 3 or (all(d == 1 for d in shape[:-3]) and tuple(perm[:-3]) == tuple(range(rank - 3))):
+        return None if all(d <= TRANSPOSE_AXIS_MAX for d in hwc) else f"found {shape}"
+    worst = max(int(np.prod(c)) for c in itertools.combinations(shape, rank - 2))
+    return None if worst <= TRANSPOSE_AXIS_MAX else f"found {shape} (a product of {rank - 2} axes is {worst})"
+
+
+@rule("at most three of its axes are longer than 1 (byoc's simulator permutes a height×width×channels view)")
+def _transpose_view(ctx):
+    from npu_sim.lower_vela_ops import transpose_view
+    shape, perm = _perm(ctx)
+    v = transpose_view(shape, perm)
+    return v if isinstance(v, str) else None
+
+
+TRANSPOSE_CHECK = Check((_move_dtypes("transposes"), _transpose_shape, _transpose_view),
+                        summary="TRANSPOSE, as Vela's 1x1 average pools with swapped output strides")
+
+
+def _resize_factors(ih: int, iw: int, oh: int, ow: int, align: bool) -> tuple[float, float]:
+    if align:
+        return ((oh - 1) / (ih - 1) if ih != 1 else 1.0), ((ow - 1) / (iw - 1) if iw != 1 else 1.0)
+    return oh / ih, ow / iw
+
+
+@rule(f"unless the input is 1x1 or the output has the input's shape: the height and width factors (output / "
+      f"input; (output - 1) / (input - 1) with align_corners) are equal and one of "
+      f"{'/'.join(f'{f}x' for f in RESIZE_FACTORS)}, or the output height or width is 1 with factor 1 there; "
+      f"bilinear with half_pixel_centers: 2x (Vela's resize rules)")
+def _resize_scale(ctx):
+    ti, to = ttype(ctx.root.args[0]), ttype(ctx.root)
+    if ti is None or to is None or ti.ndim != 4:
+        return None
+    a = ctx.root.attrs
+    _, ih, iw, _ = ti.shape
+    _, oh, ow, _ = to.shape
+    if (ih, iw) == (1, 1) or tuple(ti.shape) == tuple(to.shape):
+        return None
+    fh, fw = _resize_factors(ih, iw, oh, ow, a.coordinate_transformation_mode == "align_corners")
+    allowed = (2.0,) if a.method == "linear" and a.coordinate_transformation_mode == "half_pixel" else \
+        tuple(float(f) for f in RESIZE_FACTORS)
+    if fh != fw:
+        ok = (oh == 1 and fh == 1 and fw in allowed) or (ow == 1 and fw == 1 and fh in allowed)
+    else:
+        ok = fh in allowed
+    return None if ok else f"found {ih}x{iw} → {oh}x{ow} (factors {fh:g}, {fw:g})"
+
+
+@rule("it is an NHWC RESIZE_NEAREST_NEIGHBOR or RESIZE_BILINEAR of one image (batch 1) with TFLite's coordinate "
+      "modes (byoc's simulator)")
+def _resize_form(ctx):
+    from npu_sim.lower_vela_ops import resize_mode
+    ti = ttype(ctx.root.args[0])
+    if ti is None or ti.ndim != 4 or ti.shape[0] != 1:
+        return f"found {tuple(ti.shape) if ti else None}"
+    code = resize_mode(ctx.root.attrs)
+    return code if isinstance(code, str) else None
+
+
+RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
+                     summary="RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR, as Vela's upscaling average pools")
+
+
 @register_pattern_table(TARGET)
 def pattern_table() -> list[CompositePattern]:
     def unary(op_name: str, n_const: int):
@@ -356,6 +489,7 @@ def pattern_table() -> list[CompositePattern]:
     rq = optional_clip(is_op("qnn.requantize")(wildcard("data"), is_constant(), is_constant(), is_constant(),
                                                is_constant()).named("rq"))
     clip = is_op("clip")(wildcard("data")).named("clip")
+    softmax = is_op("qnn.softmax")(wildcard("data"), *[is_constant() for _ in range(4)]).named("core")
     t = TARGET
     table = [
         CompositePattern(f"{t}.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
@@ -376,6 +510,7 @@ def pattern_table() -> list[CompositePattern]:
                                                           summary="QUANTIZE / requantization")),
         CompositePattern(f"{t}.qnn_clip", clip, Check(_npu.CLIP_CHECK.rules + (_tens_dims,),
                                                       summary="RELU / RELU6 / RELU_N1_TO_1")),
+        CompositePattern(f"{t}.qnn_softmax", softmax, SOFTMAX_CHECK),
     ]
     return table
 
@@ -386,13 +521,14 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
     f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
-    f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip",
+    f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
 for _op, _check in (("reshape", _npu._MOVE_CHECK), ("squeeze", _npu._MOVE_CHECK), ("expand_dims", _npu._MOVE_CHECK),
                     ("strided_slice", _npu.SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
-                    ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK)):
+                    ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK), ("transpose", TRANSPOSE_CHECK),
+                    ("image.resize2d", RESIZE_CHECK)):
     register_op_predicate(TARGET, _op, _check)
 
 # Vela places these on the NPU; byoc keeps them on the CPU and says why.

@@ -92,7 +92,7 @@ class NpuPartition:
             m.run()
         if self.capture is not None:
             for r in self.program.regions:
-                if r.kind in ("activation", "output"):
+                if r.kind in ("activation", "linear", "output"):
                     self.capture(self.symbol, r.name, m.mem[r.area][r.base:r.base + r.size].tobytes())
         return m.read_outputs()
 

@@ -43,7 +43,8 @@ from .kernels import from_nhwc, to_nhwc
 from .registry import FusionKind, register_op
 from .rel import fail, tensor_arg
 
-__all__ = ["Resize2DAttrs", "nearest_indices", "linear_float_taps", "linear_int_taps", "LINEAR_DTYPES"]
+__all__ = ["Resize2DAttrs", "nearest_indices", "linear_float_taps", "linear_int_taps", "LINEAR_DTYPES",
+           "resize_window", "source_span"]
 
 _MODES = ("asymmetric", "align_corners", "half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn")
 _ROUNDING = ("", "round", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil")
@@ -128,31 +129,55 @@ def linear_int_taps(out_size: int, in_size: int, mode: str) -> tuple[np.ndarray,
     return s, lo, hi
 
 
-def _linear_nhwc(x: np.ndarray, size, mode: str) -> np.ndarray:
-    n, h, w, c = x.shape
+def resize_window(x: np.ndarray, in_hw: tuple[int, int], size, method: str, mode: str, rounding: str,
+                  rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None,
+                  origin: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """Output rows [r0, r1) and columns [c0, c1) of resizing an NHWC image of height×width ``in_hw`` to
+    ``size``, computed from ``x``: the window of the image starting at ``origin`` that holds every tap they read
+    (the whole image by default). One arithmetic for the whole op and for an NPU tile."""
+    r0, r1 = rows or (0, size[0])
+    c0, c1 = cols or (0, size[1])
+    oy, ox = origin
+    if method != "linear":
+        iy = nearest_indices(size[0], in_hw[0], mode, rounding)[r0:r1] - oy
+        ix = nearest_indices(size[1], in_hw[1], mode, rounding)[c0:c1] - ox
+        return x[:, iy][:, :, ix]
     if x.dtype in (np.float32, np.uint8):
-        sy, y0, y1 = linear_float_taps(size[0], h, mode)
-        sx, x0, x1 = linear_float_taps(size[1], w, mode)
+        sy, y0, y1 = (a[r0:r1] for a in linear_float_taps(size[0], in_hw[0], mode))
+        sx, x0, x1 = (a[c0:c1] for a in linear_float_taps(size[1], in_hw[1], mode))
         one = np.float32(1)
         dy = (sy - y0.astype(np.float32))[None, :, None, None]
         dx = (sx - x0.astype(np.float32))[None, None, :, None]
         xf = x.astype(np.float32)
-        tap = lambda yy, xx: xf[:, yy][:, :, xx]  # noqa: E731
+        tap = lambda yy, xx: xf[:, yy - oy][:, :, xx - ox]  # noqa: E731
         v = tap(y0, x0) * (one - dy) * (one - dx) + tap(y1, x0) * dy * (one - dx) + \
             tap(y0, x1) * (one - dy) * dx + tap(y1, x1) * dy * dx
         if x.dtype == np.float32:
             return v
         return np.trunc(v + np.float32(0.5)).astype(np.int64).astype(x.dtype)
-    sy, y0, y1 = linear_int_taps(size[0], h, mode)
-    sx, x0, x1 = linear_int_taps(size[1], w, mode)
+    sy, y0, y1 = (a[r0:r1] for a in linear_int_taps(size[0], in_hw[0], mode))
+    sx, x0, x1 = (a[c0:c1] for a in linear_int_taps(size[1], in_hw[1], mode))
     wy = (sy - 1024 * y0)[None, :, None, None]
     wx = (sx - 1024 * x0)[None, None, :, None]
     xi = x.astype(np.int64)
-    tap = lambda yy, xx: xi[:, yy][:, :, xx]  # noqa: E731
+    tap = lambda yy, xx: xi[:, yy - oy][:, :, xx - ox]  # noqa: E731
     acc = tap(y0, x0) * (1024 - wy) * (1024 - wx) + tap(y1, x0) * wy * (1024 - wx) + \
         tap(y0, x1) * (1024 - wy) * wx + tap(y1, x1) * wy * wx
     q = acc + np.where(acc > 0, 1 << 19, -(1 << 19))
     return (np.sign(q) * (np.abs(q) >> 20)).astype(x.dtype)  # C's truncating division, then a wrapping cast
+
+
+def source_span(out_lo: int, out_hi: int, out_size: int, in_size: int, method: str, mode: str,
+                rounding: str) -> tuple[int, int]:
+    """[first, last + 1) of the input rows (or columns) that output rows [out_lo, out_hi) read."""
+    if method != "linear":
+        idx = nearest_indices(out_size, in_size, mode, rounding)[out_lo:out_hi]
+        return int(idx.min()), int(idx.max()) + 1
+    _, lo, hi = linear_int_taps(out_size, in_size, mode)   # either arithmetic (the dtype picks): both spans
+    _, flo, fhi = linear_float_taps(out_size, in_size, mode)
+    lo = np.minimum(lo, flo)[out_lo:out_hi]
+    hi = np.maximum(hi, fhi)[out_lo:out_hi]
+    return int(lo.min()), int(hi.max()) + 1
 
 
 def _out_shape(t: TensorType, attrs) -> tuple[int, ...]:
@@ -195,12 +220,10 @@ def _rel(types, attrs):
 def _compute(args, attrs):
     (x,) = args
     xn = to_nhwc(x, attrs.layout)
-    mode, rounding = attrs.coordinate_transformation_mode, attrs.rounding_method
+    out = resize_window(xn, xn.shape[1:3], attrs.size, attrs.method, attrs.coordinate_transformation_mode,
+                        attrs.rounding_method)
     if attrs.method == "linear":
-        return np.ascontiguousarray(from_nhwc(_linear_nhwc(xn, attrs.size, mode), attrs.layout))
-    iy = nearest_indices(attrs.size[0], xn.shape[1], mode, rounding)
-    ix = nearest_indices(attrs.size[1], xn.shape[2], mode, rounding)
-    out = xn[:, iy][:, :, ix]
+        return np.ascontiguousarray(from_nhwc(out, attrs.layout))
     return np.ascontiguousarray(from_nhwc(out, attrs.layout)).astype(attrs.out_dtype or x.dtype)
 
 

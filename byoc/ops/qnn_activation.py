@@ -28,7 +28,8 @@ from ..quant.params import (fixed_point_activation_params, hardswish_params, lea
 from .registry import FusionKind, register_op
 from .rel import dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg
 
-__all__ = ["QnnSoftmaxAttrs", "QnnLutAttrs", "QnnLeakyReluAttrs", "softmax_rows", "onnx_softmax_scales",
+__all__ = ["QnnSoftmaxAttrs", "QnnLutAttrs", "QnnLeakyReluAttrs", "softmax_rows", "softmax_rows_fixed",
+           "onnx_softmax_scales",
            "SOFTMAX_ROUNDING"]
 
 _ACT_ARGS = ("data", "scale", "zero_point", "output_scale", "output_zero_point")
@@ -92,7 +93,11 @@ def _softmax_rel(types, attrs):
 
 def softmax_rows(q: np.ndarray, input_scale, beta: float, out_dtype: str) -> np.ndarray:
     """TFLite's reference integer softmax over the last axis of ``q`` (any leading shape)."""
-    p = softmax_params(input_scale, beta)
+    return softmax_rows_fixed(q, softmax_params(input_scale, beta), out_dtype)
+
+
+def softmax_rows_fixed(q: np.ndarray, p, out_dtype: str) -> np.ndarray:
+    """``softmax_rows`` from its integer parameters (``SoftmaxParams``: what an NPU command carries)."""
     x = q.astype(np.int64)
     diff = x - x.max(axis=-1, keepdims=True)
     valid = diff >= p.diff_min

@@ -1,0 +1,134 @@
+"""Lowering of the ops Vela turns into a sequence of NPU operations: SOFTMAX, TRANSPOSE, RESIZE_*.
+
+Each becomes one PPU layer whose commands compute the reference integer algorithm per tile (bit-exact with
+TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of the operations Vela emits
+(``cost.softmax_cycles`` / ``transpose_cycles`` / ``resize_cycles``).
+
+* softmax (layer kind ``softmax``, a composite): along the last axis; a tile holds whole rows of the
+  height×width×channels view, so any leading shape folds into the rows. Its quantization is read by
+  ``softmax_quant`` only (the one place to change when the composite body changes form).
+* transpose (bare op): unit axes are dropped, so any permutation that moves at most three non-unit axes is a
+  permutation of a height×width×channels view; every OFM tile loads the IFM box with its axes permuted.
+* image.resize2d (bare op): NHWC, TFLite's three coordinate modes; every OFM tile loads the input window holding
+  every tap it reads.
+"""
+from __future__ import annotations
+
+from byoc.ir.expr import Call
+from byoc.quant.params import softmax_params
+
+from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
+
+__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES"]
+
+SOFTMAX_DTYPES = ("int8", "uint8")
+MOVE_DTYPES = ("int8", "uint8", "int16")   # transpose and resize move values: 16-bit ones too
+
+
+def softmax_quant(body: _Body, core: Call) -> tuple[float, float, str]:
+    """(input scale, beta, output dtype) of a softmax composite's core call ``qnn.softmax(data, scale, zp,
+    out_scale, out_zp)``; the output parameters are implied by the dtype (TFLite's kernels require them)."""
+    scale = float(body.const(core.args[1], "input scale").reshape(-1)[0])
+    return scale, float(core.attrs.beta), core.attrs.out_dtype or _tensor_type(core.args[0]).dtype
+
+
+def _softmax(low: _Lowerer, body: _Body, comp: str) -> None:
+    ops = body.expect(body.chain(), [("qnn.softmax", False)])
+    core = ops["qnn.softmax"]
+    in_t = _tensor_type(core.args[0])
+    if core.attrs.rounding != "TFLITE":
+        raise body.fail(f"qnn.softmax rounding {core.attrs.rounding!r} is not supported",
+                        hint="the NPU runs TFLite's fixed-point softmax")
+    if not in_t.shape or core.attrs.axis % len(in_t.shape) != len(in_t.shape) - 1:
+        raise body.fail(f"softmax along axis {core.attrs.axis} of {tuple(in_t.shape)}",
+                        hint="the NPU's softmax runs along the last axis (TFLite's)")
+    scale, beta, out_dtype = softmax_quant(body, core)
+    if in_t.dtype not in SOFTMAX_DTYPES or out_dtype != in_t.dtype:
+        raise body.fail(f"softmax {in_t.dtype} → {out_dtype} is not supported",
+                        hint="int8 → int8 or uint8 → uint8")
+    p = softmax_params(scale, beta)
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.append(PpuLayer(body.name, comp, "softmax", (ifm,), ofm,
+                               dict(multiplier=p.input_multiplier, left_shift=p.input_left_shift,
+                                    diff_min=p.diff_min, rows=low.tensors[ifm].hwc[0] * low.tensors[ifm].hwc[1])))
+
+
+def transpose_view(shape: tuple[int, ...], axes) -> tuple[tuple[int, int, int], tuple[int, int, int]] | str:
+    """(the input seen as height×width×channels, the permutation of that view) of ``transpose(x, axes)``, or
+    why there is none: unit axes are dropped, at most three axes may remain."""
+    rank = len(shape)
+    perm = tuple(int(a) % rank for a in axes) if axes is not None else tuple(reversed(range(rank)))
+    if sorted(perm) != list(range(rank)):
+        return f"axes {tuple(axes)} are not a permutation of {rank} axes"
+    kept = [a for a in range(rank) if shape[a] != 1]
+    if len(kept) > 3:
+        return f"it moves {len(kept)} axes longer than 1 (the NPU's view has three)"
+    pad = 3 - len(kept)
+    in3 = (1,) * pad + tuple(shape[a] for a in kept)
+    perm3 = tuple(range(pad)) + tuple(pad + kept.index(a) for a in perm if shape[a] != 1)
+    return in3, perm3   # type: ignore[return-value]
+
+
+def _transpose(low: _Lowerer, call: Call) -> None:
+    body = _BareBody(call, low)
+    in_t, out_t = _tensor_type(call.args[0]), _tensor_type(call)
+    if in_t.dtype not in MOVE_DTYPES:
+        raise body.fail(f"{in_t.dtype} tensors are not supported", hint="the NPU transposes int8, uint8 and int16")
+    view = transpose_view(tuple(in_t.shape), call.attrs.axes)
+    if isinstance(view, str):
+        raise body.fail(view, hint="the NPU permutes a height×width×channels view")
+    in3, perm3 = view
+    src = body.tensor(call.args[0], "data")
+    if perm3 == (0, 1, 2):  # only unit axes move: the same bytes
+        base = low.tensors[src]
+        root = base.alias_of if base.alias_of is not None else src
+        low.value[id(call)] = low.new_tensor(f"{base.name}.transpose", out_t, base.data, alias_of=root)
+        return
+    ofm = low.out_tensor(call, body.name)
+    out3 = tuple(in3[k] for k in perm3)
+    low.layers.append(PpuLayer(body.name, body.comp, "transpose", (low.view_as(src, in3),),
+                               low.view_as(ofm, out3), dict(perm=perm3)))
+
+
+# TFLite's coordinate modes as image.resize2d spells them (execute.RESIZE_MODES is the same order)
+_RESIZE_MODES = {("asymmetric", ""): 0, ("align_corners", ""): 1, ("half_pixel", "round_prefer_ceil"): 2}
+
+
+def resize_mode(attrs) -> int | str:
+    """The RESIZE command's ``ctm`` code for an image.resize2d, or why the NPU does not run it."""
+    mode = attrs.coordinate_transformation_mode
+    rounding = attrs.rounding_method if attrs.method != "linear" else ""
+    if attrs.method == "linear" and mode == "half_pixel":
+        rounding = "round_prefer_ceil"
+    code = _RESIZE_MODES.get((mode, rounding))
+    if attrs.method not in ("linear", "nearest_neighbor"):
+        return f"method {attrs.method!r} is not TFLite's"
+    if attrs.layout != "NHWC":
+        return f"layout {attrs.layout!r} is not NHWC"
+    if code is None:
+        return f"coordinate mode {mode!r} with rounding {attrs.rounding_method!r} is not one of TFLite's"
+    return code
+
+
+def _resize(low: _Lowerer, call: Call) -> None:
+    body = _BareBody(call, low)
+    in_t, out_t = _tensor_type(call.args[0]), _tensor_type(call)
+    if in_t.dtype not in MOVE_DTYPES or out_t.dtype != in_t.dtype:
+        raise body.fail(f"resize {in_t.dtype} → {out_t.dtype} is not supported", hint="int8, uint8 or int16 in and out")
+    code = resize_mode(call.attrs)
+    if isinstance(code, str):
+        raise body.fail(code, hint="the NPU resizes NHWC tensors with TFLite's coordinate modes")
+    if len(in_t.shape) != 4 or in_t.shape[0] != 1:
+        raise body.fail(f"input {tuple(in_t.shape)} is not one NHWC image", hint="batch 1")
+    if out_t.shape[1] < in_t.shape[1] or out_t.shape[2] < in_t.shape[2]:
+        raise body.fail(f"resizing {tuple(in_t.shape)} down to {tuple(out_t.shape)}",
+                        hint="the NPU upscales (Vela: 2x/4x/8x); keep a downscale on the CPU")
+    src = body.tensor(call.args[0], "data")
+    ofm = low.out_tensor(call, body.name)
+    low.layers.append(PpuLayer(body.name, body.comp, "resize", (src,), ofm,
+                               dict(bilinear=int(call.attrs.method == "linear"), ctm=code)))
+
+
+VELA_OPS = {"transpose": _transpose, "image.resize2d": _resize}
+KIND_LOWERINGS = {"softmax": _softmax}
