@@ -41,6 +41,8 @@ class MacArray:
     dw_kernel_group: int = 4           # depthwise: kernel taps per pass
     dw_cycles_per_ublock: int = 4      # depthwise: cycles per xy-ublock per pass
     pipe_fill: int = 2                 # cycles of pipeline fill per MAC command
+    step_delay: int = 0                # Ethos-U: cycles per kernel step when a block is one micro-block in x/y
+    pool_tap_cycles: int = 1           # Ethos-U: pooling cycles per tap and micro-block, per byte of input element
 
     @property
     def macs_per_cycle(self) -> int:
@@ -96,6 +98,10 @@ class Overheads:
     cmd_issue: int = 1                 # decode/setup cycles of every command
     dma_in_channels: int = 1           # DMA-in transfers in flight at once
     dma_out_channels: int = 1
+    # Ethos-U: a block (one MAC/PPU command) costs at least its serial work over this many overlapping stages:
+    # IFM-block read and OFM-block write (each with its latency) + output + MAC cycles (Vela's per-block command
+    # cost, "per DPU" = 4). 0: no floor.
+    block_overlap: int = 0
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,7 @@ def _problems(cfg: NPUConfig) -> list[str]:
         v = getattr(m, f.name)
         if f.name == "part_kernel":
             continue
-        lo = 0 if f.name == "pipe_fill" else 1
+        lo = 0 if f.name in ("pipe_fill", "step_delay") else 1
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             out.append(f"mac.{f.name} must be an integer >= {lo}, got {v!r}")
     if isinstance(m.ifm_block_depth, int) and isinstance(m.dot_depth, int) and m.dot_depth > 0 \
@@ -214,6 +220,8 @@ def _problems(cfg: NPUConfig) -> list[str]:
     o = cfg.overheads
     if o.cmd_issue < 0:
         out.append(f"overheads.cmd_issue must be >= 0, got {o.cmd_issue}")
+    if o.block_overlap < 0:
+        out.append(f"overheads.block_overlap must be >= 0 (0 = no per-block floor), got {o.block_overlap}")
     if o.dma_in_channels < 1 or o.dma_out_channels < 1:
         out.append("overheads.dma_in_channels and dma_out_channels must be >= 1")
     if cfg.weight_encoding not in WEIGHT_ENCODINGS:
@@ -250,7 +258,8 @@ KIB = 1024
 _U55_256 = NPUConfig(
     name="ethos-u55-256-like", clock_hz=500e6,
     mac=MacArray(ublock_h=2, ublock_w=2, ublock_c=8, dot_depth=8, ifm_block_depth=32, weight_buffer_min=32,
-                 part_kernel=True, dw_kernel_group=4, dw_cycles_per_ublock=4, pipe_fill=2),
+                 part_kernel=True, dw_kernel_group=4, dw_cycles_per_ublock=4, pipe_fill=2, step_delay=2,
+                 pool_tap_cycles=4),
     ppu=PostProcessing(cycles_per_element=_costs(requant=0.25, add=0.75, mul=0.375, max_pool_tap=0.125,
                                                  avg_pool_tap=0.125, mean_input=1.0, lut=1.0, copy=0.125),
                        channel_quantum=8, elementwise_quantum=16, command_overhead=0, pool_on_mac=True),
@@ -258,7 +267,7 @@ _U55_256 = NPUConfig(
                    LocalBuffer("weight_buffer", 256 * KIB, ("weight", "table"))),
     memory_areas=(MemoryArea("sram", 8.0, 32, 32, 32), MemoryArea("flash", 1.0, 64, 64, 128)),
     placement=Placement(feature_maps="sram", weights="flash"),
-    overheads=Overheads(cmd_issue=4, dma_in_channels=4, dma_out_channels=1),
+    overheads=Overheads(cmd_issue=4, dma_in_channels=4, dma_out_channels=1, block_overlap=4),
     # Weights are fetched as MLW streams; each layer's encoded size is computed from its weights.
     weight_encoding="mlw", fm_channel_quantum=16)
 
@@ -303,7 +312,11 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
     h, w, c = ublock
     base = _U55_256
     ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element))
-    cfg = replace(base, name=name, mac=replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c), ppu=ppu,
+    mac = replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c)
+    if h * w * c == 4:
+        # Vela: the 32-MAC U55 pools one cycle per tap whatever the element size and waits 3 cycles per step
+        mac = replace(mac, pool_tap_cycles=1, step_delay=3)
+    cfg = replace(base, name=name, mac=mac, ppu=ppu,
                   local_buffers=(LocalBuffer("shram", (shram_banks - 2) * KIB, ("ifm", "acc", "ofm")),
                                  base.local_buffers[1]))
     if u65:

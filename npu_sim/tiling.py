@@ -157,10 +157,11 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                 cnt = nh * nw * nc
                 ih, iw = g.in_tile(th, tw)
                 m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
-                               g.in_channels(tc), *g.kernel) if g.kind != "ppu" else 0
+                               g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
                 taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
                 p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
-                               from_mac=g.kind != "ppu", kernel=g.kernel)
+                               from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes,
+                               out_bytes=g.out_bytes)
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
