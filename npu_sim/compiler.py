@@ -159,6 +159,7 @@ class _Codegen:
         self.graph = graph
         names = [a.name for a in cfg.memory_areas]
         self.fm_area = names.index(cfg.placement.feature_maps)
+        self.io_area = names.index(cfg.placement.io_area)
         self.w_area = names.index(cfg.placement.weights)
         self.mem = _MemoryPlan(cfg)
         self.tensor_region: dict[int, Region] = {}
@@ -222,7 +223,7 @@ class _Codegen:
                 r = self.mem.add(t.name, self.w_area, size, "constant", np.ascontiguousarray(t.data).tobytes())
             else:
                 kind = "input" if t.id in inputs else ("output" if t.id in outputs else "activation")
-                r = self.mem.add(t.name, self.fm_area, size, kind)
+                r = self.mem.add(t.name, self.fm_area if kind == "activation" else self.io_area, size, kind)
             self.tensor_region[t.id] = r
         for tid in g.outputs:
             if self.graph.tensors[tid].alias_of is not None and self.region_of(tid).kind == "input":
@@ -279,7 +280,8 @@ class _Codegen:
         g = self.geometry(layer)
         src = layer.ifm if isinstance(layer, ConvLayer) else layer.inputs[0]
         g = dataclasses.replace(g, in_linear=self.region_of(src).kind == "input",
-                                out_linear=self.region_of(layer.ofm).kind == "output")
+                                out_linear=self.region_of(layer.ofm).kind == "output",
+                                in_area=self.region_of(src).area, out_area=self.region_of(layer.ofm).area)
         if isinstance(layer, ConvLayer):
             # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
             # give the ratio the simulator charges (layer_info).
@@ -329,7 +331,7 @@ class _Codegen:
                 traffic[self.region_of(tid).area] += self.region_of(tid).size
         out = T[layer.ofm]
         out_elems = int(np.prod(self.geometry(layer).out_hwc))
-        traffic[self.fm_area] += out_elems * np.dtype(out.dtype).itemsize
+        traffic[self.region_of(layer.ofm).area] += out_elems * np.dtype(out.dtype).itemsize
         ratio = self.weight_ratio(layer, plan.bc) if isinstance(layer, ConvLayer) else 1.0
         for key, r in const.items():
             traffic[r.area] += int(round(r.size * ratio))

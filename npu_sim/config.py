@@ -91,6 +91,13 @@ class MemoryArea:
 class Placement:
     feature_maps: str = "sram"
     weights: str = "flash"
+    # Area of a partition's inputs and outputs ("": the feature-map area). Vela's Dedicated_Sram memory mode
+    # keeps the network's tensors in DRAM and uses the SRAM for the NPU's intermediate maps.
+    io: str = ""
+
+    @property
+    def io_area(self) -> str:
+        return self.io or self.feature_maps
 
 
 @dataclass(frozen=True)
@@ -190,8 +197,10 @@ def _problems(cfg: NPUConfig) -> list[str]:
             out.append(f"memory area {a.name!r}: burst_bytes must be >= 1, got {a.burst_bytes}")
         if a.size_bytes < 0:
             out.append(f"memory area {a.name!r}: size_bytes must be >= 0 (0 = unbounded), got {a.size_bytes}")
-    for what in ("feature_maps", "weights"):
+    for what in ("feature_maps", "weights", "io"):
         area = getattr(cfg.placement, what)
+        if what == "io" and not area:
+            continue
         if area not in names:
             out.append(f"placement.{what} = {area!r} is not a memory area" + _suggest(area, names))
     # Local buffers: each tile kind held by exactly one buffer; each can hold two minimal tiles.
@@ -302,13 +311,16 @@ _N78 = NPUConfig(
 
 
 def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scale: float,
-             u65: bool = False) -> NPUConfig:
+             u65: str = "") -> NPUConfig:
     """An Ethos-U configuration as Vela's architecture_features gives it (OFM micro-block, SHRAM banks of 1 KiB,
     output cycles per element relative to the 256-MAC table) on Vela's default system config: U55 on
     Ethos_U55_High_End_Embedded + Shared_Sram (SRAM 8 B/cycle, off-chip flash 1 B/cycle at 500 MHz), U65 on
     Ethos_U65_Client_Server (SRAM 16 B/cycle, DRAM 12 B/cycle at 1 GHz, 16 reads in flight = Sram_max_reads as
-    the U55's 4). Feature maps stay in SRAM: Vela's default U65 memory mode (Dedicated_Sram_384KB) keeps them in
-    DRAM behind an SRAM cache, which this preset does not model (a network input read from DRAM costs more)."""
+    the U55's 4). U65 memory modes: ``dedicated`` is Vela's default Dedicated_Sram_384KB (the network's input and
+    output tensors in DRAM, the NPU's intermediate maps in its SRAM; a first layer reading a shallow NHWC input
+    from DRAM pays the DRAM's 128-byte bursts), ``shared`` is Shared_Sram (every feature map in SRAM). Weights
+    are in DRAM in both. Intermediate maps larger than Vela's 384 KiB SRAM cache stay in SRAM here (Vela spills
+    them to DRAM)."""
     h, w, c = ublock
     base = _U55_256
     ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element))
@@ -322,7 +334,8 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
     if u65:
         cfg = replace(cfg, clock_hz=1e9,
                       memory_areas=(MemoryArea("sram", 16.0, 32, 32, 32), MemoryArea("dram", 12.0, 500, 250, 128)),
-                      placement=Placement(feature_maps="sram", weights="dram"),
+                      placement=Placement(feature_maps="sram", weights="dram",
+                                          io="dram" if u65 == "dedicated" else ""),
                       overheads=replace(base.overheads, dma_in_channels=16))
     return cfg
 
@@ -330,9 +343,9 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
 _ETHOS_U = tuple(_ethos_u(*a) for a in (
     ("ethos-u55-32", (1, 1, 4), 16, 8.0), ("ethos-u55-64", (1, 1, 8), 16, 4.0),
     ("ethos-u55-128", (2, 1, 8), 24, 2.0), ("ethos-u55-256", (2, 2, 8), 48, 1.0),
-    ("ethos-u65-256", (2, 2, 8), 48, 1.0, True),
+    ("ethos-u65-256", (2, 2, 8), 48, 1.0, "dedicated"), ("ethos-u65-256-shared", (2, 2, 8), 48, 1.0, "shared"),
     # two 256-MAC cores splitting the OFM depth: one 2x2x16 array, half the output cycles per element
-    ("ethos-u65-512", (2, 2, 16), 48, 0.5, True)))
+    ("ethos-u65-512", (2, 2, 16), 48, 0.5, "dedicated"), ("ethos-u65-512-shared", (2, 2, 16), 48, 0.5, "shared")))
 
 PRESETS: dict[str, NPUConfig] = {c.name: c for c in (_N78, _VTA, _U55_256) + _ETHOS_U}
 

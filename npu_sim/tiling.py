@@ -54,6 +54,8 @@ class Geometry:
     weight_ratio: float = 1.0   # encoded / raw bytes of the weights and tables (weight_encoding.py)
     in_linear: bool = False     # the IFM / OFM is a partition input / output (NHWC, not bricked)
     out_linear: bool = False
+    in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
+    out_area: int = -1
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
@@ -146,7 +148,9 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     oh, ow, oc = g.out_hwc
     H, W, C = g.in_hwc
     ov = cfg.overheads
-    fm = cfg.memory_areas[fm_area]
+    in_area = fm_area if g.in_area < 0 else g.in_area
+    out_area = fm_area if g.out_area < 0 else g.out_area
+    fm, out_mem = cfg.memory_areas[in_area], cfg.memory_areas[out_area]
     n_c = _cdiv(oc, bc)
     n_sp = _cdiv(oh, bh) * _cdiv(ow, bw)
     mac_t = ppu_t = 0
@@ -176,19 +180,22 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         ifm_loads, ifm_tile = n_sp * n_c, ih_r * iw_r * ic * g.in_bytes  # src0 (src1 below)
         w_loads = n_c
     run_in = ic * g.in_bytes if ic < C else (iw_r * C * g.in_bytes if iw_r < W else ifm_tile)
-    ifm_cyc = fm_transfer_cycles(cfg, fm_area, ifm_tile, run_in, ic if order == "depth_outer" else C, g.in_bytes,
+    ifm_cyc = fm_transfer_cycles(cfg, in_area, ifm_tile, run_in, ic if order == "depth_outer" else C, g.in_bytes,
                                  g.in_linear)
     ofm_tile = bh * bw * bc * g.out_bytes
     run_out = bc * g.out_bytes if bc < oc else (bw * oc * g.out_bytes if bw < ow else ofm_tile)
-    ofm_cyc = fm_transfer_cycles(cfg, fm_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
+    ofm_cyc = fm_transfer_cycles(cfg, out_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
     wb, tb = g.weight_bytes(bc), g.table_bytes(bc)
     wr = g.weight_ratio if g.has_weights else 1.0
     w_cyc = transfer_cycles(cfg, w_area, wb, wb, wr) + transfer_cycles(cfg, w_area, tb, tb, wr)
     n_tiles = n_sp * n_c
-    fm_port = ifm_loads * ifm_cyc + n_tiles * ofm_cyc
-    w_port = w_loads * w_cyc if (wb or tb) else 0
+    port = [0.0] * len(cfg.memory_areas)   # busy cycles of each area's port
+    port[in_area] += ifm_loads * ifm_cyc
+    port[out_area] += n_tiles * ofm_cyc
     if g.lut:
-        w_port = transfer_cycles(cfg, w_area, 256, 256)
+        port[w_area] += transfer_cycles(cfg, w_area, 256, 256)
+    elif wb or tb:
+        port[w_area] += w_loads * w_cyc
     lat_in = fm.read_latency + ov.cmd_issue
     dma_in = (ifm_loads * (ifm_cyc + lat_in) + (w_loads * (w_cyc + 2 * lat_in) if (wb or tb) else 0))
     if g.n_inputs == 2:
@@ -198,17 +205,14 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         img2 = g.in2_tile(H, W, C)
         in2_bytes, in2_run = window_traffic(*img2, 0, 0, h2, w2, c2, g.in_bytes)
         in2_cyc = fm_transfer_cycles(cfg, in2_area, in2_bytes, in2_run, c2, g.in_bytes)
-        if in2_area == fm_area:
-            fm_port += n_tiles * in2_cyc
-        else:
-            w_port += n_tiles * in2_cyc
+        port[in2_area] += n_tiles * in2_cyc
         dma_in += n_tiles * (in2_cyc + cfg.memory_areas[in2_area].read_latency + ov.cmd_issue)
-    ports = [fm_port + w_port] if fm_area == w_area else [fm_port, w_port]
+    ports = port
     dma_in = max(dma_in / ov.dma_in_channels, max(ports))
-    dma_out = n_tiles * (ofm_cyc + fm.write_latency + ov.cmd_issue) / ov.dma_out_channels
+    dma_out = n_tiles * (ofm_cyc + out_mem.write_latency + ov.cmd_issue) / ov.dma_out_channels
     compute = mac_t + ppu_t if cfg.ppu.shares_mac_engine else max(mac_t, ppu_t)
     m, p, fih, fiw, fth, ftw, ftc = first  # type: ignore[misc]
-    fill = (ifm_cyc + lat_in + w_cyc + lat_in) + m + p + ofm_cyc + fm.write_latency
+    fill = (ifm_cyc + lat_in + w_cyc + lat_in) + m + p + ofm_cyc + out_mem.write_latency
     return int(max(compute, dma_in, dma_out, *ports) + fill)
 
 

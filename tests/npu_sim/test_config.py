@@ -16,7 +16,8 @@ def test_presets_have_the_documented_peak_rates():
     rates = {n: (c.mac.macs_per_cycle, c.mac.dw_macs_per_cycle) for n, c in npu_sim.PRESETS.items()}
     assert rates == {"ethos-u55-256-like": (256, 32), "vta-default": (256, 16), "ethos-n78-like": (512, 64),
                      "ethos-u55-32": (32, 4), "ethos-u55-64": (64, 8), "ethos-u55-128": (128, 16),
-                     "ethos-u55-256": (256, 32), "ethos-u65-256": (256, 32), "ethos-u65-512": (512, 64)}
+                     "ethos-u55-256": (256, 32), "ethos-u65-256": (256, 32), "ethos-u65-512": (512, 64),
+                     "ethos-u65-256-shared": (256, 32), "ethos-u65-512-shared": (512, 64)}
     # Vela's default system configs: U65 (Ethos_U65_Client_Server) runs at 1 GHz on 16 B/cycle AXI ports, DRAM
     # at clock scale 0.75 with 500 read-latency cycles.
     u65 = npu_sim.preset("ethos-u65-256")
