@@ -58,7 +58,7 @@ MODELS = {   # name → .tflite (unseen models first; MobileNetV2 is the model t
     "mobilenet_v2": MODEL,
 }
 # Vela "Original Operator" → our layer kinds that implement it.
-_VELA_KINDS = {"Conv2D": ("conv",), "DepthwiseConv2D": ("depthwise",), "FullyConnected": ("dense", "conv"),
+_VELA_KINDS = {"Conv2D": ("conv",), "DepthwiseConv2D": ("depthwise", "conv"), "FullyConnected": ("dense", "conv"),
                "Add": ("add",), "Mul": ("mul",), "AvgPool": ("avg_pool",), "MaxPool": ("max_pool",),
                "Mean": ("mean",)}
 

@@ -179,9 +179,11 @@ class _Codegen:
     def prefetch_next(self, em: "_Emitter", li: int, cur: _Slots) -> None:
         """Queue the next layer's first weights now, so their transfer overlaps this layer's compute (as Vela
         buffers layer N+1's weights during layer N). Only when the next layer is a convolution whose weight and
-        table slots sit in buffers holding nothing else and do not overlap this layer's slots."""
+        table slots sit in buffers holding nothing else and do not overlap this layer's slots. A fully connected
+        layer streams its weights while it runs, never ahead (Vela never buffers FULLY_CONNECTED weights)."""
         nxt = li + 1
-        if nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer):
+        if nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer) \
+                or self.graph.layers[nxt].kind == "dense":
             return
         plan = self.plans[nxt]
         busy = dict(self.weight_busy)
