@@ -15,7 +15,7 @@ from byoc.errors import NPUError
 from .config import NPUConfig, preset
 from .cost import window_traffic
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_SCALAR_FIELDS, Load, Mac, MacOp,
+from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac, MacOp,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
@@ -83,9 +83,11 @@ class _Emitter:
 
 
 def _with_tokens(c, wait: int, signal: int):
-    if isinstance(c, Ppu):
-        return Ppu(wait, signal, c.layer, *c.payload()[:PPU_SCALAR_FIELDS], params=c.params)
-    return type(c)(wait, signal, c.layer, *c.payload())
+    # The emitter built this command and nothing else holds it yet: setting its tokens in place (the fields are
+    # frozen for every later user) spares rebuilding tens of thousands of commands.
+    object.__setattr__(c, "wait", wait)
+    object.__setattr__(c, "signal", signal)
+    return c
 
 
 class _Slots:

@@ -18,25 +18,32 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _fm_index(cfg: NPUConfig) -> int:
-    for i, a in enumerate(cfg.memory_areas):
-        if a.name == cfg.placement.feature_maps:
-            return i
-    return 0
+_FM_CACHE: dict[int, tuple] = {}
+
+
+def _fm_constants(cfg: NPUConfig) -> tuple:
+    """(latency sum, burst bytes, bytes per cycle, brick quantum) of the feature-map area, cached per config."""
+    hit = _FM_CACHE.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    a = next((a for a in cfg.memory_areas if a.name == cfg.placement.feature_maps), cfg.memory_areas[0])
+    consts = (a.read_latency + a.write_latency, a.burst_bytes, a.bytes_per_cycle, cfg.fm_channel_quantum)
+    if len(_FM_CACHE) > 64:
+        _FM_CACHE.clear()
+    _FM_CACHE[id(cfg)] = (cfg, consts)
+    return consts
 
 
 def block_memory_cycles(cfg: NPUConfig, in_hwc: tuple[int, int, int], out_hwc: tuple[int, int, int],
                         in_bytes: int = 1, out_bytes: int = 1) -> float:
     """Cycles to read one IFM block and write one OFM block of the feature-map area, each with its latency
     (bricked maps move in rows of 16-deep bricks)."""
-    fi = _fm_index(cfg)
-    a = cfg.memory_areas[fi]
-    q = cfg.fm_channel_quantum
-    total = float(a.read_latency + a.write_latency)
+    lat, burst, bpc, q = _fm_constants(cfg)
+    total = float(lat)
     for (h, w, c), e in ((in_hwc, in_bytes), (out_hwc, out_bytes)):
-        nbytes = h * w * _cdiv(c, q) * q * e
+        nbytes = h * w * (-(-c // q)) * q * e
         run = w * min(c, q) * e if q > 1 else w * c * e
-        total += nbytes * a.burst_bytes / min(a.burst_bytes, max(run, 1)) / a.bytes_per_cycle
+        total += nbytes * burst / min(burst, max(run, 1)) / bpc
     return total
 
 

@@ -143,8 +143,20 @@ def _fits(cfg: NPUConfig, slots: dict[str, int]) -> bool:
     return True
 
 
+def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple[int, int, int, int]:
+    """(MAC cycles, PPU cycles, IFM window h, w) of one th×tw×tc tile."""
+    ih, iw = g.in_tile(th, tw)
+    m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
+                   g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
+    taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
+    p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
+                   from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes, out_bytes=g.out_bytes)
+    return m, p, ih, iw
+
+
 def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, fm_area: int,
-             w_area: int) -> int:
+             w_area: int, memo: dict | None = None) -> int:
+    """Estimated cycles of the layer tiled bh×bw×bc (``memo``: tile costs already computed for this layer)."""
     oh, ow, oc = g.out_hwc
     H, W, C = g.in_hwc
     ov = cfg.overheads
@@ -155,17 +167,17 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     n_sp = _cdiv(oh, bh) * _cdiv(ow, bw)
     mac_t = ppu_t = 0
     first = None
+    if memo is None:
+        memo = {}
     for th, nh in _splits(oh, bh):
         for tw, nw in _splits(ow, bw):
             for tc, nc in _splits(oc, bc):
                 cnt = nh * nw * nc
-                ih, iw = g.in_tile(th, tw)
-                m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
-                               g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
-                taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
-                p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
-                               from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes,
-                               out_bytes=g.out_bytes)
+                key = (th, tw, tc)
+                costs = memo.get(key)
+                if costs is None:
+                    costs = memo[key] = _tile_costs(cfg, g, th, tw, tc)
+                m, p, ih, iw = costs
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
@@ -228,6 +240,7 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
     w_cands = [ow] if g.whole_plane else _candidates(ow, min(m.ublock_w, ow))
     orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
     best = None
+    memo: dict = {}
     for order in orders:
         for bc in c_cands:
             if order == "spatial_outer" and bc == oc:
@@ -237,7 +250,7 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
                     slots = _slots(g, bh, bw, bc, order)
                     if not _fits(cfg, slots):
                         continue
-                    est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area)
+                    est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area, memo)
                     key = (est, -(bh * bw * bc))
                     if best is None or key < best[0]:
                         best = (key, TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
