@@ -224,8 +224,8 @@ def _problems(cfg: NPUConfig) -> list[str]:
             want = sum(2 * need[k] for k in b.holds)
             if want > b.size_bytes:
                 detail = ", ".join(f"2×{k} {need[k]} B" for k in b.holds)
-                out.append(f"local buffer {b.name!r} ({b.size_bytes} B) is smaller than two minimal tiles "
-                           f"({detail} = {want} B)")
+                out.append(f"local buffer {b.name!r}: size_bytes ({b.size_bytes} B) is smaller than two minimal "
+                           f"tiles ({detail} = {want} B)")
     o = cfg.overheads
     if o.cmd_issue < 0:
         out.append(f"overheads.cmd_issue must be >= 0, got {o.cmd_issue}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from byoc.errors import NPUError
+from byoc.errors import ConfigError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
 from .cost import fm_transfer_cycles, mac_cycles, ppu_cycles, transfer_cycles, window_traffic
@@ -229,7 +229,7 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
 
 
 def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int) -> TilePlan:
-    """The cheapest fitting tile plan; NPUError naming the layer when even the smallest tile does not fit."""
+    """The cheapest fitting tile plan; ConfigError naming the layer and the buffer when even the smallest tile does not fit."""
     oh, ow, oc = g.out_hwc
     m = cfg.mac
     cq = g.channel_step * m.ublock_c // math.gcd(g.channel_step, m.ublock_c)
@@ -256,8 +256,12 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
                         best = (key, TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
     if best is None:
         smallest = _slots(g, min(h_cands), min(w_cands), min(c_cands), "depth_outer")
-        need = ", ".join(f"2×{k} {v} B" for k, v in sorted(smallest.items()))
-        raise NPUError(f"layer {name!r}: even the smallest tile ({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) "
-                       f"does not fit the local SRAM of {cfg.name!r} ({need})",
-                       hint="use a config with more local SRAM (e.g. a larger weight or IFM buffer)")
+        short = [(b, sum(2 * smallest.get(k, 0) for k in b.holds)) for b in cfg.local_buffers]
+        short = [(b, need) for b, need in short if need > b.size_bytes]
+        detail = "; ".join(f"local buffer {b.name!r}: size_bytes {b.size_bytes} B < "
+                           + " + ".join(f"2×{k} {smallest[k]} B" for k in b.holds if smallest.get(k))
+                           + f" = {need} B" for b, need in short)
+        raise ConfigError(f"config {cfg.name!r} cannot run layer {name!r}: even its smallest block "
+                          f"({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) does not fit the local SRAM ({detail})",
+                          hint="raise that buffer's size_bytes (or use a preset with more local SRAM)")
     return best[1]
