@@ -52,7 +52,6 @@ MODELS = {   # name → .tflite (unseen models first; MobileNetV2 is the model t
     "str_ww_ref_model": TINY / "str_ww_ref_model.tflite",
     "pretrainedResnet_quant": TINY / "pretrainedResnet_quant.tflite",
     "pretrainedResnet_large_int8": _beside("ext", "models", "pretrainedResnet_large_int8.tflite"),
-    "model_ToyCar_quant_fullint_micro": TINY / "model_ToyCar_quant_fullint_micro.tflite",
     "micro_speech_quantized": _beside("shared", "models", "micro_speech_quantized.tflite"),
     "person_detect": _beside("shared", "models", "person_detect.tflite"),
     "mobilenet_v2": MODEL,
