@@ -29,8 +29,9 @@ from .isa import (BCAST_ALL, DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"NPUSIMP\0"
-FORMAT_VERSION = 4  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
-# encoded weight ratio and the config's weight encoding and timing fields
+FORMAT_VERSION = 5  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
+# encoded weight ratio and the config's weight encoding and timing fields; v5: the config's per-block floor, step
+# delay, pooling step cost and I/O placement (a v4 config would take them from a preset)
 _HEAD = struct.Struct("<8sHHIIII")
 
 
