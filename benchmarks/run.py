@@ -4,7 +4,8 @@ Each ``benchmarks/bench_*.py`` exposes ``run() -> list[dict]``; a row has ``name
 where a peer exists ``peer``, ``peer_value`` and ``ratio`` (ours / peer, measured in the same run), and optionally
 ``target`` (the figure the project aims for, as text). A row with ``details`` (markdown) becomes a section
 after the table. Modules without ``run`` are executed as scripts and their
-output is kept as a note.
+output is kept as a note. Naming modules (``python -m benchmarks.run npu``) reruns only those and keeps the other
+modules' figures from the previous results.json.
 """
 from __future__ import annotations
 
@@ -81,6 +82,14 @@ def main(argv=None) -> int:
             results["errors"][name] = f"{type(e).__name__}: {e}"
             traceback.print_exc()
         print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
+    if args.only and (HERE / "results.json").exists():
+        # a subset run replaces only its own modules' sections and keeps every other figure
+        old = json.loads((HERE / "results.json").read_text())
+        merged = dict(old.get("benchmarks", {}))
+        merged.update(results["benchmarks"])
+        errors = {k: v for k, v in old.get("errors", {}).items() if k not in results["benchmarks"]}
+        errors.update(results["errors"])
+        results = dict(results, benchmarks=dict(sorted(merged.items())), errors=errors)
     (HERE / "results.json").write_text(json.dumps(results, indent=2, default=str))
     (HERE / "results.md").write_text(to_markdown(results))
     print(f"wrote {HERE / 'results.json'} and {HERE / 'results.md'}")

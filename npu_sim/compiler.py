@@ -16,7 +16,7 @@ from .config import NPUConfig, preset
 from .cost import window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, PPU_SCALAR_FIELDS, Load, Mac, MacOp,
+from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac, MacOp,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
@@ -86,9 +86,11 @@ class _Emitter:
 
 
 def _with_tokens(c, wait: int, signal: int):
-    if isinstance(c, Ppu):
-        return Ppu(wait, signal, c.layer, *c.payload()[:PPU_SCALAR_FIELDS], params=c.params)
-    return type(c)(wait, signal, c.layer, *c.payload())
+    # The emitter built this command and nothing else holds it yet: setting its tokens in place (the fields are
+    # frozen for every later user) spares rebuilding tens of thousands of commands.
+    object.__setattr__(c, "wait", wait)
+    object.__setattr__(c, "signal", signal)
+    return c
 
 
 class _Slots:
@@ -162,6 +164,7 @@ class _Codegen:
         self.graph = graph
         names = [a.name for a in cfg.memory_areas]
         self.fm_area = names.index(cfg.placement.feature_maps)
+        self.io_area = names.index(cfg.placement.io_area)
         self.w_area = names.index(cfg.placement.weights)
         self.mem = _MemoryPlan(cfg)
         self.tensor_region: dict[int, Region] = {}
@@ -181,9 +184,11 @@ class _Codegen:
     def prefetch_next(self, em: "_Emitter", li: int, cur: _Slots) -> None:
         """Queue the next layer's first weights now, so their transfer overlaps this layer's compute (as Vela
         buffers layer N+1's weights during layer N). Only when the next layer is a convolution whose weight and
-        table slots sit in buffers holding nothing else and do not overlap this layer's slots."""
+        table slots sit in buffers holding nothing else and do not overlap this layer's slots. A fully connected
+        layer streams its weights while it runs, never ahead (Vela never buffers FULLY_CONNECTED weights)."""
         nxt = li + 1
-        if nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer):
+        if nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer) \
+                or self.graph.layers[nxt].kind == "dense":
             return
         plan = self.plans[nxt]
         busy = dict(self.weight_busy)
@@ -229,7 +234,7 @@ class _Codegen:
             else:
                 kind = "input" if t.id in inputs else ("output" if t.id in outputs else
                                                        "linear" if t.id in linear else "activation")
-                r = self.mem.add(t.name, self.fm_area, size, kind)
+                r = self.mem.add(t.name, self.io_area if kind in ("input", "output") else self.fm_area, size, kind)
             self.tensor_region[t.id] = r
         for tid in g.outputs:
             if self.graph.tensors[tid].alias_of is not None and self.region_of(tid).kind == "input":
@@ -256,7 +261,7 @@ class _Codegen:
                                       g.tensors[t].dtype) for t in g.outputs)
         prog = Program(self.cfg, tuple(self.mem.regions), tuple(self.mem.constants), inputs, outputs, tuple(infos),
                        tuple(cmds), g.name)
-        return prog.validate(check_hazards=False)
+        return prog.validate(check_hazards=False, check_deadlock=False)
 
     # ------------------------------------------------------------------------------------------ planning
     def geometry(self, layer) -> Geometry:
@@ -293,7 +298,8 @@ class _Codegen:
         g = self.geometry(layer)
         src = layer.ifm if isinstance(layer, ConvLayer) else layer.inputs[0]
         g = dataclasses.replace(g, in_linear=self.region_of(src).kind in ("input", "linear"),
-                                out_linear=self.region_of(layer.ofm).kind in ("output", "linear"))
+                                out_linear=self.region_of(layer.ofm).kind in ("output", "linear"),
+                                in_area=self.region_of(src).area, out_area=self.region_of(layer.ofm).area)
         if isinstance(layer, ConvLayer):
             # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
             # give the ratio the simulator charges (layer_info).
@@ -348,7 +354,7 @@ class _Codegen:
                 traffic[self.region_of(tid).area] += self.region_of(tid).size
         out = T[layer.ofm]
         out_elems = int(np.prod(self.geometry(layer).out_hwc))
-        traffic[self.fm_area] += out_elems * np.dtype(out.dtype).itemsize
+        traffic[self.region_of(layer.ofm).area] += out_elems * np.dtype(out.dtype).itemsize
         ratio = self.weight_ratio(layer, plan.bc) if isinstance(layer, ConvLayer) else 1.0
         for key, r in const.items():
             traffic[r.area] += int(round(r.size * ratio))

@@ -41,6 +41,8 @@ class MacArray:
     dw_kernel_group: int = 4           # depthwise: kernel taps per pass
     dw_cycles_per_ublock: int = 4      # depthwise: cycles per xy-ublock per pass
     pipe_fill: int = 2                 # cycles of pipeline fill per MAC command
+    step_delay: int = 0                # Ethos-U: cycles per kernel step when a block is one micro-block in x/y
+    pool_tap_cycles: int = 1           # Ethos-U: pooling cycles per tap and micro-block, per byte of input element
 
     @property
     def macs_per_cycle(self) -> int:
@@ -89,6 +91,13 @@ class MemoryArea:
 class Placement:
     feature_maps: str = "sram"
     weights: str = "flash"
+    # Area of a partition's inputs and outputs ("": the feature-map area). Vela's Dedicated_Sram memory mode
+    # keeps the network's tensors in DRAM and uses the SRAM for the NPU's intermediate maps.
+    io: str = ""
+
+    @property
+    def io_area(self) -> str:
+        return self.io or self.feature_maps
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,10 @@ class Overheads:
     cmd_issue: int = 1                 # decode/setup cycles of every command
     dma_in_channels: int = 1           # DMA-in transfers in flight at once
     dma_out_channels: int = 1
+    # Ethos-U: a block (one MAC/PPU command) costs at least its serial work over this many overlapping stages:
+    # IFM-block read and OFM-block write (each with its latency) + output + MAC cycles (Vela's per-block command
+    # cost, "per DPU" = 4). 0: no floor.
+    block_overlap: int = 0
 
 
 @dataclass(frozen=True)
@@ -146,7 +159,7 @@ def _problems(cfg: NPUConfig) -> list[str]:
         v = getattr(m, f.name)
         if f.name == "part_kernel":
             continue
-        lo = 0 if f.name == "pipe_fill" else 1
+        lo = 0 if f.name in ("pipe_fill", "step_delay") else 1
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             out.append(f"mac.{f.name} must be an integer >= {lo}, got {v!r}")
     if isinstance(m.ifm_block_depth, int) and isinstance(m.dot_depth, int) and m.dot_depth > 0 \
@@ -184,8 +197,10 @@ def _problems(cfg: NPUConfig) -> list[str]:
             out.append(f"memory area {a.name!r}: burst_bytes must be >= 1, got {a.burst_bytes}")
         if a.size_bytes < 0:
             out.append(f"memory area {a.name!r}: size_bytes must be >= 0 (0 = unbounded), got {a.size_bytes}")
-    for what in ("feature_maps", "weights"):
+    for what in ("feature_maps", "weights", "io"):
         area = getattr(cfg.placement, what)
+        if what == "io" and not area:
+            continue
         if area not in names:
             out.append(f"placement.{what} = {area!r} is not a memory area" + _suggest(area, names))
     # Local buffers: each tile kind held by exactly one buffer; each can hold two minimal tiles.
@@ -209,11 +224,13 @@ def _problems(cfg: NPUConfig) -> list[str]:
             want = sum(2 * need[k] for k in b.holds)
             if want > b.size_bytes:
                 detail = ", ".join(f"2×{k} {need[k]} B" for k in b.holds)
-                out.append(f"local buffer {b.name!r} ({b.size_bytes} B) is smaller than two minimal tiles "
-                           f"({detail} = {want} B)")
+                out.append(f"local buffer {b.name!r}: size_bytes ({b.size_bytes} B) is smaller than two minimal "
+                           f"tiles ({detail} = {want} B)")
     o = cfg.overheads
     if o.cmd_issue < 0:
         out.append(f"overheads.cmd_issue must be >= 0, got {o.cmd_issue}")
+    if o.block_overlap < 0:
+        out.append(f"overheads.block_overlap must be >= 0 (0 = no per-block floor), got {o.block_overlap}")
     if o.dma_in_channels < 1 or o.dma_out_channels < 1:
         out.append("overheads.dma_in_channels and dma_out_channels must be >= 1")
     if cfg.weight_encoding not in WEIGHT_ENCODINGS:
@@ -250,7 +267,8 @@ KIB = 1024
 _U55_256 = NPUConfig(
     name="ethos-u55-256-like", clock_hz=500e6,
     mac=MacArray(ublock_h=2, ublock_w=2, ublock_c=8, dot_depth=8, ifm_block_depth=32, weight_buffer_min=32,
-                 part_kernel=True, dw_kernel_group=4, dw_cycles_per_ublock=4, pipe_fill=2),
+                 part_kernel=True, dw_kernel_group=4, dw_cycles_per_ublock=4, pipe_fill=2, step_delay=2,
+                 pool_tap_cycles=4),
     ppu=PostProcessing(cycles_per_element=_costs(requant=0.25, add=0.75, mul=0.375, max_pool_tap=0.125,
                                                  avg_pool_tap=0.125, mean_input=1.0, lut=1.0, copy=0.125),
                        channel_quantum=8, elementwise_quantum=16, command_overhead=0, pool_on_mac=True),
@@ -258,7 +276,7 @@ _U55_256 = NPUConfig(
                    LocalBuffer("weight_buffer", 256 * KIB, ("weight", "table"))),
     memory_areas=(MemoryArea("sram", 8.0, 32, 32, 32), MemoryArea("flash", 1.0, 64, 64, 128)),
     placement=Placement(feature_maps="sram", weights="flash"),
-    overheads=Overheads(cmd_issue=4, dma_in_channels=4, dma_out_channels=1),
+    overheads=Overheads(cmd_issue=4, dma_in_channels=4, dma_out_channels=1, block_overlap=4),
     # Weights are fetched as MLW streams; each layer's encoded size is computed from its weights.
     weight_encoding="mlw", fm_channel_quantum=16)
 
@@ -293,23 +311,31 @@ _N78 = NPUConfig(
 
 
 def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scale: float,
-             u65: bool = False) -> NPUConfig:
+             u65: str = "") -> NPUConfig:
     """An Ethos-U configuration as Vela's architecture_features gives it (OFM micro-block, SHRAM banks of 1 KiB,
     output cycles per element relative to the 256-MAC table) on Vela's default system config: U55 on
     Ethos_U55_High_End_Embedded + Shared_Sram (SRAM 8 B/cycle, off-chip flash 1 B/cycle at 500 MHz), U65 on
     Ethos_U65_Client_Server (SRAM 16 B/cycle, DRAM 12 B/cycle at 1 GHz, 16 reads in flight = Sram_max_reads as
-    the U55's 4). Feature maps stay in SRAM: Vela's default U65 memory mode (Dedicated_Sram_384KB) keeps them in
-    DRAM behind an SRAM cache, which this preset does not model (a network input read from DRAM costs more)."""
+    the U55's 4). U65 memory modes: ``dedicated`` is Vela's default Dedicated_Sram_384KB (the network's input and
+    output tensors in DRAM, the NPU's intermediate maps in its SRAM; a first layer reading a shallow NHWC input
+    from DRAM pays the DRAM's 128-byte bursts), ``shared`` is Shared_Sram (every feature map in SRAM). Weights
+    are in DRAM in both. Intermediate maps larger than Vela's 384 KiB SRAM cache stay in SRAM here (Vela spills
+    them to DRAM)."""
     h, w, c = ublock
     base = _U55_256
     ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element))
-    cfg = replace(base, name=name, mac=replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c), ppu=ppu,
+    mac = replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c)
+    if h * w * c == 4:
+        # Vela: the 32-MAC U55 pools one cycle per tap whatever the element size and waits 3 cycles per step
+        mac = replace(mac, pool_tap_cycles=1, step_delay=3)
+    cfg = replace(base, name=name, mac=mac, ppu=ppu,
                   local_buffers=(LocalBuffer("shram", (shram_banks - 2) * KIB, ("ifm", "acc", "ofm")),
                                  base.local_buffers[1]))
     if u65:
         cfg = replace(cfg, clock_hz=1e9,
                       memory_areas=(MemoryArea("sram", 16.0, 32, 32, 32), MemoryArea("dram", 12.0, 500, 250, 128)),
-                      placement=Placement(feature_maps="sram", weights="dram"),
+                      placement=Placement(feature_maps="sram", weights="dram",
+                                          io="dram" if u65 == "dedicated" else ""),
                       overheads=replace(base.overheads, dma_in_channels=16))
     return cfg
 
@@ -317,9 +343,9 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
 _ETHOS_U = tuple(_ethos_u(*a) for a in (
     ("ethos-u55-32", (1, 1, 4), 16, 8.0), ("ethos-u55-64", (1, 1, 8), 16, 4.0),
     ("ethos-u55-128", (2, 1, 8), 24, 2.0), ("ethos-u55-256", (2, 2, 8), 48, 1.0),
-    ("ethos-u65-256", (2, 2, 8), 48, 1.0, True),
+    ("ethos-u65-256", (2, 2, 8), 48, 1.0, "dedicated"), ("ethos-u65-256-shared", (2, 2, 8), 48, 1.0, "shared"),
     # two 256-MAC cores splitting the OFM depth: one 2x2x16 array, half the output cycles per element
-    ("ethos-u65-512", (2, 2, 16), 48, 0.5, True)))
+    ("ethos-u65-512", (2, 2, 16), 48, 0.5, "dedicated"), ("ethos-u65-512-shared", (2, 2, 16), 48, 0.5, "shared")))
 
 PRESETS: dict[str, NPUConfig] = {c.name: c for c in (_N78, _VTA, _U55_256) + _ETHOS_U}
 

@@ -10,7 +10,8 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "softmax_cycles", "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+__all__ = ["mac_cycles", "ppu_cycles", "pool_cycles", "block_floor", "block_memory_cycles", "softmax_cycles",
+           "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -18,50 +19,119 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: int, kw: int) -> int:
-    """MAC-array cycles of one tile (Vela's ublock model): conv depth-first or part-kernel, or depthwise."""
+_FM_CACHE: dict[int, tuple] = {}
+
+
+def _fm_constants(cfg: NPUConfig) -> tuple:
+    """(latency sum, burst bytes, bytes per cycle, brick quantum) of the feature-map area, cached per config."""
+    hit = _FM_CACHE.get(id(cfg))
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    a = next((a for a in cfg.memory_areas if a.name == cfg.placement.feature_maps), cfg.memory_areas[0])
+    consts = (a.read_latency + a.write_latency, a.burst_bytes, a.bytes_per_cycle, cfg.fm_channel_quantum)
+    if len(_FM_CACHE) > 64:
+        _FM_CACHE.clear()
+    _FM_CACHE[id(cfg)] = (cfg, consts)
+    return consts
+
+
+def block_memory_cycles(cfg: NPUConfig, in_hwc: tuple[int, int, int], out_hwc: tuple[int, int, int],
+                        in_bytes: int = 1, out_bytes: int = 1) -> float:
+    """Cycles to read one IFM block and write one OFM block of the feature-map area, each with its latency
+    (bricked maps move in rows of 16-deep bricks)."""
+    lat, burst, bpc, q = _fm_constants(cfg)
+    total = float(lat)
+    for (h, w, c), e in ((in_hwc, in_bytes), (out_hwc, out_bytes)):
+        nbytes = h * w * (-(-c // q)) * q * e
+        run = w * min(c, q) * e if q > 1 else w * c * e
+        total += nbytes * burst / min(burst, max(run, 1)) / bpc
+    return total
+
+
+def block_floor(cfg: NPUConfig, work: float, in_hwc: tuple[int, int, int], out_hwc: tuple[int, int, int],
+                in_bytes: int = 1, out_bytes: int = 1) -> float:
+    """The least a block command costs (Vela's per-block command cost): its serial work, the IFM-block read
+    and OFM-block write included, over ``overheads.block_overlap`` overlapping stages; 0 when there is none."""
+    d = cfg.overheads.block_overlap
+    if d <= 0:
+        return 0.0
+    return (block_memory_cycles(cfg, in_hwc, out_hwc, in_bytes, out_bytes) + work) / d
+
+
+def _output_cycles(cfg: NPUConfig, oh: int, ow: int, oc: int) -> float:
+    p = cfg.ppu
+    return oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost("requant")
+
+
+def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: int, kw: int,
+               ih: int = 0, iw: int = 0) -> int:
+    """MAC-array cycles of one tile (Vela's ublock model): conv depth-first or part-kernel, or depthwise. A block
+    one micro-block wide in x/y waits ``step_delay`` per kernel step; with ``overheads.block_overlap`` the block
+    costs at least its serial work (``block_floor``; ``ih``/``iw`` is its IFM window)."""
     m = cfg.mac
     n_xy = _cdiv(oh, m.ublock_h) * _cdiv(ow, m.ublock_w)
     n_z = _cdiv(oc, m.ublock_c)
     k = kh * kw
+    delay = 0
     if op == MacOp.DEPTHWISE:
-        core = n_z * _cdiv(k, m.dw_kernel_group) * max(m.weight_buffer_min, m.dw_cycles_per_ublock * n_xy)
+        steps = _cdiv(k, m.dw_kernel_group)
+        core = n_z * steps * max(m.weight_buffer_min, m.dw_cycles_per_ublock * n_xy)
+        passes = 1
     else:
         c_xy = m.ifm_block_depth // m.dot_depth
         step = max(m.weight_buffer_min, c_xy * n_xy)
-        blocks = _cdiv(ic, m.ifm_block_depth)
-        core = n_z * k * blocks * step
+        passes = _cdiv(ic, m.ifm_block_depth)
+        core = n_z * k * passes * step
+        steps = k
         if m.part_kernel and ic < m.ifm_block_depth:
             # Shallow IFM: kernel taps share the dot depth (Vela's part-kernel-first traversal).
-            part = n_z * _cdiv(k, c_xy) * _cdiv(min(ic, m.ifm_block_depth), m.dot_depth) * blocks * step
-            core = min(core, part)
-    return cfg.overheads.cmd_issue + m.pipe_fill + core
+            steps = _cdiv(k, c_xy)
+            part = n_z * steps * _cdiv(min(ic, m.ifm_block_depth), m.dot_depth) * passes * step
+            if part < core:
+                core = part
+                passes *= _cdiv(min(ic, m.ifm_block_depth), m.dot_depth)
+            else:
+                steps = k
+    if m.step_delay and n_xy == 1:
+        delay = m.step_delay * (steps if n_z == 1 else (steps - 1) * n_z) * passes
+    dpu = core + delay
+    if cfg.overheads.block_overlap:
+        ibc = min(ic, m.ifm_block_depth) if op != MacOp.DEPTHWISE else ic
+        floor = block_floor(cfg, dpu + _output_cycles(cfg, oh, ow, oc), (ih or oh, iw or ow, ibc), (oh, ow, oc))
+        dpu = max(dpu, math.ceil(floor))
+    return cfg.overheads.cmd_issue + m.pipe_fill + dpu
 
 
-def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw: int) -> int:
-    """A pooling tile on the MAC engine (Ethos-U): per 8x8 sub-kernel at least 4 cycles per OFM micro-block, one
-    per tap beyond that; the output stage (requantizing for average pooling, a plain pass for max) runs in
-    parallel, so the slower of the two bounds the tile."""
+def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw: int, ih: int = 0, iw: int = 0,
+                in_bytes: int = 1) -> int:
+    """A pooling tile on the MAC engine (Ethos-U): per 8x8 sub-kernel at least 4 steps per OFM micro-block, one
+    per tap beyond that, each step ``pool_tap_cycles`` per byte of input element; the output stage (requantizing
+    for average pooling, a plain pass for max) runs in parallel, so the slower of the two bounds the tile, and
+    the tile costs at least its per-block floor."""
     m, p = cfg.mac, cfg.ppu
     n_ub = _cdiv(oh, m.ublock_h) * _cdiv(ow, m.ublock_w) * _cdiv(oc, m.ublock_c)
     dpu = 0
     for y in range(0, kh, 8):
         for x in range(0, kw, 8):
             dpu += max(4, min(8, kh - y) * min(8, kw - x)) * n_ub
+    dpu *= m.pool_tap_cycles * (in_bytes if m.pool_tap_cycles > 1 else 1)
     out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost(
         "requant" if op == PpuOp.AVG_POOL else "copy")
-    return cfg.overheads.cmd_issue + p.command_overhead + max(dpu, math.ceil(out))
+    floor = block_floor(cfg, dpu + out, (ih or oh, iw or ow, oc), (oh, ow, oc), in_bytes) if dpu else 0.0
+    return cfg.overheads.cmd_issue + p.command_overhead + math.ceil(max(dpu, out, floor))
 
 
 def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int, ic: int,
-               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1),
-               perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1, bilinear: bool = False,
-               half_pixel: bool = False, whole: tuple[int, ...] = ()) -> int:
+               taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1), in_bytes: int = 1,
+               out_bytes: int = 1, perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1,
+               bilinear: bool = False, half_pixel: bool = False, whole: tuple[int, ...] = ()) -> int:
+    """Cycles of one PPU command (its output stage; with ``overheads.block_overlap`` at least the block floor).
+    SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
     p = cfg.ppu
     if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
-        return pool_cycles(cfg, op, oh, ow, oc, *kernel)
+        return pool_cycles(cfg, op, oh, ow, oc, *kernel, ih, iw, in_bytes)
     q = p.channel_quantum if from_mac or not p.elementwise_quantum else p.elementwise_quantum
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
@@ -80,6 +150,10 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
         work = out_elems * p.cost("lut")
     else:
         work = out_elems * p.cost("copy")
+    if cfg.overheads.block_overlap:
+        # the IFM window of a MAC's output stage was read by its MAC command
+        src = (oh, ow, 0) if from_mac else (ih, iw, ic)
+        work = max(work, block_floor(cfg, work, src, (oh, ow, oc), in_bytes, out_bytes))
     return cfg.overheads.cmd_issue + p.command_overhead + math.ceil(work)
 
 
@@ -97,11 +171,12 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
     return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
-                      from_mac=c.in_dtype == 3, kernel=kernel)
+                      from_mac=c.in_dtype == 3, kernel=kernel, in_bytes=DTYPE_BYTES[c.in_dtype],
+                      out_bytes=DTYPE_BYTES[c.out_dtype])
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:
-    return mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ic, c.kh, c.kw)
+    return mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ic, c.kh, c.kw, c.ih, c.iw)
 
 
 def window_traffic(img_h: int, img_w: int, img_c: int, y0: int, x0: int, h: int, w: int, c: int,

@@ -97,37 +97,58 @@ class _Record:
 
 
 class HazardTracker:
-    """Tracks the last writer and the readers since of every local byte range and memory region."""
+    """Tracks the last writer and the readers since of every local byte range and memory region.
+
+    Each local buffer's records are disjoint byte ranges kept sorted by start (with their starts in a parallel
+    list), so an access finds the records it overlaps by bisection instead of scanning the buffer."""
 
     def __init__(self):
-        self.local: dict[int, list[_Record]] = {}
+        self.local: dict[int, tuple[list[int], list[_Record]]] = {}
         self.mem: dict[int, _Record] = {}
 
-    def _split(self, key: int, lo: int, hi: int) -> list[_Record]:
-        """Cut the buffer's records at lo and hi so each lies wholly inside or outside [lo, hi)."""
-        recs = self.local.setdefault(key, [])
-        out = []
-        for rec in recs:
-            if rec.lo < hi and lo < rec.hi and (rec.lo < lo or rec.hi > hi):
-                for a, b in ((rec.lo, max(rec.lo, lo)), (max(rec.lo, lo), min(rec.hi, hi)), (min(rec.hi, hi), rec.hi)):
-                    if a < b:
-                        part = _Record(a, b, rec.writer)
-                        part.readers = dict(rec.readers)
-                        out.append(part)
-            else:
-                out.append(rec)
-        self.local[key] = out
-        return out
+    def _split(self, key: int, lo: int, hi: int) -> tuple[list[int], list[_Record], int, int]:
+        """Cut the records overlapping [lo, hi) at lo and hi; (starts, records, a, b) with records[a:b] exactly
+        the records inside [lo, hi)."""
+        los, recs = self.local.setdefault(key, ([], []))
+        i = bisect.bisect_right(los, lo) - 1
+        if i < 0 or recs[i].hi <= lo:
+            i += 1
+        j = i
+        n = len(recs)
+        while j < n and recs[j].lo < hi:
+            j += 1
+        if i == j:
+            return los, recs, i, i
+        if recs[i].lo < lo or recs[j - 1].hi > hi:
+            new = []
+            for rec in recs[i:j]:
+                if rec.lo < lo or rec.hi > hi:
+                    for a, b in ((rec.lo, max(rec.lo, lo)), (max(rec.lo, lo), min(rec.hi, hi)),
+                                 (min(rec.hi, hi), rec.hi)):
+                        if a < b:
+                            part = _Record(a, b, rec.writer)
+                            part.readers = dict(rec.readers)
+                            new.append(part)
+                else:
+                    new.append(rec)
+            recs[i:j] = new
+            los[i:j] = [r.lo for r in new]
+            j = i + len(new)
+            if recs[i].lo < lo:
+                i += 1
+            if recs[j - 1].hi > hi:
+                j -= 1
+        return los, recs, i, j
 
     def access(self, idx: int, engine: int, reads: list[Access], writes: list[Access]) -> list[int]:
         deps: list[int] = []
         for is_local, key, lo, hi in reads:
             if is_local:
-                for rec in self._split(key, lo, hi):
-                    if lo <= rec.lo and rec.hi <= hi:
-                        if rec.writer is not None:
-                            deps.append(rec.writer)
-                        rec.readers[engine] = idx
+                _, recs, a, b = self._split(key, lo, hi)
+                for rec in recs[a:b]:
+                    if rec.writer is not None:
+                        deps.append(rec.writer)
+                    rec.readers[engine] = idx
             else:
                 rec = self.mem.get(key)
                 if rec is None:
@@ -137,16 +158,13 @@ class HazardTracker:
                 rec.readers[engine] = idx
         for is_local, key, lo, hi in writes:
             if is_local:
-                keep = []
-                for rec in self._split(key, lo, hi):
-                    if lo <= rec.lo and rec.hi <= hi:
-                        if rec.writer is not None:
-                            deps.append(rec.writer)
-                        deps.extend(rec.readers.values())
-                    else:
-                        keep.append(rec)
-                keep.append(_Record(lo, hi, idx))
-                self.local[key] = keep
+                los, recs, a, b = self._split(key, lo, hi)
+                for rec in recs[a:b]:
+                    if rec.writer is not None:
+                        deps.append(rec.writer)
+                    deps.extend(rec.readers.values())
+                recs[a:b] = [_Record(lo, hi, idx)]
+                los[a:b] = [lo]
             else:
                 rec = self.mem.get(key)
                 if rec is not None:

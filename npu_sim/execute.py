@@ -65,6 +65,7 @@ class Machine:
                 self.mem[r.area][r.base:r.base + r.size] = np.frombuffer(data, np.uint8)
         self.local: dict[tuple[int, int], np.ndarray] = {}
         self.tables: dict[tuple[int, int], tuple] = {}   # decoded requant tables, keyed by the tile they came from
+        self.weights: dict[tuple[int, int], tuple] = {}  # float64 weight matrices, keyed likewise
 
     def view(self, area: int, base: int, h: int, w: int, c: int, dtype: int) -> np.ndarray:
         dt = _NP[dtype]
@@ -166,12 +167,12 @@ class Machine:
             # out of bounds
             raise NPUError(f"command #{i} ({disassemble_command(c)}) expects a {c.ih}x{c.iw}x{c.ic} IFM tile, "
                            f"found {'x'.join(map(str, x.shape))}", hint="the program is corrupt")
-        x = x.astype(np.float64) - c.zp_in
-        wt = _NP[c.w_dtype]
+        x = x.astype(np.float64)
+        if c.zp_in:
+            x -= c.zp_in
         nk = c.kh * c.kw
+        w = self.weight_matrix(c, i, nk)
         if c.op == MacOp.CONV:
-            w = self.raw(c.w_buf, c.w_off, i)[:c.oc * nk * c.ic].view(wt).astype(np.float64) - c.zp_w
-            w = w.reshape(c.oc, nk * c.ic)
             s0, s1, s2 = x.strides
             cols = as_strided(x, shape=(c.oh, c.ow, c.kh, c.kw, c.ic),
                               strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2), writeable=False)
@@ -186,8 +187,6 @@ class Machine:
                     np.matmul(rows.reshape(len(rows) * c.ow, nk * c.ic), w.T,
                               out=acc[y:y + band].reshape(len(rows) * c.ow, c.oc))
         else:
-            w = self.raw(c.w_buf, c.w_off, i)[:c.oc * nk].view(wt).astype(np.float64) - c.zp_w
-            w = w.reshape(c.oc, c.kh, c.kw)
             if c.dm > 1:
                 x = np.repeat(x, c.dm, axis=2)
             acc = np.zeros((c.oh, c.ow, c.oc), np.float64)
@@ -198,6 +197,24 @@ class Machine:
         # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator.
         return acc.reshape(c.oh, c.ow, c.oc).astype(np.int64).astype(np.int32)
 
+    def weight_matrix(self, c: Mac, i: int, nk: int) -> np.ndarray:
+        """The MAC's weights as float64 minus their zero point ([oc, kh*kw*ic], depthwise [oc, kh, kw]); decoded
+        once per weight tile (a tile stays resident across the spatial tiles of its channel slice)."""
+        key = (c.w_buf, c.w_off)
+        tile = self.tile(*key, i)
+        per = nk * c.ic if c.op == MacOp.CONV else nk
+        sig = (c.op, c.oc, per, c.w_dtype, c.zp_w)
+        hit = self.weights.get(key)
+        if hit is not None and hit[0] is tile and hit[1] == sig:
+            return hit[2]
+        w = tile.reshape(-1).view(np.uint8)[:c.oc * per * _NP[c.w_dtype].itemsize].view(_NP[c.w_dtype])
+        w = w.astype(np.float64)
+        if c.zp_w:
+            w -= c.zp_w
+        w = w.reshape(c.oc, per) if c.op == MacOp.CONV else w.reshape(c.oc, c.kh, c.kw)
+        self.weights[key] = (tile, sig, w)
+        return w
+
     def requant_table(self, c: Ppu, i: int) -> tuple:
         key = (c.table_buf, c.table_off)
         tile = self.tile(*key, i)
@@ -205,7 +222,7 @@ class Machine:
         if hit is not None and hit[0] is tile and hit[1] == c.oc:
             return hit[2]
         t = tile.reshape(-1).view(np.uint8)[:c.oc * 10].view(_TABLE_DTYPE)
-        bias = t["bias"].astype(np.int64)
+        bias = t["bias"].astype(np.int32)   # added in int32, wrapping like TFLite's accumulator
         m, s = t["mult"].astype(np.int64), t["shift"].astype(np.int64)
         # Common case: right shifts only and no INT32_MIN multiplier, so MBQM is SRDHM + RDBPOT without the
         # left-shift wrap or the saturation test (identical results; see byoc.quant.fixedpoint.mbqm).
@@ -219,16 +236,22 @@ class Machine:
     def ppu(self, c: Ppu, i: int) -> np.ndarray:
         op = c.op
         out_dt = _NP[c.out_dtype]
-        x = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic).astype(np.int64)
+        src = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic)
+        x = src.astype(np.int64) if op != PpuOp.REQUANT else src
         if op == PpuOp.REQUANT:
             bias, m, s, simple, e, mask = self.requant_table(c, i)
             zp_in = c.param("zp_in")
-            acc = (x + bias).astype(np.int32).astype(np.int64)   # wrapping int32 bias add
+            acc = np.add(src, bias, dtype=np.int32).astype(np.int64)   # wrapping int32 bias add
             if zp_in:
                 acc -= zp_in
             if c.rounding == Rounding.TFLITE and simple and not zp_in:
-                h = (acc * m + (1 << 30)) >> 31
-                y = (h >> e) + ((h & mask) > ((mask >> 1) + (h < 0)))
+                h = acc
+                h *= m
+                h += 1 << 30
+                h >>= 31
+                y = (h & mask) > ((mask >> 1) + (h < 0))
+                h >>= e
+                y = np.add(h, y, out=h)
             elif c.rounding == Rounding.TFLITE:
                 y = mbqm(acc, m, s)
             else:
@@ -297,7 +320,8 @@ class Machine:
         lo, hi = _RANGE[c.out_dtype]
         lo = max(lo, c.param("act_min"))
         hi = min(hi, c.param("act_max"))
-        return np.clip(y, lo, hi).astype(out_dt)
+        y = np.asarray(y, np.int64)
+        return np.minimum(np.maximum(y, lo), hi).astype(out_dt)
 
 
 def _openblas():

@@ -29,8 +29,9 @@ from .isa import (BCAST_ALL, DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"NPUSIMP\0"
-FORMAT_VERSION = 4  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
-# encoded weight ratio and the config's weight encoding and timing fields
+FORMAT_VERSION = 5  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
+# encoded weight ratio and the config's weight encoding and timing fields; v5: the config's per-block floor, step
+# delay, pooling step cost and I/O placement (a v4 config would take them from a preset)
 _HEAD = struct.Struct("<8sHHIIII")
 
 
@@ -171,13 +172,17 @@ class Program:
         return prog
 
     # ------------------------------------------------------------------------------------------ validator
-    def validate(self, check_hazards: bool = True) -> "Program":
-        """Every field in range, tokens balanced and deadlock-free, and (optionally) every hazard ordered."""
+    def validate(self, check_hazards: bool = True, check_deadlock: bool = True) -> "Program":
+        """Every field in range, tokens balanced and deadlock-free, and (optionally) every hazard ordered.
+        ``check_deadlock=False`` (the compiler's own output: its tokens are assigned in stream order, each wait
+        popping a token an earlier command pushed) checks the fields only."""
         problems = _static_problems(self)
         if problems:
             raise NPUError(f"invalid NPU program {self.name!r}: {len(problems)} problem(s)",
                            notes=tuple("  - " + p for p in problems[:20]) +
                            ((f"  ... and {len(problems) - 20} more",) if len(problems) > 20 else ()))
+        if not (check_deadlock or check_hazards):
+            return self
         engines = [int(c.ENGINE) for c in self.commands]
         deps = iter_dependencies(self) if check_hazards else None  # one command's list at a time
         check_tokens(list(self.commands), engines, deps)
@@ -219,6 +224,9 @@ def _config_to_dict(cfg: NPUConfig) -> dict:
     base = {"name": d.pop("name")}
     # A full description (no "base"): every section present, so loading never depends on preset values.
     return {**base, **d}
+
+
+_DTYPE_RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 
 
 def _static_problems(prog: Program) -> list[str]:
@@ -283,7 +291,7 @@ def _static_problems(prog: Program) -> list[str]:
                 if index.find(c.area, c.base, c.base + span) is None:
                     out.append(f"#{i}: memory {c.base:#x}..{c.base + span:#x} of area {c.area} is not one region")
                 if isinstance(c, Load):
-                    lo, hi = np.iinfo(DTYPES[c.dtype]).min, np.iinfo(DTYPES[c.dtype]).max
+                    lo, hi = _DTYPE_RANGE[c.dtype]
                     if c.pad and not lo <= c.pad_value <= hi:
                         out.append(f"#{i}: pad value {c.pad_value} is outside {DTYPES[c.dtype]}")
                     if not 0 <= c.kind < len(TileKind):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -101,6 +102,15 @@ class Stats:
         return "\n".join(rows)
 
 
+# The fields a command's cost depends on (cost.py), per command type: equal tuples, equal costs.
+_COST_FIELDS = {
+    Load: operator.attrgetter("kind", "area", "dtype", "img_h", "img_w", "img_c", "y0", "x0", "h", "w", "c"),
+    Store: operator.attrgetter("area", "dtype", "img_h", "img_w", "img_c", "y0", "x0", "h", "w", "c", "ENGINE"),
+    Mac: operator.attrgetter("op", "oh", "ow", "oc", "ic", "kh", "kw", "ih", "iw", "ENGINE"),
+    Ppu: operator.attrgetter("op", "oh", "ow", "oc", "ih", "iw", "ic", "in_dtype", "out_dtype", "params", "ENGINE"),
+}
+
+
 def schedule(prog: Program) -> Schedule:
     """Start/end cycle of every command (pure timing; no data)."""
     cfg = prog.config
@@ -114,10 +124,25 @@ def schedule(prog: Program) -> Schedule:
     linear = {(r.area, r.base) for r in prog.regions if r.kind in ("input", "output", "linear")}
     queues: list[list[int]] = [[], [], [], []]
     engine = np.empty(n, np.int8)
+    # Each command's cost depends only on its own fields: compute it once per distinct shape, before the events.
+    cost: list = [None] * n
+    memo: dict = {}
     for i, c in enumerate(cmds):
         e = int(c.ENGINE)
         engine[i] = e
         queues[e].append(i)
+        if e in (0, 3):
+            lin = (c.area, c.base) in linear
+            key = (_COST_FIELDS[type(c)](c), ratios[c.layer], lin, e)
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = dma_command_cost(cfg, c, ratios[c.layer], lin)  # type: ignore[arg-type]
+        else:
+            key = _COST_FIELDS[type(c)](c)
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = mac_command_cycles(cfg, c) if e == 1 else ppu_command_cycles(cfg, c)  # type: ignore[arg-type]
+        cost[i] = hit
     start = np.zeros(n, np.int64)
     end = np.zeros(n, np.int64)
     area_cyc = np.zeros(n, np.int64)
@@ -173,7 +198,7 @@ def schedule(prog: Program) -> Schedule:
                 if c.wait >> f & 1:
                     popped[f][e] += 1
         if e in (0, 3):
-            nb, xfer, lat = dma_command_cost(cfg, c, ratios[c.layer], (c.area, c.base) in linear)  # type: ignore
+            nb, xfer, lat = cost[i]
             t0 = max(t + issue, area_free[c.area])  # type: ignore[union-attr]
             area_free[c.area] = t0 + xfer  # type: ignore[union-attr]
             fin = t0 + xfer + lat
@@ -184,7 +209,7 @@ def schedule(prog: Program) -> Schedule:
             free[e] = t + issue
             area_cyc[i], nbytes[i], area_of[i] = xfer, nb, c.area  # type: ignore[union-attr]
         else:
-            dur = mac_command_cycles(cfg, c) if e == 1 else ppu_command_cycles(cfg, c)  # type: ignore[arg-type]
+            dur = cost[i]
             fin = t + dur
             free[e] = fin
             if shared:

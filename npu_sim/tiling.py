@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from byoc.errors import NPUError
+from byoc.errors import ConfigError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
 from .cost import fm_transfer_cycles, mac_cycles, ppu_cycles, transfer_cycles, window_traffic
@@ -60,6 +60,8 @@ class Geometry:
     bilinear: bool = False
     half_pixel: bool = False
     whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w): the sizes Vela's sequence runs on
+    in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
+    out_area: int = -1
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
@@ -151,27 +153,42 @@ def _fits(cfg: NPUConfig, slots: dict[str, int]) -> bool:
     return True
 
 
+def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple[int, int, int, int]:
+    """(MAC cycles, PPU cycles, IFM window h, w) of one th×tw×tc tile."""
+    ih, iw = g.in_tile(th, tw)
+    m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
+                   g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
+    taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
+    p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
+                   from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes, out_bytes=g.out_bytes,
+                   perm=g.perm, elem_bytes=g.in_bytes, bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole)
+    return m, p, ih, iw
+
+
 def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, fm_area: int,
-             w_area: int) -> int:
+             w_area: int, memo: dict | None = None) -> int:
+    """Estimated cycles of the layer tiled bh×bw×bc (``memo``: tile costs already computed for this layer)."""
     oh, ow, oc = g.out_hwc
     H, W, C = g.in_hwc
     ov = cfg.overheads
-    fm = cfg.memory_areas[fm_area]
+    in_area = fm_area if g.in_area < 0 else g.in_area
+    out_area = fm_area if g.out_area < 0 else g.out_area
+    fm, out_mem = cfg.memory_areas[in_area], cfg.memory_areas[out_area]
     n_c = _cdiv(oc, bc)
     n_sp = _cdiv(oh, bh) * _cdiv(ow, bw)
     mac_t = ppu_t = 0
     first = None
+    if memo is None:
+        memo = {}
     for th, nh in _splits(oh, bh):
         for tw, nw in _splits(ow, bw):
             for tc, nc in _splits(oc, bc):
                 cnt = nh * nw * nc
-                ih, iw = g.in_tile(th, tw)
-                m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
-                               g.in_channels(tc), *g.kernel) if g.kind != "ppu" else 0
-                taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
-                p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
-                               from_mac=g.kind != "ppu", kernel=g.kernel, perm=g.perm, elem_bytes=g.in_bytes,
-                               bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole)
+                key = (th, tw, tc)
+                costs = memo.get(key)
+                if costs is None:
+                    costs = memo[key] = _tile_costs(cfg, g, th, tw, tc)
+                m, p, ih, iw = costs
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
@@ -191,19 +208,22 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         ifm_loads, ifm_tile = n_sp * n_c, ih_r * iw_r * ic * g.in_bytes  # src0 (src1 below)
         w_loads = n_c
     run_in = ic * g.in_bytes if ic < C else (iw_r * C * g.in_bytes if iw_r < W else ifm_tile)
-    ifm_cyc = fm_transfer_cycles(cfg, fm_area, ifm_tile, run_in, ic if order == "depth_outer" else C, g.in_bytes,
+    ifm_cyc = fm_transfer_cycles(cfg, in_area, ifm_tile, run_in, ic if order == "depth_outer" else C, g.in_bytes,
                                  g.in_linear)
     ofm_tile = bh * bw * bc * g.out_bytes
     run_out = bc * g.out_bytes if bc < oc else (bw * oc * g.out_bytes if bw < ow else ofm_tile)
-    ofm_cyc = fm_transfer_cycles(cfg, fm_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
+    ofm_cyc = fm_transfer_cycles(cfg, out_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
     wb, tb = g.weight_bytes(bc), g.table_bytes(bc)
     wr = g.weight_ratio if g.has_weights else 1.0
     w_cyc = transfer_cycles(cfg, w_area, wb, wb, wr) + transfer_cycles(cfg, w_area, tb, tb, wr)
     n_tiles = n_sp * n_c
-    fm_port = ifm_loads * ifm_cyc + n_tiles * ofm_cyc
-    w_port = w_loads * w_cyc if (wb or tb) else 0
+    port = [0.0] * len(cfg.memory_areas)   # busy cycles of each area's port
+    port[in_area] += ifm_loads * ifm_cyc
+    port[out_area] += n_tiles * ofm_cyc
     if g.lut:
-        w_port = transfer_cycles(cfg, w_area, 256, 256)
+        port[w_area] += transfer_cycles(cfg, w_area, 256, 256)
+    elif wb or tb:
+        port[w_area] += w_loads * w_cyc
     lat_in = fm.read_latency + ov.cmd_issue
     dma_in = (ifm_loads * (ifm_cyc + lat_in) + (w_loads * (w_cyc + 2 * lat_in) if (wb or tb) else 0))
     if g.n_inputs == 2:
@@ -213,17 +233,14 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         img2 = g.in2_tile(H, W, C)
         in2_bytes, in2_run = window_traffic(*img2, 0, 0, h2, w2, c2, g.in_bytes)
         in2_cyc = fm_transfer_cycles(cfg, in2_area, in2_bytes, in2_run, c2, g.in_bytes)
-        if in2_area == fm_area:
-            fm_port += n_tiles * in2_cyc
-        else:
-            w_port += n_tiles * in2_cyc
+        port[in2_area] += n_tiles * in2_cyc
         dma_in += n_tiles * (in2_cyc + cfg.memory_areas[in2_area].read_latency + ov.cmd_issue)
-    ports = [fm_port + w_port] if fm_area == w_area else [fm_port, w_port]
+    ports = port
     dma_in = max(dma_in / ov.dma_in_channels, max(ports))
-    dma_out = n_tiles * (ofm_cyc + fm.write_latency + ov.cmd_issue) / ov.dma_out_channels
+    dma_out = n_tiles * (ofm_cyc + out_mem.write_latency + ov.cmd_issue) / ov.dma_out_channels
     compute = mac_t + ppu_t if cfg.ppu.shares_mac_engine else max(mac_t, ppu_t)
     m, p, fih, fiw, fth, ftw, ftc = first  # type: ignore[misc]
-    fill = (ifm_cyc + lat_in + w_cyc + lat_in) + m + p + ofm_cyc + fm.write_latency
+    fill = (ifm_cyc + lat_in + w_cyc + lat_in) + m + p + ofm_cyc + out_mem.write_latency
     return int(max(compute, dma_in, dma_out, *ports) + fill)
 
 
@@ -234,6 +251,7 @@ def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> lis
     h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
     orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
     plans = []
+    memo: dict = {}
     for order in orders:
         for bc in c_cands:
             if order == "spatial_outer" and bc == oc:
@@ -243,7 +261,7 @@ def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> lis
                     slots = _slots(g, bh, bw, bc, order)
                     if not _fits(cfg, slots):
                         continue
-                    est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area)
+                    est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area, memo)
                     plans.append(TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
     return plans
 
@@ -275,14 +293,19 @@ def best_plan(plans: list[TilePlan], g: Geometry) -> TilePlan:
 
 def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int,
                plans: list[TilePlan] | None = None) -> TilePlan:
-    """The cheapest fitting tile plan; NPUError naming the layer when even the smallest tile does not fit.
+    """The cheapest fitting tile plan; ConfigError naming the layer and the buffer when even the smallest tile
+    does not fit.
     ``plans``: ``fitting_plans``'s answer when the caller has it already."""
     plans = fitting_plans(cfg, g, fm_area, w_area) if plans is None else plans
     if not plans:
         h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
         smallest = _slots(g, min(h_cands), min(w_cands), min(c_cands), "depth_outer")
-        need = ", ".join(f"2×{k} {v} B" for k, v in sorted(smallest.items()))
-        raise NPUError(f"layer {name!r}: even the smallest tile ({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) "
-                       f"does not fit the local SRAM of {cfg.name!r} ({need})",
-                       hint="use a config with more local SRAM (e.g. a larger weight or IFM buffer)")
+        short = [(b, sum(2 * smallest.get(k, 0) for k in b.holds)) for b in cfg.local_buffers]
+        short = [(b, need) for b, need in short if need > b.size_bytes]
+        detail = "; ".join(f"local buffer {b.name!r}: size_bytes {b.size_bytes} B < "
+                           + " + ".join(f"2×{k} {smallest[k]} B" for k in b.holds if smallest.get(k))
+                           + f" = {need} B" for b, need in short)
+        raise ConfigError(f"config {cfg.name!r} cannot run layer {name!r}: even its smallest block "
+                          f"({min(h_cands)}x{min(w_cands)}x{min(c_cands)}) does not fit the local SRAM ({detail})",
+                          hint="raise that buffer's size_bytes (or use a preset with more local SRAM)")
     return best_plan(plans, g)

@@ -35,28 +35,32 @@ def _rice_bits(v: np.ndarray, max_div: int) -> int:
     if n == 0:
         return 0
     pad = (-n) % _CHUNK
-    vv = np.concatenate([v, np.zeros(pad, np.int64)]).reshape(-1, _CHUNK) if pad else v.reshape(-1, _CHUNK)
+    vv = np.concatenate([v, np.zeros(pad, v.dtype)]).reshape(-1, _CHUNK) if pad else v.reshape(-1, _CHUNK)
     counts = np.full(vv.shape[0], _CHUNK, np.int64)
     counts[-1] = _CHUNK - pad
     # padding zeros add nothing to the quotient sums; each real value also costs 1 + k bits
-    costs = np.stack([(vv >> k).sum(axis=1) + counts * (1 + k) for k in range(max_div + 1)])
-    return int(costs.min(axis=0).sum()) + _SLICE_HEADER_BITS * vv.shape[0]
+    best = vv.sum(axis=1, dtype=np.int64) + counts
+    for k in range(1, max_div + 1):
+        np.minimum(best, (vv >> k).sum(axis=1, dtype=np.int64) + counts * (1 + k), out=best)
+    return int(best.sum()) + _SLICE_HEADER_BITS * vv.shape[0]
 
 
 def _stream_bytes(w: np.ndarray) -> int:
     """Encoded bytes of one weight sub-stream (values in decode order, zero point already removed)."""
-    w = w.astype(np.int64).ravel()
+    w = w.astype(np.int32).ravel()
     if w.size == 0:
         return 0
     zz = np.where(w < 0, -2 * w - 1, 2 * w)
     # Palette: the most frequent values get the smallest codes when few distinct values occur.
-    vals, inv, counts = np.unique(zz, return_inverse=True, return_counts=True)
+    hist = np.bincount(zz)
+    vals = np.flatnonzero(hist)
     pal_bits = 0
     codes = zz
     if len(vals) <= _PALETTE_MAX:
-        rank = np.empty(len(vals), np.int64)
-        rank[np.lexsort((vals, -counts))] = np.arange(len(vals))
-        pal_codes = rank[inv]
+        counts = hist[vals]
+        rank = np.zeros(len(hist), np.int32)
+        rank[vals[np.lexsort((vals, -counts))]] = np.arange(len(vals))
+        pal_codes = rank[zz]
         pal_bits = len(vals) * _PALETTE_ENTRY_BITS
         if _rice_bits(pal_codes, _MAX_DIV) + pal_bits < _rice_bits(zz, _MAX_DIV):
             codes = pal_codes
@@ -64,12 +68,12 @@ def _stream_bytes(w: np.ndarray) -> int:
             pal_bits = 0
     plain = _rice_bits(codes, _MAX_DIV)
     best = plain
-    nz = zz != 0
-    if not nz.all():
+    if hist[0]:
         # Zero runs: the non-zero values, plus the count of zeros before each of them (and after the last).
+        nz = zz != 0
         nz_codes = codes[nz]
         if codes is not zz:
-            nz_codes = nz_codes - (nz_codes > codes[~nz][0]) if (~nz).any() else nz_codes
+            nz_codes = nz_codes - (nz_codes > rank[0])
         else:
             nz_codes = nz_codes - 1
         idx = np.flatnonzero(nz)
@@ -92,7 +96,11 @@ def _decode_order(w: np.ndarray, kind: str, ublock_c: int, ifm_ublock: int) -> n
         return w3.reshape(-1, ublock_c, w3.shape[1]).transpose(0, 2, 1).ravel()
     oc, kh, kw, ic = w.shape
     po, pi = (-oc) % ublock_c, (-ic) % ifm_ublock
-    w4 = np.pad(w, ((0, po), (0, 0), (0, 0), (0, pi)))
+    if po or pi:
+        w4 = np.zeros((oc + po, kh, kw, ic + pi), w.dtype)
+        w4[:oc, :, :, :ic] = w
+    else:
+        w4 = w
     w6 = w4.reshape((oc + po) // ublock_c, ublock_c, kh * kw, (ic + pi) // ifm_ublock, ifm_ublock)
     return w6.transpose(0, 2, 3, 1, 4).ravel()
 
@@ -101,7 +109,7 @@ def encoded_weight_bytes(weights: np.ndarray, zero_point: int, kind: str, slice_
                          ublock_c: int = 8, ifm_ublock: int = 8) -> int:
     """Bytes fetched for a layer's weights and bias/scale tables, encoded per OFM-depth slice of
     ``slice_depth`` channels. ``weights`` are packed output-channel-major ([oc, kh, kw, ic] or [oc, kh, kw])."""
-    w = np.asarray(weights).astype(np.int64) - int(zero_point)
+    w = np.asarray(weights).astype(np.int32) - np.int32(zero_point)
     oc = w.shape[0]
     step = max(1, int(slice_depth))
     total = 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 
 import pytest
 
@@ -16,7 +17,8 @@ def test_presets_have_the_documented_peak_rates():
     rates = {n: (c.mac.macs_per_cycle, c.mac.dw_macs_per_cycle) for n, c in npu_sim.PRESETS.items()}
     assert rates == {"ethos-u55-256-like": (256, 32), "vta-default": (256, 16), "ethos-n78-like": (512, 64),
                      "ethos-u55-32": (32, 4), "ethos-u55-64": (64, 8), "ethos-u55-128": (128, 16),
-                     "ethos-u55-256": (256, 32), "ethos-u65-256": (256, 32), "ethos-u65-512": (512, 64)}
+                     "ethos-u55-256": (256, 32), "ethos-u65-256": (256, 32), "ethos-u65-512": (512, 64),
+                     "ethos-u65-256-shared": (256, 32), "ethos-u65-512-shared": (512, 64)}
     # Vela's default system configs: U65 (Ethos_U65_Client_Server) runs at 1 GHz on 16 B/cycle AXI ports, DRAM
     # at clock scale 0.75 with 500 read-latency cycles.
     u65 = npu_sim.preset("ethos-u65-256")
@@ -109,3 +111,44 @@ def test_weight_encoding_and_brick_depth_are_checked_in_toml():
 def test_the_old_preset_name_is_the_ethos_u55_256_configuration():
     old, new = npu_sim.preset("ethos-u55-256-like"), npu_sim.preset("ethos-u55-256")
     assert dataclasses.replace(old, name=new.name) == new
+
+
+def test_zero_or_nan_bandwidth_and_bad_new_fields_name_the_field():
+    """An Ethos-U preset with an impossible memory system or timing field: every field is named at once."""
+    base = {"base": "ethos-u55-256",
+            "memory_area": [{"name": "sram", "bytes_per_cycle": 0, "read_latency": 32, "burst_bytes": 32},
+                            {"name": "flash", "bytes_per_cycle": float("nan"), "burst_bytes": 128}],
+            "mac": {"pool_tap_cycles": 0, "step_delay": -1},
+            "overheads": {"block_overlap": -4},
+            "placement": {"io": "dram"}}
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(base)
+    text = str(e.value) + "\n".join(e.value.notes)
+    for field in ("memory area 'sram': bytes_per_cycle must be positive, got 0",
+                  "memory area 'flash': bytes_per_cycle must be positive, got nan",
+                  "mac.pool_tap_cycles must be an integer >= 1, got 0",
+                  "mac.step_delay must be an integer >= 0, got -1",
+                  "overheads.block_overlap must be >= 0",
+                  "placement.io = 'dram' is not a memory area"):
+        assert field in text, field
+
+
+def test_local_sram_smaller_than_a_block_names_the_buffer_size_field():
+    cfg = npu_sim.preset("ethos-u55-256")
+    bad = cfg.replace(local_buffers=(LocalBuffer("shram", 256, ("ifm", "acc", "ofm")),) + cfg.local_buffers[1:])
+    with pytest.raises(ConfigError, match=r"local buffer 'shram': size_bytes \(256 B\) is smaller than two "
+                                          r"minimal tiles"):
+        bad.validate()
+
+
+def test_cli_reports_an_impossible_config_file_as_bad_input(tmp_path, capsys):
+    from byoc.cli import main
+    model = pathlib.Path(__file__).resolve().parents[1] / "data" / "mlcommons_tiny" / "ad01_int8.tflite"
+    toml = tmp_path / "slow.toml"
+    toml.write_text('base = "ethos-u55-256"\n[[memory_area]]\nname = "sram"\nbytes_per_cycle = 0\n'
+                    '[[memory_area]]\nname = "flash"\nbytes_per_cycle = 1\n')
+    code = main(["compile", str(model), "--target", "ethos-u,llvm", "-o", str(tmp_path / "out.byoc"),
+                 "--npu-config", str(toml)])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert "bytes_per_cycle must be positive" in err

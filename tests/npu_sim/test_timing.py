@@ -95,3 +95,55 @@ def test_roofline_of_a_bandwidth_bound_layer_is_the_memory_time():
     assert layer.roofline_cycles == (32 * 32 * 16 + 32 * 32 * 8) // 8
     assert layer.bytes_by_area["sram"] >= 32 * 32 * 16 + 32 * 32 * 8
     assert layer.cycles >= layer.roofline_cycles
+
+
+ETHOS_U = tuple(n for n in npu_sim.PRESETS if n.startswith("ethos-u"))
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_no_layer_runs_below_its_roofline(preset):
+    """The roofline counts MACs at the peak rate and every byte a layer moves (weights at their encoded size)
+    at its area's bandwidth; the per-block floor and overheads can only add to it."""
+    for seed in range(300, 312):
+        _, fn, inputs = make_case(seed)
+        _, st = npu_sim.simulate(npu_sim.compile(fn, preset), inputs)
+        for s in st.per_layer:
+            assert s.cycles >= s.roofline_cycles, (seed, s.name, s.cycles, s.roofline_cycles)
+        assert st.total_cycles >= max(s.roofline_cycles for s in st.per_layer)
+
+
+@pytest.mark.parametrize("model", ["ad01_int8.tflite", "kws_ref_model.tflite"])
+def test_real_models_on_every_ethos_u_preset_respect_the_roofline_and_repeat_exactly(model):
+    import pathlib
+
+    from byoc.cli.summary import profile_partitions
+    from byoc.frontend import from_tflite
+    from byoc.partition import partition_for
+    path = pathlib.Path(__file__).resolve().parents[1] / "data" / "mlcommons_tiny" / model
+    mod, params = from_tflite(str(path), semantics="tflm")
+    pmod = partition_for("ethos-u", mod, params)
+    for preset in ETHOS_U:
+        runs = [profile_partitions(pmod, "ethos-u", preset) for _ in range(2)]
+        for prof in runs[0]:
+            for s in prof.stats.per_layer:
+                assert s.cycles >= s.roofline_cycles, (preset, s.name)
+                assert s.roofline_cycles > 0
+        assert [p.stats.total_cycles for p in runs[0]] == [p.stats.total_cycles for p in runs[1]], preset
+
+
+def test_u65_dedicated_sram_keeps_the_network_tensors_in_dram():
+    """Vela's default U65 memory mode: the partition's input and output live in DRAM (slower, 500-cycle reads,
+    128-byte bursts), intermediate maps in SRAM; Shared_Sram keeps everything in SRAM."""
+    _, fn, inputs = make_case(302)
+    cycles = {}
+    for preset in ("ethos-u65-256", "ethos-u65-256-shared"):
+        prog = npu_sim.compile(fn, preset)
+        areas = {r.kind: prog.config.memory_areas[r.area].name for r in prog.regions
+                 if r.kind in ("input", "output", "activation")}
+        want_io = "dram" if preset == "ethos-u65-256" else "sram"
+        assert areas["input"] == areas["output"] == want_io, (preset, areas)
+        assert areas.get("activation", "sram") == "sram"
+        outs, st = npu_sim.simulate(prog, inputs)
+        cycles[preset] = st.total_cycles
+        assert np.array_equal(outs[0], npu_sim.simulate(npu_sim.compile(fn, "ethos-u55-256"), inputs)[0][0])
+    assert cycles["ethos-u65-256"] > cycles["ethos-u65-256-shared"], cycles

@@ -3,26 +3,58 @@ the MAC engine, the next layer's weights buffered during the current one, featur
 Expected numbers are worked out by hand from Vela's formulas, not read from the code under test."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 import byoc
 import npu_sim
 from npu_builders import conv_composite, partition
-from npu_sim.cost import brick_ratio, pool_cycles
-from npu_sim.isa import Load, Mac, PpuOp, TileKind
+from npu_sim.cost import block_floor, brick_ratio, mac_cycles, pool_cycles, ppu_cycles
+from npu_sim.isa import Load, Mac, MacOp, PpuOp, TileKind
 
 
 def test_pooling_costs_max_of_four_and_taps_per_micro_block_per_sub_kernel():
     cfg = npu_sim.preset("ethos-u55-256")   # 2x2x8 micro-block, 4 issue cycles per command
-    # 8x8x32 OFM = 64 micro-blocks. 3x3 average: 9 cycles each = 576 > output stage 2048 x 0.25 = 512.
-    assert pool_cycles(cfg, PpuOp.AVG_POOL, 8, 8, 32, 3, 3) == 4 + 576
-    # 2x2 max: the 4-cycle floor (256) ties the output stage 2048 x 0.125.
-    assert pool_cycles(cfg, PpuOp.MAX_POOL, 8, 8, 32, 2, 2) == 4 + 256
-    # 10x10 splits into 8x8, 8x2, 2x8 and 2x2 (floored to 4) sub-kernels: 64 + 16 + 16 + 4 = 100 per micro-block.
-    assert pool_cycles(cfg, PpuOp.MAX_POOL, 2, 2, 8, 10, 10) == 4 + 100
-    # U55-32 has a 1x1x4 micro-block and 8x the output cycles per element.
+    # Vela 5.2 (regor): max(4, taps) per micro-block and 8x8 sub-kernel, times ifm_bits / 2 = 4 for int8.
+    # 8x8x32 OFM = 64 micro-blocks. 3x3 average: 9 x 4 cycles each = 2304 > output stage 2048 x 0.25 = 512.
+    assert pool_cycles(cfg, PpuOp.AVG_POOL, 8, 8, 32, 3, 3) == 4 + 2304
+    # 2x2 max: the 4-step floor, 4 x 4 x 64 = 1024 > output stage 2048 x 0.125.
+    assert pool_cycles(cfg, PpuOp.MAX_POOL, 8, 8, 32, 2, 2) == 4 + 1024
+    # 10x10 splits into 8x8, 8x2, 2x8 and 2x2 (floored to 4) sub-kernels: (64 + 16 + 16 + 4) x 4 per micro-block.
+    assert pool_cycles(cfg, PpuOp.MAX_POOL, 2, 2, 8, 10, 10) == 4 + 400
+    # int16 input: ifm_bits / 2 = 8 cycles per step.
+    assert pool_cycles(cfg, PpuOp.MAX_POOL, 2, 2, 8, 10, 10, in_bytes=2) == 4 + 800
+    # U55-32 has a 1x1x4 micro-block, one cycle per step and 8x the output cycles per element.
     small = npu_sim.preset("ethos-u55-32")
     assert pool_cycles(small, PpuOp.AVG_POOL, 2, 2, 8, 3, 3) == 4 + max(9 * 8, 32 * 2)
+
+
+def test_a_block_costs_at_least_its_serial_work_over_four():
+    """Vela's per-block command cost: (IFM-block read + OFM-block write, each with its 32-cycle SRAM latency, +
+    output + MAC cycles) / 4, a floor under every block's MAC and output time."""
+    cfg = npu_sim.preset("ethos-u55-256")   # SRAM 8 B/cycle, 32-byte bursts, 16-deep bricks, 4 issue cycles
+    # ADD of one 1x1x16 block: output 16 x 0.75 = 12 cycles. IFM read 32 + 16 B in a 16-byte run (half a burst:
+    # 32 B on the port, 4 cycles), OFM write 32 + 4: (72 + 12) / 4 = 21 > 12.
+    assert block_floor(cfg, 12, (1, 1, 16), (1, 1, 16)) == 21
+    assert ppu_cycles(cfg, PpuOp.ADD, 1, 1, 16, 1, 1, 16) == 4 + 21
+    # A large block is bound by its work, not the floor: 16x16x16 ADD = 4096 x 0.75 = 3072 cycles.
+    assert ppu_cycles(cfg, PpuOp.ADD, 16, 16, 16, 16, 16, 16) == 4 + 3072
+    # Without the floor (block_overlap 0) the small block costs its output time only.
+    no_floor = cfg.replace(overheads=dataclasses.replace(cfg.overheads, block_overlap=0))
+    assert ppu_cycles(no_floor, PpuOp.ADD, 1, 1, 16, 1, 1, 16) == 4 + 12
+
+
+def test_a_single_micro_block_waits_two_cycles_per_kernel_step():
+    cfg = npu_sim.preset("ethos-u55-256")   # pipe fill 2 and issue 4 per MAC command
+    # 2x2x8 OFM block = one micro-block; 3x3 kernel over 64 channels = 2 IFM passes of 32: 9 steps x 2 passes x
+    # 32 cycles (weight-buffer bound) = 576, plus Vela's delay 2 per step and pass = 36.
+    assert mac_cycles(cfg, MacOp.CONV, 2, 2, 8, 64, 3, 3) == 4 + 2 + 576 + 36
+    # Two micro-blocks in x: no delay.
+    assert mac_cycles(cfg, MacOp.CONV, 2, 4, 8, 64, 3, 3) == 4 + 2 + 576
+    # U55-32 waits 3 cycles per step (1x1x4 micro-block; 2 micro-blocks in depth: (9 - 1) x 2 steps).
+    small = npu_sim.preset("ethos-u55-32")
+    assert mac_cycles(small, MacOp.CONV, 1, 1, 8, 32, 3, 3) == 4 + 2 + 2 * 9 * 32 + 3 * 8 * 2
 
 
 def test_feature_maps_move_in_sixteen_deep_bricks():
