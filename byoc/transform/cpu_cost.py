@@ -1,0 +1,342 @@
+"""The CPU cost model cost-driven placement uses: seconds per LLVM kernel, calibrated on this machine.
+
+A kernel of the LLVM backend is one fused group (``byoc/backend/llvm/fuse_ops.py``). Its time is modelled as
+
+    launch + Σ over its ops  rate[class(op)] × work(op)
+
+with the op classes below (convolution, depthwise, matrix product: work = MACs; pooling: output elements × window
+taps; reductions: input elements; table and fixed-point ops (softmax, sigmoid, ...), binary and other elementwise
+ops, data movement (pad, concatenate, ...) and reshapes: output elements). The rates are fitted (non-negative least
+squares) to the measured wall times of a calibration model's kernels (``calibration_model``: one branch per class at two sizes, built with the LLVM
+backend and timed best-of-N, as ``module.profile()`` times kernels), so the model is in the time base of
+``runtime/profile.py``'s estimate.
+
+The fitted table is cached per machine: ``$BYOC_CACHE_DIR`` (else ``$XDG_CACHE_HOME/byoc``, else
+``~/.cache/byoc``) ``/cpu-cost-<fingerprint>.json``, the fingerprint hashing the LLVM host triple, CPU name and
+features, the backend version and byoc's version. Placement given one table is deterministic;
+``BYOC_CPU_COST=FILE`` (or ``partition_for(cpu_cost=...)``) pins a table, and ``byoc calibrate`` re-measures.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ByocError
+
+__all__ = ["CpuCostModel", "CLASSES", "op_class", "op_work", "group_seconds", "calls_seconds",
+           "machine_fingerprint", "cost_cache_path", "load_or_calibrate", "calibrate", "calibration_model"]
+
+# Op classes with their own rate (seconds per unit of work).
+CLASSES = ("conv", "depthwise", "dense", "avg_pool", "max_pool", "reduce", "table", "binary", "elementwise",
+           "copy", "reshape")
+RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims"})
+COPY_OPS = frozenset({"transpose", "concatenate", "qnn.concatenate",
+                      "strided_slice", "split", "nn.pad", "layout_transform", "nn.depth_to_space",
+                      "nn.space_to_depth"})
+_BINARY_OPS = frozenset({"qnn.add", "qnn.subtract", "qnn.mul", "add", "subtract", "multiply", "divide", "maximum",
+                         "minimum", "qnn.squared_difference"})
+_TABLE_OPS = frozenset({"qnn.softmax", "qnn.sigmoid", "qnn.tanh", "qnn.hardswish", "qnn.log_softmax", "nn.softmax",
+                        "sigmoid", "tanh", "exp", "qnn.rsqrt", "qnn.leaky_relu"})
+_REDUCE_OPS = frozenset({"nn.global_avg_pool2d", "nn.global_max_pool2d", "mean", "qnn.mean", "sum", "max", "min",
+                         "argmax", "argmin"})
+FORMAT = "byoc-cpu-cost-1"
+
+
+def _elements(t) -> int:
+    from ..ir.types import TensorType, TupleType
+    if isinstance(t, TensorType):
+        return int(np.prod([int(d) for d in t.shape], dtype=np.int64))
+    if isinstance(t, TupleType):
+        return sum(_elements(f) for f in t.fields)
+    return 0
+
+
+def _type_of(e):
+    return getattr(e, "_checked_type", None) or getattr(e, "type_annotation", None)
+
+
+def op_class(call) -> str:
+    """The rate class of an op call."""
+    name = call.op.name
+    if name in RESHAPE_OPS:
+        return "reshape"
+    if name in COPY_OPS:
+        return "copy"
+    if name in ("qnn.conv2d", "nn.conv2d", "qnn.conv2d_transpose", "nn.conv2d_transpose"):
+        groups = int(getattr(call.attrs, "groups", 1) or 1)
+        return "depthwise" if groups > 1 else "conv"
+    if name in ("qnn.dense", "nn.dense", "nn.batch_matmul", "qnn.batch_matmul"):
+        return "dense"
+    if name == "nn.avg_pool2d":
+        return "avg_pool"
+    if name == "nn.max_pool2d":
+        return "max_pool"
+    if name in _REDUCE_OPS:
+        return "reduce"
+    if name in _TABLE_OPS:
+        return "table"
+    if name in _BINARY_OPS:
+        return "binary"
+    return "elementwise"
+
+
+def op_work(call) -> tuple[str, float]:
+    """(class, work) of one op call: MACs for the MAC classes, output elements × window taps for pooling, input
+    elements for reductions, output elements otherwise."""
+    from ..ops.macs import macs_of
+    cls = op_class(call)
+    if cls in ("conv", "depthwise", "dense"):
+        return cls, float(macs_of(call))
+    if cls in ("avg_pool", "max_pool"):
+        taps = int(np.prod([int(k) for k in getattr(call.attrs, "pool_size", (1, 1))]))
+        return cls, float(_elements(_type_of(call)) * taps)
+    if cls == "reduce":
+        return cls, float(_elements(_type_of(call.args[0])) if call.args else 0)
+    return cls, float(_elements(_type_of(call)))
+
+
+@dataclass(frozen=True)
+class CpuCostModel:
+    """Seconds per kernel launch and per unit of work of each class, fitted on one machine."""
+    launch_seconds: float
+    rates: tuple[tuple[str, float], ...]     # (class, seconds per unit of work), in CLASSES order
+    fingerprint: str = ""
+    description: str = ""
+    samples: tuple[tuple[str, float, float], ...] = field(default=(), compare=False)  # (kernel, measured, fitted)
+
+    def rate(self, cls: str) -> float:
+        return dict(self.rates).get(cls, dict(self.rates).get("elementwise", 0.0))
+
+    def kernel_seconds(self, calls) -> float:
+        """One kernel made of ``calls`` (op calls): launch + the work of each."""
+        total = self.launch_seconds
+        for c in calls:
+            cls, work = op_work(c)
+            total += self.rate(cls) * work
+        return total
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "fingerprint": self.fingerprint, "description": self.description,
+                "launch_seconds": self.launch_seconds, "rates": {k: v for k, v in self.rates},
+                "samples": [list(s) for s in self.samples]}
+
+    @staticmethod
+    def from_json(doc: dict, source: str = "a CPU cost table") -> "CpuCostModel":
+        try:
+            if doc.get("format") != FORMAT:
+                raise ValueError(f"format {doc.get('format')!r}, expected {FORMAT!r}")
+            rates = doc["rates"]
+            launch = float(doc["launch_seconds"])
+            vals = tuple((k, float(rates[k])) for k in CLASSES)
+            if not all(math.isfinite(v) and v >= 0 for _, v in vals) or not (math.isfinite(launch) and launch >= 0):
+                raise ValueError("rates and launch_seconds must be finite, non-negative numbers")
+            samples = tuple((str(a), float(b), float(c)) for a, b, c in doc.get("samples", ()))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CpuCostError(f"{source}: not a CPU cost table ({e})",
+                               hint="re-create it with `byoc calibrate --force`") from None
+        return CpuCostModel(launch, vals, str(doc.get("fingerprint", "")), str(doc.get("description", "")), samples)
+
+    def table(self) -> str:
+        lines = [f"CPU cost model {self.fingerprint or '(unnamed)'}: {self.description}",
+                 f"  kernel launch        {self.launch_seconds * 1e6:10.3f} us"]
+        unit = {"conv": "MAC", "depthwise": "MAC", "dense": "MAC", "avg_pool": "window tap", "max_pool": "window tap",
+                "reduce": "input element"}
+        for k, v in self.rates:
+            lines.append(f"  {k:<20} {v * 1e12:10.3f} ps per {unit.get(k, 'output element')}")
+        return "\n".join(lines)
+
+
+class CpuCostError(ByocError):
+    """A CPU cost table that cannot be read."""
+
+
+def group_seconds(model: CpuCostModel, group) -> float:
+    """Modelled time of one fused group of the LLVM backend (``FusedGroup``)."""
+    return model.kernel_seconds(group.nodes)
+
+
+def calls_seconds(model: CpuCostModel, func) -> float:
+    """Modelled CPU time of a whole function as the LLVM backend would fuse it (partition calls excluded)."""
+    from ..backend.llvm.fuse_ops import fuse_groups
+    return sum(group_seconds(model, g) for g in fuse_groups(func))
+
+
+# ------------------------------------------------------------------------------------------------ cache
+
+def machine_fingerprint() -> tuple[str, str]:
+    """(short hash, description) of what CPU kernel times depend on: the host CPU as LLVM sees it (triple, CPU
+    name, features), the backend's code generation version and byoc's version."""
+    from .. import __version__
+    from ..backend.llvm.codegen import BACKEND_VERSION, get_codegen
+    cg = get_codegen()
+    desc = f"{cg.triple} {cg.cpu_name}, byoc {__version__}, {BACKEND_VERSION}"
+    h = hashlib.sha256("\n".join([desc, cg.feature_string]).encode()).hexdigest()[:16]
+    return h, desc
+
+
+def cost_cache_path(fingerprint: str) -> Path | None:
+    env = os.environ.get("BYOC_CACHE_DIR")
+    if env is not None and env.strip().lower() in ("", "0", "off", "none"):
+        return None
+    if env:
+        root = Path(env)
+    elif os.environ.get("XDG_CACHE_HOME"):
+        root = Path(os.environ["XDG_CACHE_HOME"]) / "byoc"
+    else:
+        root = Path.home() / ".cache" / "byoc"
+    return root / f"cpu-cost-{fingerprint}.json"
+
+
+_MEMORY: dict[str, CpuCostModel] = {}
+
+
+def load_or_calibrate(force: bool = False, progress=None) -> CpuCostModel:
+    """This machine's table: ``BYOC_CPU_COST=FILE`` when set, else the cached one, else a fresh calibration
+    (a few seconds) written to the cache."""
+    pinned = os.environ.get("BYOC_CPU_COST")
+    if pinned and not force:
+        return read_table(pinned)
+    fp, desc = machine_fingerprint()
+    if not force and fp in _MEMORY:
+        return _MEMORY[fp]
+    path = cost_cache_path(fp)
+    if not force and path is not None and path.is_file():
+        try:
+            model = read_table(str(path))
+            if model.fingerprint == fp:
+                _MEMORY[fp] = model
+                return model
+        except CpuCostError:
+            pass  # a damaged cache entry is measured again
+    model = calibrate(progress=progress)
+    _MEMORY[fp] = model
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(model.to_json(), indent=1, sort_keys=True))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache only costs a re-calibration next time
+    return model
+
+
+def read_table(path: str) -> CpuCostModel:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise CpuCostError(f"cannot read CPU cost table {path!r}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise CpuCostError(f"CPU cost table {path!r} is not JSON: {e}",
+                           hint="re-create it with `byoc calibrate --force`") from None
+    if not isinstance(doc, dict):
+        raise CpuCostError(f"CPU cost table {path!r}: expected a JSON object, found {type(doc).__name__}")
+    return CpuCostModel.from_json(doc, path)
+
+
+# ------------------------------------------------------------------------------------------ calibration
+
+def calibration_model() -> bytes:
+    """An int8 TFLite model with one independent branch per op class at two sizes (each branch one kernel on
+    the LLVM backend): what ``calibrate`` times."""
+    from ..testing.models import _Layers
+    from ..testing.tflite_writer import TFLiteWriter
+    w = TFLiteWriter()
+    L = _Layers(w, np.random.default_rng(0))
+    outs = []
+    for i, (h, c) in enumerate(((8, 8), (24, 32))):
+        def inp(shape, tag):
+            return w.input(f"{tag}{i}", shape, "int8", scale=0.05, zero_point=0)
+        outs.append(L.conv(inp([1, h, h, c], "conv"), c, 3, 1, "same", "RELU6", f"conv{i}"))
+        outs.append(L.conv(inp([1, h, h, c], "pw"), 2 * c, 1, 1, "same", "NONE", f"pw{i}"))
+        outs.append(L.depthwise(inp([1, 2 * h, 2 * h, c], "dw"), 3, 1, "same", "RELU6", f"dw{i}"))
+        x = inp([1, 4 * c], "fc")
+        q, s = L._weights((8 * c, 4 * c), 4 * c, 0)
+        outs.append(w.fully_connected(x, q, L._bias(x, s), weight_scale=s, out_scale=0.1, out_zp=0, name=f"fc{i}"))
+        outs.append(w.average_pool2d(inp([1, 2 * h, 2 * h, c], "ap"), (3, 3), (2, 2), "SAME", name=f"avgpool{i}"))
+        outs.append(w.max_pool2d(inp([1, 2 * h, 2 * h, c], "mp"), (2, 2), (2, 2), "VALID", name=f"maxpool{i}"))
+        outs.append(L.add(inp([1, 2 * h, 2 * h, c], "a"), inp([1, 2 * h, 2 * h, c], "b"), f"add{i}"))
+        outs.append(w.quantize(inp([1, 2 * h, 2 * h, c], "rq"), out_scale=0.07, out_zp=3, name=f"requant{i}"))
+        outs.append(w.softmax(inp([1, 4 * h * c], "sm"), name=f"softmax{i}"))
+        outs.append(w.mean(inp([1, 2 * h, 2 * h, c], "mean"), [1, 2], keep_dims=True, out_scale=0.03, out_zp=0,
+                           name=f"mean{i}"))
+        outs.append(w.concatenation([inp([1, h, h, c], "ca"), inp([1, h, h, c], "cb")], 3, name=f"concat{i}"))
+        outs.append(w.reshape(inp([1, h, h, c], "rs"), [1, h * h * c], name=f"reshape{i}"))
+    w.output(*outs)
+    return w.finish()
+
+
+def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Non-negative least squares (Lawson-Hanson active set) for small systems; deterministic."""
+    n = a.shape[1]
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    for _ in range(3 * n + 10):
+        r = b - a @ x
+        wgrad = a.T @ r
+        cand = np.where(~passive & (wgrad > 1e-18 * max(1.0, float(np.abs(wgrad).max(initial=0)))))[0]
+        if cand.size == 0:
+            break
+        passive[cand[np.argmax(wgrad[cand])]] = True
+        while True:
+            z = np.zeros(n)
+            idx = np.where(passive)[0]
+            z[idx] = np.linalg.lstsq(a[:, idx], b, rcond=None)[0]
+            if np.all(z[idx] > 0):
+                x = z
+                break
+            neg = idx[z[idx] <= 0]
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > 1e-30
+            x[~passive] = 0.0
+    return x
+
+
+def calibrate(repeat: int = 40, progress=None) -> CpuCostModel:
+    """Build ``calibration_model`` with the LLVM backend, time each kernel best-of-``repeat`` and fit the
+    launch cost and the per-class rates (non-negative least squares, relative errors weighted equally)."""
+    from ..backend.llvm.executor import KernelStep
+    from ..build import build
+    from ..frontend import from_tflite
+    from ..interpreter import bind_params
+    mod, params = from_tflite(calibration_model())
+    if progress:
+        progress("build")
+    exe = build(bind_params(mod, params), target="llvm")
+    rng = np.random.default_rng(0)
+    from ..cli.common import random_tensor
+    inputs = {p.name_hint: random_tensor(rng, tuple(int(d) for d in p.checked_type.shape), p.checked_type.dtype)
+              for p in exe.main.params} if hasattr(exe, "main") else None
+    if progress:
+        progress("time kernels")
+    prof = exe.profile(inputs, repeat=repeat)
+    steps = [s for s in exe.executable.steps if isinstance(s, KernelStep)]
+    rows, times, names = [], [], []
+    for step, node in zip(exe.executable.steps, prof.nodes):
+        if not isinstance(step, KernelStep) or step.group is None:
+            continue
+        vec = np.zeros(1 + len(CLASSES))
+        vec[0] = 1.0
+        for c in step.group.nodes:
+            cls, work = op_work(c)
+            vec[1 + CLASSES.index(cls)] += work
+        rows.append(vec)
+        times.append(node.wall_seconds)
+        names.append(step.name)
+    del steps
+    a = np.array(rows)
+    t = np.array(times)
+    wts = 1.0 / np.maximum(t, 1e-9)          # relative error: small kernels count as much as big ones
+    coef = _nnls(a * wts[:, None], t * wts)
+    fp, desc = machine_fingerprint()
+    fitted = a @ coef
+    return CpuCostModel(float(coef[0]), tuple((k, float(coef[1 + i])) for i, k in enumerate(CLASSES)), fp, desc,
+                        tuple((n, float(m), float(f)) for n, m, f in zip(names, t, fitted)))
