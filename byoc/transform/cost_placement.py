@@ -1,0 +1,409 @@
+"""Cost-driven placement (what TVM's Collage proposed, for BYOC): every unit the pattern table offers is put on the
+NPU or the CPU by estimated end-to-end time, boundary transfers and partition launches included.
+
+Used by ``partition_for(placement="cost")``. The time base is ``runtime/profile.py``'s estimate: NPU cycles at the
+configuration's clock, CPU kernels at their time on this machine, transfers as bytes crossing the boundary over
+the feature-map memory's bandwidth.
+
+1. The all-offload plan (every region the table allows, no give-back policy) is compiled and simulated once per
+   partition; each layer's exclusive cycles are attributed to the unit (composite or op) that produced it.
+2. Per partition, units in topological order u1..un: a dynamic programme over contiguous runs (a run of a
+   topological order is convex, so it is a valid partition) chooses the runs to offload, minimising
+   Σ runs (launch + Σ unit cycles / clock + bytes in and out of the run / bandwidth) + Σ other units' CPU time
+   (``cpu_cost.CpuCostModel``: one kernel per unit). Units outside the chosen runs are denied
+   (``PlacementLog.deny``) and the pipeline re-runs.
+3. The resulting partitions are compiled and simulated (regions are small and compile fast); a partition whose
+   simulated cost exceeds its units' CPU time is denied whole and the pipeline re-runs (at most
+   ``MAX_REFINES`` times).
+4. The plan, all-offload and all-CPU are each estimated the same way (their partitions simulated, their CPU
+   kernels as the backend fuses them, through the CPU model) and the cheapest is returned: cost placement is
+   never estimated slower than either. Ties keep the plan with more on the NPU, in the order cost, all-offload,
+   all-CPU, so the result is deterministic given the cost tables.
+
+``PlacementPlan`` holds the three estimates; ``byoc.plans.simulate_plans`` builds and profiles them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.expr import Call, Constant, Expr, Function, Op, Span, Tuple, TupleGetItem, Var
+from ..ir.traversal import children, post_order
+from ..ir.types import TensorType, TupleType
+from .cpu_cost import CpuCostModel
+
+__all__ = ["PlanEstimate", "PlacementPlan", "DeviceModel", "device_model", "unit_npu_cycles", "plan_units",
+           "estimate_module", "PLAN_NAMES", "MAX_REFINES"]
+
+PLAN_NAMES = ("cost", "all-offload", "all-cpu")
+MAX_REFINES = 3
+
+
+def _nbytes(t) -> int:
+    if isinstance(t, TensorType):
+        return int(np.prod([int(d) for d in t.shape], dtype=np.int64)) * np.dtype(t.dtype).itemsize
+    if isinstance(t, TupleType):
+        return sum(_nbytes(f) for f in t.fields)
+    return 0
+
+
+def _type_of(e):
+    return getattr(e, "_checked_type", None) or getattr(e, "type_annotation", None)
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    """The NPU side of the time base: a simulator codegen and its configuration."""
+    target: str
+    codegen: object           # runtime.npu_codegen.SimulatorCodegen
+    config: object            # npu_sim.NPUConfig
+
+    @property
+    def clock_hz(self) -> float:
+        return float(self.config.clock_hz)
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes per second the host moves in and out of the device's feature-map memory (as the profile)."""
+        fm = self.config.area(self.config.placement.feature_maps)
+        return float(fm.bytes_per_cycle) * self.clock_hz
+
+    @property
+    def launch_cycles(self) -> int:
+        """A partition's start and end that nothing overlaps: one command issue, the feature-map memory's read
+        latency (first input) and write latency (last output)."""
+        fm = self.config.area(self.config.placement.feature_maps)
+        return int(self.config.overheads.cmd_issue + fm.read_latency + fm.write_latency)
+
+    def simulate(self, func: Function, symbol: str) -> tuple[int, object]:
+        """(total cycles, stats) of ``func`` compiled for the configuration and scheduled."""
+        from npu_sim.simulator import collect_stats, schedule
+        prog = self.codegen.program(func, symbol, self.config)
+        stats = collect_stats(prog, schedule(prog))
+        return int(stats.total_cycles), stats
+
+
+def device_model(target: str, npu_config=None) -> DeviceModel | None:
+    from runtime.npu_codegen import resolve_npu_config, simulator_codegen_for
+    cg = simulator_codegen_for(target)
+    if cg is None:
+        return None
+    cfg = cg.config(None) if npu_config is None else resolve_npu_config(npu_config)
+    return DeviceModel(target, cg, cfg)
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    """One plan's estimated inference: NPU partitions as simulated, CPU kernels through the CPU model."""
+    name: str
+    npu_seconds: float
+    cpu_seconds: float
+    transfer_seconds: float
+    transfer_bytes: int
+    partitions: int
+    npu_macs: int
+    total_macs: int
+
+    @property
+    def total_seconds(self) -> float:
+        return self.npu_seconds + self.cpu_seconds + self.transfer_seconds
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "total_seconds": self.total_seconds, "npu_seconds": self.npu_seconds,
+                "cpu_seconds": self.cpu_seconds, "transfer_seconds": self.transfer_seconds,
+                "transfer_bytes": self.transfer_bytes, "partitions": self.partitions, "npu_macs": self.npu_macs,
+                "total_macs": self.total_macs}
+
+
+@dataclass(frozen=True)
+class PlacementPlan:
+    """What ``placement="cost"`` chose and the estimates it compared."""
+    target: str
+    npu_config: str
+    chosen: str                                  # one of PLAN_NAMES
+    estimates: tuple[PlanEstimate, ...]          # in PLAN_NAMES order
+    cpu_model: str                               # the CPU cost table's fingerprint and description
+    kept_on_cpu: tuple[str, ...] = ()            # units all-offload offloads and the plan keeps on the CPU
+    notes: tuple[str, ...] = field(default=())
+
+    def estimate(self, name: str) -> PlanEstimate:
+        return next(e for e in self.estimates if e.name == name)
+
+    def summary(self) -> str:
+        e = self.estimate(self.chosen)
+        others = ", ".join(f"{x.name} {x.total_seconds * 1e3:.3f} ms" for x in self.estimates if x.name != "cost")
+        return (f"cost placement: chose {self.chosen} ({e.total_seconds * 1e3:.3f} ms estimated, "
+                f"{e.partitions} partition(s)); {others}")
+
+    def to_json(self) -> dict:
+        return {"target": self.target, "npu_config": self.npu_config, "chosen": self.chosen,
+                "estimates": [e.to_json() for e in self.estimates], "cpu_model": self.cpu_model,
+                "kept_on_cpu": list(self.kept_on_cpu), "notes": list(self.notes)}
+
+
+# ------------------------------------------------------------------------------------------- units
+
+def _span(node) -> str:
+    span = getattr(node, "span", None)
+    return span.source if isinstance(span, Span) else ""
+
+
+def plan_units(func: Function) -> list[Call]:
+    """The placed units of a partition in topological order: composite calls and op calls."""
+    def kids(n):
+        return () if isinstance(n, Function) and "Composite" in n.attrs else children(n)
+    return [n for n in post_order(func.body, child_fn=kids)
+            if isinstance(n, Call) and isinstance(n.op, (Op, Function))]
+
+
+def _inner_calls(u: Call) -> list[Call]:
+    if isinstance(u.op, Op):
+        return [u]
+    return [n for n in post_order(u.op.body) if isinstance(n, Call) and isinstance(n.op, Op)]
+
+
+def _label(u: Call) -> str:
+    name = str(u.op.attrs["Composite"]) if isinstance(u.op, Function) else u.op.name
+    span = _span(u)
+    return f"{name} ({span})" if span else name
+
+
+def unit_npu_cycles(units: list[Call], stats) -> list[float]:
+    """Each unit's share of a simulated partition: the exclusive cycles of the layers named after it (layers
+    carry their unit's span name; a layer without a matching unit, e.g. an output copy, goes to the last
+    matched unit)."""
+    by_name: dict[str, list[int]] = {}
+    for i, u in enumerate(units):
+        by_name.setdefault(_span(u), []).append(i)
+    out = [0.0] * len(units)
+    cur = 0
+    for layer in stats.per_layer:
+        cands = [i for i in by_name.get(layer.name, ()) if i >= cur]
+        if cands:
+            cur = cands[0]
+        if units:
+            out[cur] += float(layer.exclusive_cycles)
+    return out
+
+
+def _values(func: Function, units: list[Call]):
+    """Per unit: the values it reads as (value key, producer unit index or -1 for a partition input, bytes);
+    and per value key produced by a unit: (producer, bytes, last consumer index or len(units) when it leaves the
+    partition)."""
+    index = {id(u): i for i, u in enumerate(units)}
+    n = len(units)
+
+    def resolve(a: Expr) -> list[tuple[int, int, int]]:   # (value key, producer, bytes)
+        if isinstance(a, Constant):
+            return []
+        if isinstance(a, Var):
+            return [(id(a), -1, _nbytes(_type_of(a)))]
+        if isinstance(a, Call) and id(a) in index:
+            return [(id(a), index[id(a)], _nbytes(_type_of(a)))]
+        if isinstance(a, TupleGetItem):
+            base = resolve(a.tuple_value)
+            if isinstance(a.tuple_value, Tuple):
+                return base
+            prod = base[0][1] if base else -1
+            return [(id(a), prod, _nbytes(_type_of(a)))] if base else []
+        if isinstance(a, Tuple):
+            return [v for f in a.fields for v in resolve(f)]
+        return []
+
+    reads: list[list[tuple[int, int, int]]] = []
+    produced: dict[int, list] = {}
+    for i, u in enumerate(units):
+        vals = {}
+        for a in u.args:
+            for key, prod, nb in resolve(a):
+                vals[key] = (key, prod, nb)
+                if prod >= 0:
+                    entry = produced.setdefault(key, [prod, nb, prod])
+                    entry[2] = max(entry[2], i)
+        reads.append(list(vals.values()))
+    for key, prod, nb in resolve(func.body):   # what leaves the partition
+        if prod >= 0:
+            produced.setdefault(key, [prod, nb, prod])[2] = n
+    return reads, produced
+
+
+def _choose_runs(units: list[Call], npu_cycles: list[float], cpu_seconds: list[float], func: Function,
+                 dev: DeviceModel) -> tuple[list[bool], float]:
+    """The cheapest choice of offloaded runs (contiguous in topological order): per unit True = NPU."""
+    n = len(units)
+    reads, produced = _values(func, units)
+    out_by_prod: dict[int, list[tuple[int, int]]] = {}
+    for prod, nb, last in produced.values():
+        out_by_prod.setdefault(prod, []).append((nb, last))
+    clock, bw = dev.clock_hz, dev.bandwidth
+    launch = dev.launch_cycles / clock
+    best = [0.0] * (n + 1)
+    choice: list[tuple[int, bool]] = [(0, False)] * (n + 1)   # (run start, offloaded) for prefix j
+    seg = [[0.0] * (n + 1) for _ in range(n + 1)] if n <= 400 else None
+    # seg[i][j]: cost of offloading units i..j-1 as one run
+    for i in range(n):
+        inputs: set[int] = set()
+        in_bytes = 0
+        cycles = 0.0
+        pending: dict[int, int] = {}     # last consumer index → bytes leaving when the run ends before it
+        out_bytes_open = 0
+        for j in range(i, n):
+            cycles += npu_cycles[j]
+            for key, prod, nb in reads[j]:
+                if prod < i and key not in inputs:
+                    inputs.add(key)
+                    in_bytes += nb
+            if j in pending:
+                out_bytes_open -= pending.pop(j)
+            for nb, last in out_by_prod.get(j, ()):
+                if last > j:
+                    pending[last] = pending.get(last, 0) + nb
+                    out_bytes_open += nb
+            cost = launch + cycles / clock + (in_bytes + out_bytes_open) / bw
+            if seg is not None:
+                seg[i][j + 1] = cost
+    for j in range(1, n + 1):
+        b = best[j - 1] + cpu_seconds[j - 1]
+        c = (j - 1, False)
+        for i in range(j):
+            v = best[i] + seg[i][j]
+            if v <= b:   # ties prefer the NPU
+                b, c = v, (i, True)
+        best[j], choice[j] = b, c
+    on_npu = [False] * n
+    j = n
+    while j > 0:
+        i, off = choice[j]
+        if off:
+            for k in range(i, j):
+                on_npu[k] = True
+        j = i
+    return on_npu, best[n]
+
+
+# --------------------------------------------------------------------------------------- estimates
+
+def _partition_io_bytes(func: Function) -> int:
+    return sum(_nbytes(_type_of(p)) for p in func.params) + _nbytes(_type_of(func.body))
+
+
+def estimate_module(name: str, pmod, dev: DeviceModel, cpu: CpuCostModel,
+                    sim_cache: dict | None = None) -> PlanEstimate:
+    """A partitioned module's estimated inference: each partition compiled and simulated, its inputs and outputs
+    crossing once; ``main``'s ops as the LLVM backend fuses them, through the CPU model."""
+    from ..build import lower_for_host
+    from ..ops.macs import macs_of
+    from .cpu_cost import calls_seconds
+    npu_cycles, moved, parts, npu_macs = 0, 0, 0, 0
+    for gv, func in pmod.sorted_items():
+        if func.attrs.get("Compiler") != dev.target:
+            continue
+        key = (gv.name_hint, id(func))
+        if sim_cache is not None and key in sim_cache:
+            cycles = sim_cache[key][0]
+        else:
+            cycles, stats = dev.simulate(func, gv.name_hint)
+            if sim_cache is not None:
+                sim_cache[key] = (cycles, stats, func)
+        npu_cycles += cycles
+        moved += _partition_io_bytes(func)
+        parts += 1
+        npu_macs += sum(macs_of(c) for c in _all_calls(func))
+    host = lower_for_host(pmod, None)["main"]
+    cpu_s = calls_seconds(cpu, host)
+    total_macs = npu_macs + sum(macs_of(c) for c in _all_calls(host))
+    return PlanEstimate(name, npu_cycles / dev.clock_hz, cpu_s, moved / dev.bandwidth, moved, parts, npu_macs,
+                        total_macs)
+
+
+def _all_calls(func: Function) -> list[Call]:
+    out, stack, seen = [], [func.body], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        for m in post_order(e, enter_functions=False):
+            if isinstance(m, Call):
+                if isinstance(m.op, Op):
+                    out.append(m)
+                elif isinstance(m.op, Function):
+                    stack.append(m.op.body)
+    return out
+
+
+def run_costs(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -> list[tuple[str, list[Call], list[float],
+                                                                                        list[float]]]:
+    """Per partition of ``dev.target``: (name, units, NPU cycles per unit, CPU seconds per unit)."""
+    out = []
+    for gv, func in pmod.sorted_items():
+        if func.attrs.get("Compiler") != dev.target:
+            continue
+        key = (gv.name_hint, id(func))
+        if key not in sim_cache:
+            cycles, stats = dev.simulate(func, gv.name_hint)
+            sim_cache[key] = (cycles, stats, func)
+        units = plan_units(func)
+        out.append((gv.name_hint, units, unit_npu_cycles(units, sim_cache[key][1]),
+                    [cpu.kernel_seconds(_inner_calls(u)) for u in units]))
+    return out
+
+
+def choose_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -> dict[int, tuple[object, str]]:
+    """Units of ``pmod``'s partitions the cheapest run choice keeps on the CPU, keyed like ``PlacementLog.deny``."""
+    from .placement import unit_key
+    out: dict[int, tuple[object, str]] = {}
+    for name, units, cyc, cpu_s in run_costs(pmod, dev, cpu, sim_cache):
+        func = pmod[name]
+        on_npu, _ = _choose_runs(units, cyc, cpu_s, func, dev)
+        for u, npu, c, s in zip(units, on_npu, cyc, cpu_s):
+            if npu:
+                continue
+            key = unit_key(u)
+            if key is None:
+                continue
+            out[id(key)] = (key, f"cost placement keeps it on the CPU: {s * 1e6:.2f} us there (CPU model) against "
+                                 f"{c / dev.clock_hz * 1e6:.2f} us of NPU cycles in @{name}, and the cheapest plan "
+                                 f"for @{name} (launches and boundary transfers included) leaves it out")
+    return out
+
+
+def refine_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -> dict[int, tuple[object, str]]:
+    """Whole partitions whose simulated cycles, launch and boundary transfers cost more than their units on the
+    CPU (the run choice's additive cycles can miss a partition's fixed costs)."""
+    from .placement import unit_key
+    out: dict[int, tuple[object, str]] = {}
+    for name, units, cyc, cpu_s in run_costs(pmod, dev, cpu, sim_cache):
+        func = pmod[name]
+        total = sim_cache[(name, id(func))][0]
+        npu = (total + dev.launch_cycles) / dev.clock_hz + _partition_io_bytes(func) / dev.bandwidth
+        host = sum(cpu_s)
+        if npu <= host:
+            continue
+        for u in units:
+            key = unit_key(u)
+            if key is not None:
+                out[id(key)] = (key, f"cost placement gives @{name} back to the CPU: simulated {npu * 1e6:.2f} us "
+                                     f"(cycles, launch and transfers) against {host * 1e6:.2f} us on the CPU")
+    return out
+
+
+def offloaded_units(pmod, target: str) -> dict[int, Call]:
+    """id(unit key) → unit for every unit inside ``target`` partitions."""
+    from .placement import unit_key
+    out = {}
+    for gv, func in pmod.sorted_items():
+        if func.attrs.get("Compiler") != target:
+            continue
+        for u in plan_units(func):
+            key = unit_key(u)
+            if key is not None:
+                out[id(key)] = u
+    return out
+
+
+def kept_labels(all_mod, plan_mod, target: str) -> tuple[str, ...]:
+    a = offloaded_units(all_mod, target)
+    b = offloaded_units(plan_mod, target)
+    return tuple(_label(u) for k, u in a.items() if k not in b)
