@@ -33,7 +33,7 @@ __all__ = ["CpuCostModel", "CLASSES", "op_class", "op_work", "group_seconds", "c
            "machine_fingerprint", "cost_cache_path", "load_or_calibrate", "calibrate", "calibration_model"]
 
 # Op classes with their own rate (seconds per unit of work).
-CLASSES = ("conv", "depthwise", "dense", "avg_pool", "max_pool", "reduce", "table", "binary", "elementwise",
+CLASSES = ("conv", "conv_taps", "depthwise", "dense", "avg_pool", "max_pool", "reduce", "table", "binary", "elementwise",
            "copy", "reshape")
 RESHAPE_OPS = frozenset({"reshape", "squeeze", "expand_dims"})
 COPY_OPS = frozenset({"transpose", "concatenate", "qnn.concatenate",
@@ -86,13 +86,42 @@ def op_class(call) -> str:
     return "elementwise"
 
 
-def op_work(call) -> tuple[str, float]:
-    """(class, work) of one op call: MACs for the MAC classes, output elements × window taps for pooling, input
-    elements for reductions, output elements otherwise."""
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _mac_shape(call) -> tuple[int, int, int, int]:
+    """(output pixels, output channels, kernel taps, reduction per output) of a conv or dense call."""
     from ..ops.macs import macs_of
+    t = _type_of(call)
+    shape = [int(d) for d in getattr(t, "shape", ())] or [1]
+    macs = int(macs_of(call))
+    if call.op.name in ("qnn.dense", "nn.dense", "nn.batch_matmul", "qnn.batch_matmul"):
+        cout = shape[-1]
+        pixels = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        return pixels, cout, 1, macs // max(1, pixels * cout)
+    layout = str(getattr(call.attrs, "out_layout", "") or getattr(call.attrs, "data_layout", "NHWC") or "NHWC")
+    cax = layout.index("C") if "C" in layout and len(layout) == len(shape) else len(shape) - 1
+    cout = shape[cax]
+    pixels = int(np.prod(shape)) // max(1, cout)
+    ks = getattr(call.attrs, "kernel_size", None)
+    taps = int(np.prod([int(k) for k in ks])) if ks else 1
+    return pixels, cout, taps, macs // max(1, pixels * cout)
+
+
+def op_work(call) -> tuple[str, float] | list[tuple[str, float]]:
+    """(class, work) of one op call: MACs for the MAC classes, padded to the LLVM backend's vector blocks (GEMM:
+    16 output channels × 4 reduction steps; depthwise: 32 channels), plus one im2col copy per output pixel and
+    kernel tap for convolutions (``conv_taps``, returned as a second pair); output elements × window taps for
+    pooling, input elements for reductions, output elements otherwise."""
     cls = op_class(call)
-    if cls in ("conv", "depthwise", "dense"):
-        return cls, float(macs_of(call))
+    if cls in ("conv", "dense"):
+        pixels, cout, taps, red = _mac_shape(call)
+        padded = float(pixels * _cdiv(cout, 16) * 16 * _cdiv(red, 4) * 4)
+        return [(cls, padded), ("conv_taps", float(pixels * taps))] if cls == "conv" else (cls, padded)
+    if cls == "depthwise":
+        pixels, cout, taps, red = _mac_shape(call)
+        return cls, float(pixels * taps * _cdiv(cout, 32) * 32 * max(1, red // max(1, taps)))
     if cls in ("avg_pool", "max_pool"):
         taps = int(np.prod([int(k) for k in getattr(call.attrs, "pool_size", (1, 1))]))
         return cls, float(_elements(_type_of(call)) * taps)
@@ -141,7 +170,7 @@ class CpuCostModel:
     def table(self) -> str:
         lines = [f"CPU cost model {self.fingerprint or '(unnamed)'}: {self.description}",
                  f"  kernel launch        {self.launch_seconds * 1e6:10.3f} us"]
-        unit = {"conv": "MAC", "depthwise": "MAC", "dense": "MAC", "avg_pool": "window tap", "max_pool": "window tap",
+        unit = {"conv": "MAC", "conv_taps": "pixel tap", "depthwise": "MAC", "dense": "MAC", "avg_pool": "window tap", "max_pool": "window tap",
                 "reduce": "input element"}
         for k, v in self.rates:
             lines.append(f"  {k:<20} {v * 1e12:10.3f} ps per {unit.get(k, 'output element')}")
@@ -156,7 +185,10 @@ def kernel_work(calls) -> dict[str, float]:
     """Work per class of one kernel. Elementwise ops in a kernel with an anchor (convolution, matrix product,
     pooling, reduction) are its epilogue, applied to values in registers: their cost is part of the anchor's
     fitted rate, so they add no work of their own."""
-    items = [op_work(c) for c in calls]
+    items = []
+    for c in calls:
+        w = op_work(c)
+        items.extend(w if isinstance(w, list) else [w])
     anchored = any(cls in _ANCHOR_CLASSES for cls, _ in items)
     out: dict[str, float] = {}
     for cls, w in items:
@@ -265,6 +297,10 @@ def calibration_model() -> bytes:
     w = TFLiteWriter()
     L = _Layers(w, np.random.default_rng(0))
     outs = []
+    x = w.input("stem", [1, 96, 96, 3], "int8", scale=0.05, zero_point=0)   # shallow, narrow: taps dominate
+    outs.append(L.conv(x, 8, 3, 2, "same", "RELU6", "stem_conv"))
+    outs.append(L.depthwise(w.input("dw8", [1, 48, 48, 8], "int8", scale=0.05, zero_point=0), 3, 1, "same",
+                            "RELU6", "dw8"))
     for i, (h, c) in enumerate(((8, 8), (24, 32))):
         def inp(shape, tag):
             return w.input(f"{tag}{i}", shape, "int8", scale=0.05, zero_point=0)
@@ -314,22 +350,9 @@ def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-def _warm_seconds(step, repeat: int) -> float:
-    """Best time of one kernel called ``repeat`` times back to back (its data warm in the caches, as in a model
-    where the previous kernel just wrote them)."""
-    import time
-    clock = time.perf_counter
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = clock()
-        step.fn(step.argv, 0, step.extent)
-        best = min(best, clock() - t0)
-    return best
-
-
 def calibrate(repeat: int = 30, progress=None) -> CpuCostModel:
-    """Build ``calibration_model`` with the LLVM backend, time each kernel (best of ``repeat`` back-to-back
-    calls) and fit the launch cost and the per-class rates (non-negative least squares, relative errors
+    """Build ``calibration_model`` with the LLVM backend, time each kernel as ``module.profile()`` does (best of
+    ``repeat`` runs of the whole model) and fit the launch cost and the per-class rates (non-negative least squares, relative errors
     weighted equally)."""
     from ..backend.llvm.executor import KernelStep
     from ..build import build
@@ -345,9 +368,9 @@ def calibrate(repeat: int = 30, progress=None) -> CpuCostModel:
               for p in exe.main.params} if hasattr(exe, "main") else None
     if progress:
         progress("time kernels")
-    exe.run(inputs)      # every buffer holds real values
+    prof = exe.profile(inputs, repeat=repeat)   # module.profile()'s timing: every kernel in graph order
     rows, times, names = [], [], []
-    for step in exe.executable.steps:
+    for step, node in zip(exe.executable.steps, prof.nodes):
         if not isinstance(step, KernelStep) or step.group is None:
             continue
         vec = np.zeros(1 + len(CLASSES))
@@ -355,7 +378,7 @@ def calibrate(repeat: int = 30, progress=None) -> CpuCostModel:
         for cls, work in kernel_work(step.group.nodes).items():
             vec[1 + CLASSES.index(cls)] += work
         rows.append(vec)
-        times.append(_warm_seconds(step, repeat))
+        times.append(node.wall_seconds)
         names.append(step.name)
     a = np.array(rows)
     t = np.array(times)
