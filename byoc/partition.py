@@ -8,6 +8,7 @@ op or composite the pipeline saw, where it runs, and for each op left on the CPU
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 
 from dataclasses import dataclass, field
@@ -387,12 +388,13 @@ def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cos
         log.deny.update(deny)
         mod = pipeline(log)
         deny = cp.refine_denials(mod, dev, cpu, sims)
-    estimates = {"cost": cp.estimate_module("cost", mod, dev, cpu, sims),
+    estimates = {"mixed": cp.estimate_module("mixed", mod, dev, cpu, sims),
                  "all-offload": cp.estimate_module("all-offload", all_mod, dev, cpu, sims)}
     names = {gv.name_hint for gv, f in all_mod.items() if f.attrs.get("Compiler") == target}
     cpu_mod = InferType()(inline_partitions(all_mod, names)) if names else all_mod
     estimates["all-cpu"] = cp.estimate_module("all-cpu", cpu_mod, dev, cpu, sims)
-    chosen = min(cp.PLAN_NAMES, key=lambda k: (estimates[k].total_seconds, cp.PLAN_NAMES.index(k)))
+    chosen = cp.choose_plan(estimates, cpu.relative_error)
+    estimates["cost"] = dataclasses.replace(estimates[chosen], name="cost")
     given_back: dict[int, str] = {}
     if chosen == "all-offload":
         mod, log = all_mod, all_log
@@ -406,7 +408,7 @@ def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cos
         log.notes.append(why)
     if chosen != "all-offload":
         mod = InferType()(mod)
-    plan = cp.PlacementPlan(target, dev.config.name, chosen, tuple(estimates[k] for k in cp.PLAN_NAMES),
+    plan = cp.PlacementPlan(target, dev.config.name, chosen, tuple(estimates[k] for k in cp.PLAN_NAMES + ("mixed",)),
                             f"{cpu.fingerprint}: {cpu.description}", cp.kept_labels(all_mod, mod, target))
     return mod, log, given_back, plan
 

@@ -52,7 +52,7 @@ class PlanComparison:
         head = ["plan", "estimated ms", "simulated ms", "NPU ms", "CPU ms", "transfers ms", "partitions",
                 "MACs on NPU"]
         lines = [f"placement plans on {self.target} ({self.npu_config}); the cost plan is "
-                 f"{'the ' + self.chosen + ' plan' if self.chosen != 'cost' else 'a mixed plan'}",
+                 f"{'the ' + self.chosen + ' plan' if self.chosen != 'mixed' else 'a mixed plan'}",
                  format_table(head, body, "lrrrrrrr"),
                  f"simulated: NPU cycles at the configured clock + CPU kernels measured here (best of {self.repeat}) "
                  f"+ transfers; estimated: the cost model's prediction (CPU table {self.cpu_model})"]

@@ -15,10 +15,15 @@ the feature-map memory's bandwidth.
 3. The resulting partitions are compiled and simulated (regions are small and compile fast); a partition whose
    simulated cost exceeds its units' CPU time is denied whole and the pipeline re-runs (at most
    ``MAX_REFINES`` times).
-4. The plan, all-offload and all-CPU are each estimated the same way (their partitions simulated, their CPU
-   kernels as the backend fuses them, through the CPU model) and the cheapest is returned: cost placement is
-   never estimated slower than either. Ties keep the plan with more on the NPU, in the order cost, all-offload,
-   all-CPU, so the result is deterministic given the cost tables.
+4. The mixed plan, all-offload and all-CPU are each estimated the same way (their partitions simulated, their CPU
+   kernels as the backend fuses them, through the CPU model) and one is returned (``choose_plan``): starting
+   from all-offload, another candidate replaces the current one only when it is estimated faster by more than
+   the CPU model's uncertainty on the CPU time the two plans place differently (its calibration fit's median
+   relative error × the difference of their CPU parts). So cost placement is never estimated slower than
+   all-offload, and a plan whose advantage is within the CPU model's error is not taken. Deterministic given the
+   cost tables.
+5. The CPU model's ``resume_seconds`` is charged once per partition: in the profile's time base the first CPU
+   kernel after a partition runs with caches the simulator evicted (``cpu_cost._resume_seconds``).
 
 ``PlacementPlan`` holds the three estimates; ``byoc.plans.simulate_plans`` builds and profiles them.
 """
@@ -34,9 +39,10 @@ from ..ir.types import TensorType, TupleType
 from .cpu_cost import CpuCostModel
 
 __all__ = ["PlanEstimate", "PlacementPlan", "DeviceModel", "device_model", "unit_npu_cycles", "plan_units",
-           "estimate_module", "PLAN_NAMES", "MAX_REFINES"]
+           "estimate_module", "choose_plan", "PLAN_NAMES", "CANDIDATES", "MAX_REFINES"]
 
-PLAN_NAMES = ("cost", "all-offload", "all-cpu")
+PLAN_NAMES = ("cost", "all-offload", "all-cpu")     # "cost" is the plan returned
+CANDIDATES = ("mixed", "all-offload", "all-cpu")   # what the cost plan is chosen from
 MAX_REFINES = 3
 
 
@@ -121,8 +127,8 @@ class PlacementPlan:
     """What ``placement="cost"`` chose and the estimates it compared."""
     target: str
     npu_config: str
-    chosen: str                                  # one of PLAN_NAMES
-    estimates: tuple[PlanEstimate, ...]          # in PLAN_NAMES order
+    chosen: str                                  # one of CANDIDATES: what "cost" returned
+    estimates: tuple[PlanEstimate, ...]          # in PLAN_NAMES order ("cost" = the chosen candidate's)
     cpu_model: str                               # the CPU cost table's fingerprint and description
     kept_on_cpu: tuple[str, ...] = ()            # units all-offload offloads and the plan keeps on the CPU
     notes: tuple[str, ...] = field(default=())
@@ -131,9 +137,10 @@ class PlacementPlan:
         return next(e for e in self.estimates if e.name == name)
 
     def summary(self) -> str:
-        e = self.estimate(self.chosen)
-        others = ", ".join(f"{x.name} {x.total_seconds * 1e3:.3f} ms" for x in self.estimates if x.name != "cost")
-        return (f"cost placement: chose {self.chosen} ({e.total_seconds * 1e3:.3f} ms estimated, "
+        e = self.estimate("cost")
+        others = ", ".join(f"{x.name} {x.total_seconds * 1e3:.3f} ms" for x in self.estimates
+                           if x.name not in ("cost", self.chosen))
+        return (f"cost placement: chose the {self.chosen} plan ({e.total_seconds * 1e3:.3f} ms estimated, "
                 f"{e.partitions} partition(s)); {others}")
 
     def to_json(self) -> dict:
@@ -229,7 +236,7 @@ def _values(func: Function, units: list[Call]):
 
 
 def _choose_runs(units: list[Call], npu_cycles: list[float], cpu_seconds: list[float], func: Function,
-                 dev: DeviceModel) -> tuple[list[bool], float]:
+                 dev: DeviceModel, resume: float = 0.0) -> tuple[list[bool], float]:
     """The cheapest choice of offloaded runs (contiguous in topological order): per unit True = NPU."""
     n = len(units)
     reads, produced = _values(func, units)
@@ -237,7 +244,7 @@ def _choose_runs(units: list[Call], npu_cycles: list[float], cpu_seconds: list[f
     for prod, nb, last in produced.values():
         out_by_prod.setdefault(prod, []).append((nb, last))
     clock, bw = dev.clock_hz, dev.bandwidth
-    launch = dev.launch_cycles / clock
+    launch = dev.launch_cycles / clock + resume
     best = [0.0] * (n + 1)
     choice: list[tuple[int, bool]] = [(0, False)] * (n + 1)   # (run start, offloaded) for prefix j
     seg = [[0.0] * (n + 1) for _ in range(n + 1)] if n <= 400 else None
@@ -282,6 +289,18 @@ def _choose_runs(units: list[Call], npu_cycles: list[float], cpu_seconds: list[f
     return on_npu, best[n]
 
 
+def choose_plan(estimates: dict[str, PlanEstimate], relative_error: float) -> str:
+    """all-offload, then all-CPU, then the mixed plan: each replaces the current choice only when it is faster by
+    more than ``relative_error`` × the CPU time the two place differently."""
+    best = "all-offload"
+    for name in ("all-cpu", "mixed"):
+        a, b = estimates[best], estimates[name]
+        margin = relative_error * abs(a.cpu_seconds - b.cpu_seconds)
+        if b.total_seconds < a.total_seconds - margin:
+            best = name
+    return best
+
+
 # --------------------------------------------------------------------------------------- estimates
 
 def _partition_io_bytes(func: Function) -> int:
@@ -291,7 +310,8 @@ def _partition_io_bytes(func: Function) -> int:
 def estimate_module(name: str, pmod, dev: DeviceModel, cpu: CpuCostModel,
                     sim_cache: dict | None = None) -> PlanEstimate:
     """A partitioned module's estimated inference: each partition compiled and simulated, its inputs and outputs
-    crossing once; ``main``'s ops as the LLVM backend fuses them, through the CPU model."""
+    crossing once; ``main``'s ops as the LLVM backend fuses them, through the CPU model, and per partition the
+    CPU model's resume cost."""
     from ..build import lower_for_host
     from ..ops.macs import macs_of
     from .cpu_cost import calls_seconds
@@ -311,7 +331,7 @@ def estimate_module(name: str, pmod, dev: DeviceModel, cpu: CpuCostModel,
         parts += 1
         npu_macs += sum(macs_of(c) for c in _all_calls(func))
     host = lower_for_host(pmod, None)["main"]
-    cpu_s = calls_seconds(cpu, host)
+    cpu_s = calls_seconds(cpu, host) + parts * cpu.resume_seconds   # the kernel after each partition runs cold
     total_macs = npu_macs + sum(macs_of(c) for c in _all_calls(host))
     return PlanEstimate(name, npu_cycles / dev.clock_hz, cpu_s, moved / dev.bandwidth, moved, parts, npu_macs,
                         total_macs)
@@ -356,7 +376,7 @@ def choose_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -
     out: dict[int, tuple[object, str]] = {}
     for name, units, cyc, cpu_s in run_costs(pmod, dev, cpu, sim_cache):
         func = pmod[name]
-        on_npu, _ = _choose_runs(units, cyc, cpu_s, func, dev)
+        on_npu, _ = _choose_runs(units, cyc, cpu_s, func, dev, cpu.resume_seconds)
         for u, npu, c, s in zip(units, on_npu, cyc, cpu_s):
             if npu:
                 continue
@@ -377,7 +397,8 @@ def refine_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -
     for name, units, cyc, cpu_s in run_costs(pmod, dev, cpu, sim_cache):
         func = pmod[name]
         total = sim_cache[(name, id(func))][0]
-        npu = (total + dev.launch_cycles) / dev.clock_hz + _partition_io_bytes(func) / dev.bandwidth
+        npu = (total + dev.launch_cycles) / dev.clock_hz + _partition_io_bytes(func) / dev.bandwidth + \
+            cpu.resume_seconds
         host = sum(cpu_s)
         if npu <= host:
             continue
@@ -385,7 +406,7 @@ def refine_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -
             key = unit_key(u)
             if key is not None:
                 out[id(key)] = (key, f"cost placement gives @{name} back to the CPU: simulated {npu * 1e6:.2f} us "
-                                     f"(cycles, launch and transfers) against {host * 1e6:.2f} us on the CPU")
+                                     f"(cycles, launch, transfers and the host's resume) against {host * 1e6:.2f} us on the CPU")
     return out
 
 

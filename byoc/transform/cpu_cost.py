@@ -138,6 +138,13 @@ class CpuCostModel:
     fingerprint: str = ""
     description: str = ""
     samples: tuple[tuple[str, float, float], ...] = field(default=(), compare=False)  # (kernel, measured, fitted)
+    resume_seconds: float = 0.0   # extra time of the first CPU kernel after a partition (its caches were evicted)
+
+    @property
+    def relative_error(self) -> float:
+        """The fit's median relative error on its calibration kernels (0 for a table without samples)."""
+        errs = [abs(f / m - 1.0) for _, m, f in self.samples if m > 0]
+        return float(np.median(errs)) if errs else 0.0
 
     def rate(self, cls: str) -> float:
         return dict(self.rates).get(cls, dict(self.rates).get("elementwise", 0.0))
@@ -148,7 +155,8 @@ class CpuCostModel:
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "fingerprint": self.fingerprint, "description": self.description,
-                "launch_seconds": self.launch_seconds, "rates": {k: v for k, v in self.rates},
+                "launch_seconds": self.launch_seconds, "resume_seconds": self.resume_seconds,
+                "rates": {k: v for k, v in self.rates},
                 "samples": [list(s) for s in self.samples]}
 
     @staticmethod
@@ -158,6 +166,9 @@ class CpuCostModel:
                 raise ValueError(f"format {doc.get('format')!r}, expected {FORMAT!r}")
             rates = doc["rates"]
             launch = float(doc["launch_seconds"])
+            resume = float(doc.get("resume_seconds", 0.0))
+            if not (math.isfinite(resume) and resume >= 0):
+                raise ValueError("resume_seconds must be a finite, non-negative number")
             vals = tuple((k, float(rates[k])) for k in CLASSES)
             if not all(math.isfinite(v) and v >= 0 for _, v in vals) or not (math.isfinite(launch) and launch >= 0):
                 raise ValueError("rates and launch_seconds must be finite, non-negative numbers")
@@ -165,11 +176,13 @@ class CpuCostModel:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CpuCostError(f"{source}: not a CPU cost table ({e})",
                                hint="re-create it with `byoc calibrate --force`") from None
-        return CpuCostModel(launch, vals, str(doc.get("fingerprint", "")), str(doc.get("description", "")), samples)
+        return CpuCostModel(launch, vals, str(doc.get("fingerprint", "")), str(doc.get("description", "")), samples,
+                            resume)
 
     def table(self) -> str:
         lines = [f"CPU cost model {self.fingerprint or '(unnamed)'}: {self.description}",
-                 f"  kernel launch        {self.launch_seconds * 1e6:10.3f} us"]
+                 f"  kernel launch        {self.launch_seconds * 1e6:10.3f} us",
+                 f"  resume after NPU     {self.resume_seconds * 1e6:10.3f} us"]
         unit = {"conv": "MAC", "conv_taps": "pixel tap", "depthwise": "MAC", "dense": "MAC", "avg_pool": "window tap", "max_pool": "window tap",
                 "reduce": "input element"}
         for k, v in self.rates:
@@ -350,6 +363,51 @@ def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
+def resume_model() -> bytes:
+    """A chain of four [convolution (offloaded to ``npu``) → 9x9 average pool (refused by ``npu``: stays on the
+    CPU)] pairs: what ``_resume_seconds`` times."""
+    from ..testing.models import _Layers
+    from ..testing.tflite_writer import TFLiteWriter
+    w = TFLiteWriter()
+    L = _Layers(w, np.random.default_rng(1))
+    x = w.input("x", [1, 16, 16, 16], "int8", scale=0.05, zero_point=0)
+    for i in range(4):
+        x = L.conv(x, 16, 3, 1, "same", "RELU6", f"conv{i}")
+        x = w.average_pool2d(x, (9, 9), (1, 1), "SAME", name=f"pool{i}")
+    w.output(x)
+    return w.finish()
+
+
+def _resume_seconds(repeat: int) -> float:
+    """How much slower the first CPU kernel after an NPU partition runs in ``module.profile()`` than in a CPU-only
+    build (the simulator, running on the host between them, evicts its caches): the median over the kernels
+    that follow a partition in ``resume_model``, each kernel matched by its root call's attrs object."""
+    from ..backend.llvm.executor import KernelStep
+    from ..build import build
+    from ..frontend import from_tflite
+    from ..interpreter import bind_params
+    from ..partition import partition_for
+    try:
+        mod, params = from_tflite(resume_model())
+        cpu = build(bind_params(mod, params), target="llvm")
+        mixed = build(partition_for("npu", mod, params), target="npu,llvm")
+    except ByocError:
+        return 0.0        # no npu target: nothing runs between kernels
+    warm = {}
+    for st, n in zip(cpu.executable.steps, cpu.profile(None, repeat=repeat).nodes):
+        if isinstance(st, KernelStep) and st.group is not None:
+            warm[id(st.group.root.attrs)] = n.wall_seconds
+    diffs = []
+    steps = mixed.executable.steps
+    nodes = mixed.profile(None, repeat=repeat).nodes
+    for prev, st, n in zip(steps, steps[1:], nodes[1:]):
+        if not isinstance(prev, KernelStep) and isinstance(st, KernelStep) and st.group is not None:
+            w = warm.get(id(st.group.root.attrs))
+            if w is not None:
+                diffs.append(n.wall_seconds - w)
+    return max(0.0, float(np.median(diffs))) if diffs else 0.0
+
+
 def calibrate(repeat: int = 30, progress=None) -> CpuCostModel:
     """Build ``calibration_model`` with the LLVM backend, time each kernel as ``module.profile()`` does (best of
     ``repeat`` runs of the whole model) and fit the launch cost and the per-class rates (non-negative least squares, relative errors
@@ -386,5 +444,8 @@ def calibrate(repeat: int = 30, progress=None) -> CpuCostModel:
     coef = _nnls(a * wts[:, None], t * wts)
     fp, desc = machine_fingerprint()
     fitted = a @ coef
+    if progress:
+        progress("time kernels after NPU partitions")
+    resume = _resume_seconds(max(5, repeat // 3))
     return CpuCostModel(float(coef[0]), tuple((k, float(coef[1 + i])) for i, k in enumerate(CLASSES)), fp, desc,
-                        tuple((n, float(m), float(f)) for n, m, f in zip(names, t, fitted)))
+                        tuple((n, float(m), float(f)) for n, m, f in zip(names, t, fitted)), resume)
