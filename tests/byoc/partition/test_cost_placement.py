@@ -242,3 +242,55 @@ def test_cli_compare_matches_with_the_mixed_plan(tmp_path, monkeypatch, capsys):
     rc = cli_main(["compare", str(KWS), "--target", "npu", "--placement", "cost", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["ok"] is True
+
+
+def test_run_choice_is_optimal_against_brute_force():
+    """The dynamic programme over contiguous runs against every subset of kws's partition units (each subset is
+    the union of its maximal runs), costed independently here from the IR."""
+    import itertools
+    from byoc.ir.expr import Call, Constant, Var
+    from byoc.transform.cost_placement import _choose_runs, device_model, plan_units
+    m = load_model(str(KWS), "auto", None, "npu")
+    pmod = partition_for("npu", m.mod, m.params)
+    name, func = next((gv.name_hint, f) for gv, f in pmod.items() if f.attrs.get("Compiler") == "npu"
+                      and len(plan_units(f)) > 5)
+    units = plan_units(func)
+    n = len(units)
+    dev = device_model("npu")
+    rng = np.random.default_rng(3)
+    nbytes = lambda e: int(np.prod(e.checked_type.shape)) * np.dtype(e.checked_type.dtype).itemsize  # noqa: E731
+    index = {id(u): i for i, u in enumerate(units)}
+    out_ix = index[id(func.body)]
+    for trial in range(4):
+        cyc = list(rng.uniform(500, 8000, n))
+        cpu = list(rng.uniform(2e-6, 20e-6, n))
+        got, _ = _choose_runs(units, cyc, cpu, func, dev, 3e-6)
+
+        def cost(on):
+            total = sum(c for c, o in zip(cpu, on) if not o)
+            i = 0
+            while i < n:
+                if not on[i]:
+                    i += 1
+                    continue
+                j = i
+                while j + 1 < n and on[j + 1]:
+                    j += 1
+                run = set(range(i, j + 1))
+                ins, outs = {}, {}
+                for k in run:
+                    for a in units[k].args:
+                        if isinstance(a, Constant):
+                            continue
+                        if isinstance(a, Var) or index[id(a)] not in run:
+                            ins[id(a)] = nbytes(a)
+                for k in run:
+                    users = [x for x in range(n) if any(a is units[k] for a in units[x].args)]
+                    if k == out_ix or any(x not in run for x in users):
+                        outs[k] = nbytes(units[k])
+                total += (dev.launch_cycles / dev.clock_hz + 3e-6 + sum(cyc[k] for k in run) / dev.clock_hz
+                          + (sum(ins.values()) + sum(outs.values())) / dev.bandwidth)
+                i = j + 1
+            return total
+        best = min(cost(on) for on in itertools.product((False, True), repeat=n))
+        assert cost(got) == pytest.approx(best, rel=1e-12), trial
