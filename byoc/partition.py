@@ -393,7 +393,7 @@ def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cos
     names = {gv.name_hint for gv, f in all_mod.items() if f.attrs.get("Compiler") == target}
     cpu_mod = InferType()(inline_partitions(all_mod, names)) if names else all_mod
     estimates["all-cpu"] = cp.estimate_module("all-cpu", cpu_mod, dev, cpu, sims)
-    chosen = cp.choose_plan(estimates, cpu.relative_error)
+    chosen = cp.choose_plan(estimates, cpu.decision_margin)
     estimates["cost"] = dataclasses.replace(estimates[chosen], name="cost")
     given_back: dict[int, str] = {}
     if chosen == "all-offload":

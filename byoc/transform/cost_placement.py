@@ -18,10 +18,11 @@ the feature-map memory's bandwidth.
 4. The mixed plan, all-offload and all-CPU are each estimated the same way (their partitions simulated, their CPU
    kernels as the backend fuses them, through the CPU model) and one is returned (``choose_plan``): starting
    from all-offload, another candidate replaces the current one only when it is estimated faster by more than
-   the CPU model's uncertainty on the CPU time the two plans place differently (its calibration fit's median
-   relative error × the difference of their CPU parts). So cost placement is never estimated slower than
-   all-offload, and a plan whose advantage is within the CPU model's error is not taken. Deterministic given the
-   cost tables.
+   the CPU model's decision margin × the difference of their CPU parts (``CpuCostModel.decision_margin``: the
+   larger of the calibration fit's median relative error and the load margin, 75% by default: measured CPU
+   kernels on a busy machine run that much slower than calibrated). Steps 2 and 3 charge CPU time with the same
+   margin. So cost placement is never estimated slower than all-offload, and a plan whose advantage is within
+   the CPU time's uncertainty is not taken. Deterministic given the cost tables.
 5. The CPU model's ``resume_seconds`` is charged once per partition: in the profile's time base the first CPU
    kernel after a partition runs with caches the simulator evicted (``cpu_cost._resume_seconds``).
 
@@ -291,7 +292,7 @@ def _choose_runs(units: list[Call], npu_cycles: list[float], cpu_seconds: list[f
 
 def choose_plan(estimates: dict[str, PlanEstimate], relative_error: float) -> str:
     """all-offload, then all-CPU, then the mixed plan: each replaces the current choice only when it is faster by
-    more than ``relative_error`` × the CPU time the two place differently."""
+    more than ``relative_error`` (the CPU model's decision margin) × the CPU time the two place differently."""
     best = "all-offload"
     for name in ("all-cpu", "mixed"):
         a, b = estimates[best], estimates[name]
@@ -376,7 +377,9 @@ def choose_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -
     out: dict[int, tuple[object, str]] = {}
     for name, units, cyc, cpu_s in run_costs(pmod, dev, cpu, sim_cache):
         func = pmod[name]
-        on_npu, _ = _choose_runs(units, cyc, cpu_s, func, dev, cpu.resume_seconds)
+        # the CPU side must win by the decision margin (CpuCostModel.decision_margin)
+        on_npu, _ = _choose_runs(units, cyc, [c * (1 + cpu.decision_margin) for c in cpu_s], func, dev,
+                                 cpu.resume_seconds)
         for u, npu, c, s in zip(units, on_npu, cyc, cpu_s):
             if npu:
                 continue
@@ -400,7 +403,7 @@ def refine_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -
         npu = (total + dev.launch_cycles) / dev.clock_hz + _partition_io_bytes(func) / dev.bandwidth + \
             cpu.resume_seconds
         host = sum(cpu_s)
-        if npu <= host:
+        if npu <= host * (1 + cpu.decision_margin):
             continue
         for u in units:
             key = unit_key(u)
