@@ -45,6 +45,7 @@ __all__ = ["PlanEstimate", "PlacementPlan", "DeviceModel", "device_model", "unit
 PLAN_NAMES = ("cost", "all-offload", "all-cpu")     # "cost" is the plan returned
 CANDIDATES = ("mixed", "all-offload", "all-cpu")   # what the cost plan is chosen from
 MAX_REFINES = 3
+MAX_RUN = 256      # longest run the search costs as one partition
 
 
 def _nbytes(t) -> int:
@@ -246,17 +247,21 @@ def _choose_runs(units: list[Call], npu_cycles: list[float], cpu_seconds: list[f
         out_by_prod.setdefault(prod, []).append((nb, last))
     clock, bw = dev.clock_hz, dev.bandwidth
     launch = dev.launch_cycles / clock + resume
-    best = [0.0] * (n + 1)
-    choice: list[tuple[int, bool]] = [(0, False)] * (n + 1)   # (run start, offloaded) for prefix j
-    seg = [[0.0] * (n + 1) for _ in range(n + 1)] if n <= 400 else None
-    # seg[i][j]: cost of offloading units i..j-1 as one run
+    inf = float("inf")
+    best = [0.0] + [inf] * n                  # best[j]: cheapest placement of units 0..j-1
+    choice: list[tuple[int, bool]] = [(0, False)] * (n + 1)   # (start of the last step, offloaded) for prefix j
+    # Forward: best[i] is final when iteration i starts (every run ending at i began earlier). O(n · MAX_RUN)
+    # time, O(n) memory; a longer stretch is chosen as several runs that the pipeline merges back into one region.
     for i in range(n):
+        base = best[i]
+        if base + cpu_seconds[i] < best[i + 1]:
+            best[i + 1], choice[i + 1] = base + cpu_seconds[i], (i, False)
         inputs: set[int] = set()
         in_bytes = 0
         cycles = 0.0
         pending: dict[int, int] = {}     # last consumer index → bytes leaving when the run ends before it
         out_bytes_open = 0
-        for j in range(i, n):
+        for j in range(i, min(n, i + MAX_RUN)):
             cycles += npu_cycles[j]
             for key, prod, nb in reads[j]:
                 if prod < i and key not in inputs:
@@ -268,17 +273,9 @@ def _choose_runs(units: list[Call], npu_cycles: list[float], cpu_seconds: list[f
                 if last > j:
                     pending[last] = pending.get(last, 0) + nb
                     out_bytes_open += nb
-            cost = launch + cycles / clock + (in_bytes + out_bytes_open) / bw
-            if seg is not None:
-                seg[i][j + 1] = cost
-    for j in range(1, n + 1):
-        b = best[j - 1] + cpu_seconds[j - 1]
-        c = (j - 1, False)
-        for i in range(j):
-            v = best[i] + seg[i][j]
-            if v <= b:   # ties prefer the NPU
-                b, c = v, (i, True)
-        best[j], choice[j] = b, c
+            v = base + launch + cycles / clock + (in_bytes + out_bytes_open) / bw
+            if v <= best[j + 1]:   # ties prefer the NPU
+                best[j + 1], choice[j + 1] = v, (i, True)
     on_npu = [False] * n
     j = n
     while j > 0:
