@@ -379,21 +379,32 @@ def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cos
     log = PlacementLog()
     all_mod = pipeline(log)
     all_log = log
-    deny = cp.choose_denials(all_mod, dev, cpu, sims)
-    mod = all_mod
-    for _ in range(1 + cp.MAX_REFINES):
-        if not deny:
-            break
-        log = log.fresh()
-        log.deny.update(deny)
-        mod = pipeline(log)
-        deny = cp.refine_denials(mod, dev, cpu, sims)
-    estimates = {"mixed": cp.estimate_module("mixed", mod, dev, cpu, sims),
-                 "all-offload": cp.estimate_module("all-offload", all_mod, dev, cpu, sims)}
+    estimates = {"all-offload": cp.estimate_module("all-offload", all_mod, dev, cpu, sims)}
     names = {gv.name_hint for gv, f in all_mod.items() if f.attrs.get("Compiler") == target}
     cpu_mod = InferType()(inline_partitions(all_mod, names)) if names else all_mod
     estimates["all-cpu"] = cp.estimate_module("all-cpu", cpu_mod, dev, cpu, sims)
-    chosen = cp.choose_plan(estimates, cpu.decision_margin)
+    deny, searched = cp.choose_denials(all_mod, dev, cpu, sims)
+    # the search's estimate of the mixed plan: its partitions' units as chosen + what all-offload runs on the CPU
+    outside = estimates["all-offload"].cpu_seconds - cpu.resume_seconds * estimates["all-offload"].partitions
+    notes: list[str] = []
+    mod = all_mod
+    if deny and outside + searched >= min(e.total_seconds for e in estimates.values()):
+        notes.append(f"the mixed plan was not built: the search estimates it at {(outside + searched) * 1e3:.3f} ms, "
+                     f"no faster than all-offload or all-CPU")
+        deny = {}
+    elif deny:
+        for _ in range(1 + cp.MAX_REFINES):
+            if not deny:
+                break
+            log = log.fresh()
+            log.deny.update(deny)
+            mod = pipeline(log)
+            deny = cp.refine_denials(mod, dev, cpu, sims)
+    if mod is not all_mod:
+        estimates["mixed"] = cp.estimate_module("mixed", mod, dev, cpu, sims)
+        chosen = cp.choose_plan(estimates, cpu.decision_margin)
+    else:
+        chosen = cp.choose_plan({**estimates, "mixed": estimates["all-offload"]}, cpu.decision_margin)
     estimates["cost"] = dataclasses.replace(estimates[chosen], name="cost")
     given_back: dict[int, str] = {}
     if chosen == "all-offload":
@@ -408,8 +419,10 @@ def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cos
         log.notes.append(why)
     if chosen != "all-offload":
         mod = InferType()(mod)
-    plan = cp.PlacementPlan(target, dev.config.name, chosen, tuple(estimates[k] for k in cp.PLAN_NAMES + ("mixed",)),
-                            f"{cpu.fingerprint}: {cpu.description}", cp.kept_labels(all_mod, mod, target))
+    plan = cp.PlacementPlan(target, dev.config.name, chosen,
+                            tuple(estimates[k] for k in cp.PLAN_NAMES + ("mixed",) if k in estimates),
+                            f"{cpu.fingerprint}: {cpu.description}", cp.kept_labels(all_mod, mod, target),
+                            tuple(notes))
     return mod, log, given_back, plan
 
 

@@ -317,13 +317,7 @@ def estimate_module(name: str, pmod, dev: DeviceModel, cpu: CpuCostModel,
     for gv, func in pmod.sorted_items():
         if func.attrs.get("Compiler") != dev.target:
             continue
-        key = (gv.name_hint, id(func))
-        if sim_cache is not None and key in sim_cache:
-            cycles = sim_cache[key][0]
-        else:
-            cycles, stats = dev.simulate(func, gv.name_hint)
-            if sim_cache is not None:
-                sim_cache[key] = (cycles, stats, func)
+        cycles, _ = simulated(func, gv.name_hint, dev, {} if sim_cache is None else sim_cache)
         npu_cycles += cycles
         moved += _partition_io_bytes(func)
         parts += 1
@@ -351,6 +345,18 @@ def _all_calls(func: Function) -> list[Call]:
     return out
 
 
+def simulated(func: Function, name: str, dev: DeviceModel, sim_cache: dict) -> tuple[int, object]:
+    """(cycles, stats) of a partition, cached by its units (the attrs objects every re-run of the pipeline shares)
+    so a region that comes out of a re-run unchanged is not compiled again."""
+    from .placement import unit_key
+    key = tuple(id(unit_key(u)) for u in plan_units(func)) + (len(func.params),)
+    hit = sim_cache.get(key)
+    if hit is None:
+        cycles, stats = dev.simulate(func, name)
+        hit = sim_cache[key] = (cycles, stats, func)   # func keeps the keys' objects alive
+    return hit[0], hit[1]
+
+
 def run_costs(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -> list[tuple[str, list[Call], list[float],
                                                                                         list[float]]]:
     """Per partition of ``dev.target``: (name, units, NPU cycles per unit, CPU seconds per unit)."""
@@ -358,25 +364,26 @@ def run_costs(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -> lis
     for gv, func in pmod.sorted_items():
         if func.attrs.get("Compiler") != dev.target:
             continue
-        key = (gv.name_hint, id(func))
-        if key not in sim_cache:
-            cycles, stats = dev.simulate(func, gv.name_hint)
-            sim_cache[key] = (cycles, stats, func)
+        _, stats = simulated(func, gv.name_hint, dev, sim_cache)
         units = plan_units(func)
-        out.append((gv.name_hint, units, unit_npu_cycles(units, sim_cache[key][1]),
+        out.append((gv.name_hint, units, unit_npu_cycles(units, stats),
                     [cpu.kernel_seconds(_inner_calls(u)) for u in units]))
     return out
 
 
-def choose_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -> dict[int, tuple[object, str]]:
-    """Units of ``pmod``'s partitions the cheapest run choice keeps on the CPU, keyed like ``PlacementLog.deny``."""
+def choose_denials(pmod, dev: DeviceModel, cpu: CpuCostModel,
+                   sim_cache: dict) -> tuple[dict[int, tuple[object, str]], float]:
+    """Units of ``pmod``'s partitions the cheapest run choice keeps on the CPU, keyed like ``PlacementLog.deny``,
+    and the search's own (additive) estimate of those partitions' units under that choice."""
     from .placement import unit_key
     out: dict[int, tuple[object, str]] = {}
+    total = 0.0
     for name, units, cyc, cpu_s in run_costs(pmod, dev, cpu, sim_cache):
         func = pmod[name]
         # the CPU side must win by the decision margin (CpuCostModel.decision_margin)
-        on_npu, _ = _choose_runs(units, cyc, [c * (1 + cpu.decision_margin) for c in cpu_s], func, dev,
-                                 cpu.resume_seconds)
+        on_npu, cost = _choose_runs(units, cyc, [c * (1 + cpu.decision_margin) for c in cpu_s], func, dev,
+                                    cpu.resume_seconds)
+        total += cost
         for u, npu, c, s in zip(units, on_npu, cyc, cpu_s):
             if npu:
                 continue
@@ -386,7 +393,7 @@ def choose_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -
             out[id(key)] = (key, f"cost placement keeps it on the CPU: {s * 1e6:.2f} us there (CPU model) against "
                                  f"{c / dev.clock_hz * 1e6:.2f} us of NPU cycles in @{name}, and the cheapest plan "
                                  f"for @{name} (launches and boundary transfers included) leaves it out")
-    return out
+    return out, total
 
 
 def refine_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -> dict[int, tuple[object, str]]:
@@ -396,7 +403,7 @@ def refine_denials(pmod, dev: DeviceModel, cpu: CpuCostModel, sim_cache: dict) -
     out: dict[int, tuple[object, str]] = {}
     for name, units, cyc, cpu_s in run_costs(pmod, dev, cpu, sim_cache):
         func = pmod[name]
-        total = sim_cache[(name, id(func))][0]
+        total, _ = simulated(func, name, dev, sim_cache)
         npu = (total + dev.launch_cycles) / dev.clock_hz + _partition_io_bytes(func) / dev.bandwidth + \
             cpu.resume_seconds
         host = sum(cpu_s)
