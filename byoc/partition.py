@@ -388,9 +388,10 @@ def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cos
     outside = estimates["all-offload"].cpu_seconds - cpu.resume_seconds * estimates["all-offload"].partitions
     notes: list[str] = []
     mod = all_mod
-    if deny and outside + searched >= min(e.total_seconds for e in estimates.values()):
+    without = cp.choose_plan({**estimates, "mixed": estimates["all-offload"]}, cpu.decision_margin)
+    if deny and outside + searched >= estimates[without].total_seconds:
         notes.append(f"the mixed plan was not built: the search estimates it at {(outside + searched) * 1e3:.3f} ms, "
-                     f"no faster than all-offload or all-CPU")
+                     f"no faster than the {without} plan")
         deny = {}
     elif deny:
         for _ in range(1 + cp.MAX_REFINES):
@@ -404,7 +405,7 @@ def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cos
         estimates["mixed"] = cp.estimate_module("mixed", mod, dev, cpu, sims)
         chosen = cp.choose_plan(estimates, cpu.decision_margin)
     else:
-        chosen = cp.choose_plan({**estimates, "mixed": estimates["all-offload"]}, cpu.decision_margin)
+        chosen = without
     estimates["cost"] = dataclasses.replace(estimates[chosen], name="cost")
     given_back: dict[int, str] = {}
     if chosen == "all-offload":
