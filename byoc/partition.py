@@ -8,6 +8,7 @@ op or composite the pipeline saw, where it runs, and for each op left on the CPU
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class PartitionReport:
     nodes: tuple[NodePlacement, ...]
     partitions: tuple[PartitionInfo, ...]
     notes: tuple[str, ...] = field(default=())
+    placement: object = None   # placement="cost": the PlacementPlan (transform/cost_placement.py)
 
     def cpu_ops(self) -> list[NodePlacement]:
         return [n for n in self.nodes if n.on_cpu]
@@ -89,6 +91,8 @@ class PartitionReport:
                 label = f"{n.op} ({n.name})" if n.name else n.op
                 lines.append(f"  {label}: {n.reason}")
         lines.extend(self.notes)
+        if self.placement is not None:
+            lines.append(self.placement.summary())
         return "\n".join(lines)
 
 
@@ -180,7 +184,7 @@ def inline_partitions(mod: IRModule, names: set[str]) -> IRModule:
 
 
 def _build_report(target: str, mod: IRModule, log: PlacementLog,
-                  given_back: dict[int, str]) -> PartitionReport:
+                  given_back: dict[int, str], placement=None) -> PartitionReport:
     partitions: list[PartitionInfo] = []
     home: dict[int, str] = {}
     for gv, func in mod.items():  # creation order: topological within each function
@@ -201,7 +205,7 @@ def _build_report(target: str, mod: IRModule, log: PlacementLog,
         else:
             where = home.get(id(unit), "") if unit is not None else ""
             nodes.append(NodePlacement(d.op, d.name, d.target, "", d.function, where, d.inner_ops))
-    return PartitionReport(target, tuple(nodes), tuple(partitions), tuple(log.notes))
+    return PartitionReport(target, tuple(nodes), tuple(partitions), tuple(log.notes), placement)
 
 
 # How many times partition_for re-runs the pipeline to keep entry units that do not pay on the CPU (each run
@@ -270,7 +274,7 @@ def _no_cycle_collection():
 def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str = "default",
                   min_partition_size: int = 1, inline_non_mac: bool = False, merge_regions: bool = True,
                   fold_constants: bool = True, bind_constants: bool = True, return_report: bool = False,
-                  boundary_rule: bool = False):
+                  boundary_rule: bool = False, placement: str = "all", npu_config=None, cpu_cost=None):
     """Partition ``mod`` for ``target`` with its registered pattern table.
 
     Options: ``min_partition_size`` (partitions with fewer ops go back to the CPU), ``inline_non_mac``
@@ -279,6 +283,13 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     ``return_report`` (also return a ``PartitionReport``), ``boundary_rule`` (a layer without MACs at a partition's
     entry whose device cycles plus boundary traffic cost more than it saves on the host stays on the CPU; targets
     whose codegen has a device model, ``transform/boundary_cost.py``).
+
+    ``placement``: ``"all"`` (default) offloads every region the table allows, then applies the policies above;
+    ``"cost"`` chooses NPU or CPU per unit by estimated end-to-end time, boundary transfers and partition launches
+    included (``transform/cost_placement.py``; the give-back policies are not applied, the costs decide), for
+    the NPU configuration ``npu_config`` (the codegen's default when None) and the CPU cost table ``cpu_cost``
+    (a ``CpuCostModel`` or a JSON path; None: this machine's, calibrated on first use and cached). The
+    report's ``placement`` then holds the plan against all-offload and all-CPU.
     """
     from patterns import get_pattern_table, registered_targets
     from .transform.annotate_target import AnnotateTarget
@@ -298,6 +309,9 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
                                   f"@patterns.register_pattern_table('{target}') in a Python file and pass it "
                                   f"with --patterns FILE.py (byoc.targets.load_target_file), or install a "
                                   f"package with a byoc.targets entry point named {target!r}")
+    if placement not in ("all", "cost"):
+        raise PartitionError(f"placement must be 'all' or 'cost', got {placement!r}",
+                             hint="'cost' chooses NPU or CPU per region by estimated time")
     if not isinstance(min_partition_size, int) or min_partition_size < 1:
         raise PartitionError(f"min_partition_size must be a positive integer, got {min_partition_size!r}")
     if params is not None and not isinstance(params, dict):
@@ -324,11 +338,20 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
         passes.append(AnnotateMergePartition(target, merge_regions, mod_name, bind_constants))
     log = PlacementLog()
     source = mod
+
+    def pipeline(log: PlacementLog) -> IRModule:
+        with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
+                         config={**outer.config, LOG_KEY: log}):
+            return Sequential(passes, name=f"partition_for_{target}")(source)
+
     with _no_cycle_collection():
+        if placement == "cost":
+            mod, log, given_back, plan = _cost_placement(target, pipeline, source, npu_config, cpu_cost)
+            if not return_report:
+                return mod
+            return mod, _build_report(target, mod, log, given_back, plan)
         for _ in range(1 + _MAX_PEELS):
-            with PassContext(opt_level=max(outer.opt_level, 2), instruments=outer.instruments,
-                             config={**outer.config, LOG_KEY: log}):
-                mod = Sequential(passes, name=f"partition_for_{target}")(source)
+            mod = pipeline(log)
             mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
             peeled = _edge_refusals(mod, target) if boundary_rule else {}
             if not peeled:
@@ -340,6 +363,68 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
         if not return_report:
             return mod
         return mod, _build_report(target, mod, log, given_back)
+
+
+def _cost_placement(target: str, pipeline, source: IRModule, npu_config, cpu_cost):
+    """``placement="cost"``: (module, log, units given back, PlacementPlan); see transform/cost_placement.py."""
+    from .transform import cost_placement as cp
+    from .transform.cpu_cost import CpuCostModel, load_or_calibrate, read_table
+    dev = cp.device_model(target, npu_config)
+    if dev is None:
+        raise PartitionError(f"placement='cost' needs a device cost model, and target {target!r} does not run on "
+                             f"the NPU simulator", hint="use placement='all' for this target")
+    cpu = cpu_cost if isinstance(cpu_cost, CpuCostModel) else \
+        read_table(str(cpu_cost)) if cpu_cost is not None else load_or_calibrate()
+    sims: dict = {}
+    log = PlacementLog()
+    all_mod = pipeline(log)
+    all_log = log
+    estimates = {"all-offload": cp.estimate_module("all-offload", all_mod, dev, cpu, sims)}
+    names = {gv.name_hint for gv, f in all_mod.items() if f.attrs.get("Compiler") == target}
+    cpu_mod = InferType()(inline_partitions(all_mod, names)) if names else all_mod
+    estimates["all-cpu"] = cp.estimate_module("all-cpu", cpu_mod, dev, cpu, sims)
+    deny, searched = cp.choose_denials(all_mod, dev, cpu, sims)
+    # the search's estimate of the mixed plan: its partitions' units as chosen + what all-offload runs on the CPU
+    outside = estimates["all-offload"].cpu_seconds - cpu.resume_seconds * estimates["all-offload"].partitions
+    notes: list[str] = []
+    mod = all_mod
+    without = cp.choose_plan({**estimates, "mixed": estimates["all-offload"]}, cpu.decision_margin)
+    if deny and outside + searched >= estimates[without].total_seconds:
+        notes.append(f"the mixed plan was not built: the search estimates it at {(outside + searched) * 1e3:.3f} ms, "
+                     f"no faster than the {without} plan")
+        deny = {}
+    elif deny:
+        for _ in range(1 + cp.MAX_REFINES):
+            if not deny:
+                break
+            log = log.fresh()
+            log.deny.update(deny)
+            mod = pipeline(log)
+            deny = cp.refine_denials(mod, dev, cpu, sims)
+    if mod is not all_mod:
+        estimates["mixed"] = cp.estimate_module("mixed", mod, dev, cpu, sims)
+        chosen = cp.choose_plan(estimates, cpu.decision_margin)
+    else:
+        chosen = without
+    estimates["cost"] = dataclasses.replace(estimates[chosen], name="cost")
+    given_back: dict[int, str] = {}
+    if chosen == "all-offload":
+        mod, log = all_mod, all_log
+    elif chosen == "all-cpu":
+        why = (f"cost placement runs the whole model on the CPU: estimated {estimates['all-cpu'].total_seconds * 1e6:.1f}"
+               f" us, against {estimates['all-offload'].total_seconds * 1e6:.1f} us all-offload")
+        for n in names:
+            for u in _placed_units(all_mod[n]):
+                given_back[id(u)] = why
+        mod, log = cpu_mod, all_log
+        log.notes.append(why)
+    if chosen != "all-offload":
+        mod = InferType()(mod)
+    plan = cp.PlacementPlan(target, dev.config.name, chosen,
+                            tuple(estimates[k] for k in cp.PLAN_NAMES + ("mixed",) if k in estimates),
+                            f"{cpu.fingerprint}: {cpu.description}", cp.kept_labels(all_mod, mod, target),
+                            tuple(notes))
+    return mod, log, given_back, plan
 
 
 def verify_partitioned(mod: IRModule, original: IRModule | None = None) -> None:

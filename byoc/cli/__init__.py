@@ -8,6 +8,7 @@
     byoc profile MODEL --target npu [--csv F] [--trace F.json]
     byoc patterns [TARGET]                     pattern tables and their support rules in words
     byoc report MODEL --target npu -o report.html
+    byoc calibrate [--force]                   this machine's CPU cost table (--placement cost uses it)
     byoc sweep MODEL... --axis PATH=V1,V2 [--method lhs --samples N] --db F.sqlite -o DIR [--cluster ray://...]
     byoc tune MODEL --target ethos-u --preset ethos-u55-256 --trials N -o records.jsonl [--cluster ray://...]
     byoc compile MODEL --target ethos-u,llvm --tuning-records records.jsonl -o OUT.byoc

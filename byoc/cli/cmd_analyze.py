@@ -7,7 +7,7 @@ import os
 from ..errors import ByocError, CodegenError, ExecutionError
 from .adapters import build_module, simulator_config
 from .cmd_model import (add_input_args, add_model_args, add_target_args, model_target, offload_target,
-                        partition_model)
+                        partition_model, placement_note, plan_comparison)
 from .common import EXIT_MISMATCH, Output, UsageError, format_table, human, load_model, make_inputs
 from .summary import layer_rows, offload_summary, profile_partitions
 
@@ -76,6 +76,7 @@ def run_compare(args, model, out: Output, partitioned=None):
     inputs = make_inputs(model.mod["main"], args.input, args.seed)
     if partitioned is None and target:
         partitioned = partition_model(model, target, args)
+        placement_note(partitioned[1], out)
     with out.progress(4, "compare") as bar:
         result = compare_model(model, inputs, target, npu_config=cfg, oracle=not args.no_oracle,
                                npu_executor=args.npu_executor, progress=bar.step, partitioned=partitioned,
@@ -150,6 +151,8 @@ def run_profile(args, model, out: Output, partitioned=None):
         raise CodegenError(f"target {target!r} does not run on the NPU simulator: no per-layer cycle model",
                            hint="byoc profile measures it through its codegen's runner instead")
     pmod, report = partitioned or partition_model(model, target, args)
+    if partitioned is None:
+        placement_note(report, out)
     n = sum(1 for _, f in pmod.sorted_items() if f.attrs.get("Compiler") == target)
     with out.progress(n, "simulate") as bar:
         profiles = profile_partitions(pmod, target, cfg.config, bar.step)
@@ -184,6 +187,7 @@ def cmd_profile(args, out: Output) -> int:
     if simulator_config(_target(args), None) is None:
         return profile_device(args, model, _target(args), out)
     pmod, report, cfg, profiles = run_profile(args, model, out)
+    plans = plan_comparison(model, _target(args), args, (pmod, report), out)
     rows = layer_rows(profiles)
     areas = [a.name for a in cfg.config.memory_areas]
     summary = offload_summary(pmod)
@@ -199,13 +203,17 @@ def cmd_profile(args, out: Output) -> int:
               "total_cycles": total, "partitions": [{"name": p.partition, "cycles": int(p.stats.total_cycles),
                                                      "macs": int(p.stats.total_macs),
                                                      "commands": int(p.stats.command_count)} for p in profiles],
-              "cpu": {"ops": cpu.ops, "macs": cpu.macs} if cpu else None})
+              "cpu": {"ops": cpu.ops, "macs": cpu.macs} if cpu else None,
+              **({"placement": {**report.placement.to_json(), "simulated": plans.to_json()}} if plans else {})})
     if profiles:
         out.text(profile_table(profiles))
     else:
         out.text("nothing is offloaded to the NPU: no layer to simulate")
     if cpu:
         out.text(f"host CPU: {cpu.ops} op(s), {human(cpu.macs)} MACs (not simulated)")
+    if plans is not None:
+        out.text()
+        out.text(plans.table())
     return 0
 
 
@@ -227,8 +235,14 @@ def cmd_report(args, out: Output) -> int:
             result = run_compare(args, model, out, partitioned)[0]
         except ByocError as e:
             compare_error = str(e)
+    plans = None
+    if args.placement == "cost":
+        try:
+            plans = plan_comparison(model, target, args, partitioned, out)
+        except ByocError as e:
+            profile_error = (profile_error + "; " if profile_error else "") + f"placement plans: {e}"
     data = ReportData(model=model, partitioned=pmod, report=report, target=target, summary=offload_summary(pmod),
-                      profiles=profiles, comparison=result,
+                      profiles=profiles, comparison=result, plans=plans,
                       problems=tuple(x for x in (profile_error, compare_error) if x))
     size = write_report(args.output, data)
     out.json({"report": os.path.abspath(args.output), "bytes": size,

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import ExecutionError
 from .adapters import NpuRecorder, build_module, export_module, load_artifact, simulator_config
 from .cmd_model import (add_input_args, add_model_args, add_target_args, model_target, offload_target,
-                        partition_model)
+                        partition_model, placement_note)
 from .common import Output, UsageError, format_table, load_model, load_npy, make_inputs
 from .summary import offload_summary
 
@@ -30,7 +30,8 @@ def cmd_compile(args, out: Output) -> int:
     with out.progress(3, "compile") as bar:
         bar.step("partition")
         if target:
-            pmod, _ = partition_model(model, target, args)
+            pmod, report = partition_model(model, target, args)
+            placement_note(report, out)
         else:
             from ..interpreter import bind_params
             pmod = bind_params(model.mod, model.params)

@@ -8,7 +8,8 @@ from .common import Output, format_table, human, load_model
 from .shapes import shape_spec
 from .summary import offload_summary
 
-__all__ = ["register", "add_model_args", "add_target_args", "add_input_args", "partition_model"]
+__all__ = ["register", "add_model_args", "add_target_args", "add_input_args", "partition_model", "plan_comparison",
+           "placement_note"]
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -32,6 +33,11 @@ def add_target_args(p: argparse.ArgumentParser, default: str = "npu") -> None:
                    help="offload even partitions (and entry layers without MACs) whose NPU cycles plus boundary "
                         "transfers cost more than their ops on the host (by default they go back to the CPU "
                         "and the report says why)")
+    p.add_argument("--placement", choices=("all", "cost"), default="all",
+                   help="all: offload every region the pattern table allows, then the give-back rules above "
+                        "(default); cost: choose NPU or CPU per region by estimated end-to-end time, boundary "
+                        "transfers and partition launches included (docs/placement.md), and show the plan against "
+                        "all-offload and all-CPU")
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
@@ -54,10 +60,32 @@ def model_target(args) -> str:
 
 def partition_model(model, target: str, args):
     from ..partition import partition_for
+    if getattr(args, "placement", "all") == "cost":
+        return partition_for(target, model.mod, model.params, return_report=True, placement="cost",
+                             npu_config=getattr(args, "npu_config", None))
     return partition_for(target, model.mod, model.params, return_report=True,
                          inline_non_mac=not getattr(args, "keep_compute_free", False),
                          min_partition_size=getattr(args, "min_partition_size", 1),
                          boundary_rule=not getattr(args, "keep_unprofitable", False))
+
+
+def plan_comparison(model, target: str, args, partitioned, out: Output):
+    """``--placement cost``: the cost plan, all-offload and all-CPU built and profiled on the seeded inputs
+    (``byoc.plans``); None otherwise."""
+    if getattr(args, "placement", "all") != "cost":
+        return None
+    from ..plans import simulate_plans
+    from .common import make_inputs
+    inputs = make_inputs(model.mod["main"], getattr(args, "input", ()), getattr(args, "seed", 0))
+    with out.progress(3, "plans") as bar:
+        return simulate_plans(model.mod, model.params, target, inputs, npu_config=getattr(args, "npu_config", None),
+                              partitioned=partitioned, progress=bar.step)
+
+
+def placement_note(report, out: Output) -> None:
+    """One line on stderr saying what cost placement chose (commands that do not compare the plans)."""
+    if getattr(report, "placement", None) is not None:
+        out.note(report.placement.summary())
 
 
 def _io(func) -> dict:
@@ -123,11 +151,16 @@ def cmd_partition(args, out: Output) -> int:
     pmod, report = partition_model(model, target, args)
     rows = offload_summary(pmod)
     text = pmod.astext(show_meta_data=False)
-    out.json({"model": model.path, "target": target, **partition_json(pmod, report, rows), "ir": text})
+    plans = plan_comparison(model, target, args, (pmod, report), out)
+    out.json({"model": model.path, "target": target, **partition_json(pmod, report, rows), "ir": text,
+              **({"placement": {**report.placement.to_json(), "simulated": plans.to_json()}} if plans else {})})
     if not args.report:
         out.text(text)
         out.text()
     out.text(summary_table(rows))
+    if plans is not None:
+        out.text()
+        out.text(plans.table())
     if args.report:
         out.text()
         for p in report.partitions:
@@ -177,9 +210,32 @@ def register(sub) -> None:
     add_target_args(p)
     p.add_argument("--report", action="store_true",
                    help="print the partitions and, for every op left on the CPU, why (instead of the IR)")
+    p.add_argument("--npu-config", metavar="PRESET|FILE", help="NPU preset name or TOML file (--placement cost)")
+    add_input_args(p)
     p.set_defaults(handler=cmd_partition)
+
+    register_calibrate(sub)
 
     p = sub.add_parser("patterns", help="list the registered pattern tables and their support rules")
     p.add_argument("target", nargs="?", help="one target (default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(handler=cmd_patterns)
+
+
+def cmd_calibrate(args, out: Output) -> int:
+    """Measure (or show the cached) CPU cost table cost-driven placement uses on this machine."""
+    from ..transform.cpu_cost import cost_cache_path, load_or_calibrate, machine_fingerprint
+    with out.progress(2, "calibrate") as bar:
+        model = load_or_calibrate(force=args.force, progress=bar.step)
+    path = cost_cache_path(machine_fingerprint()[0])
+    out.json({**model.to_json(), "cache": str(path) if path else None})
+    out.text(model.table())
+    out.text(f"cache: {path}" if path else "cache: off (BYOC_CACHE_DIR=off)")
+    return 0
+
+
+def register_calibrate(sub) -> None:
+    p = sub.add_parser("calibrate", help="measure this machine's CPU kernel cost table (used by --placement cost)")
+    p.add_argument("--force", action="store_true", help="measure again even when a cached table exists")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(handler=cmd_calibrate)

@@ -32,6 +32,7 @@ class ReportData:
     profiles: list = field(default_factory=list)     # byoc.cli.summary.PartitionProfile
     comparison: Any = None                            # byoc.compare.CompareResult or None
     problems: tuple[str, ...] = ()
+    plans: Any = None                                 # byoc.plans.PlanComparison (--placement cost) or None
 
 
 def _targets(data: ReportData) -> dict[str, str]:
@@ -145,12 +146,33 @@ def _compare_section(data: ReportData) -> str:
     return "".join(out)
 
 
+def _plans_section(data: ReportData) -> str:
+    """--placement cost: the cost plan against all-offload and all-CPU, estimated and simulated."""
+    c = data.plans
+    rows = [[r.name + (" (returned)" if r.name == "cost" else ""), f"{r.estimated_seconds * 1e3:.3f}",
+             f"{r.simulated_seconds * 1e3:.3f}", f"{r.npu_seconds * 1e3:.3f}", f"{r.cpu_seconds * 1e3:.3f}",
+             f"{r.transfer_seconds * 1e3:.3f}", r.partitions, f"{r.npu_mac_share * 100:.1f}%"] for r in c.rows]
+    out = [f"<p>Cost placement on {escape(c.target)} ({escape(c.npu_config)}) chose the <b>{escape(c.chosen)}</b> "
+           f"plan. Estimated: the cost model it decided with; simulated: the plan built and profiled (NPU cycles at "
+           f"the configured clock + CPU kernels measured on this machine, best of {c.repeat} + transfers).</p>",
+           table_html(["plan", "estimated ms", "simulated ms", "NPU ms", "CPU ms", "transfers ms", "partitions",
+                       "MACs on NPU"], rows, (1, 2, 3, 4, 5, 6, 7), "plans"),
+           f'<p class="muted">CPU cost table {escape(c.cpu_model)}</p>']
+    kept = getattr(data.report.placement, "kept_on_cpu", ()) if data.report.placement is not None else ()
+    if kept:
+        out.append(f"<details><summary>{len(kept)} unit(s) all-offload would offload, kept on the CPU</summary><ul>"
+                   + "".join(f"<li>{escape(short_name(k, 120))}</li>" for k in kept) + "</ul></details>")
+    return "".join(out)
+
+
 def render_report(data: ReportData) -> str:
     m = data.model
     sections = [("comparison", "Comparison", _compare_section(data)),
                 ("graph", f"Graph: {data.target} partitions and CPU ops", _graph_section(data)),
                 ("summary", "Offload summary", _summary_section(data)),
                 ("profile", "NPU per-layer cycles and roofline", _profile_section(data))]
+    if data.plans is not None:
+        sections.insert(3, ("placement", "Placement plans: cost vs all-offload vs all-CPU", _plans_section(data)))
     if data.problems:
         sections.insert(0, ("problems", "Problems", "".join(f'<p class="verdict warn">{escape(p)}</p>'
                                                             for p in data.problems)))
