@@ -66,7 +66,7 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _partial("tvm.runtime.load_module", "reads export_library's byoc artifact (not a shared library)")
     + _yes("tvm.runtime.save_param_dict tvm.runtime.load_param_dict")
     + _yes("tvm.contrib.graph_executor.GraphModule tvm.contrib.graph_executor.create")
-    + _no("tvm.contrib.cudnn", "only tvm.contrib.graph_executor and relay_viz are provided")
+    + _no("tvm.contrib.cudnn", "only tvm.contrib.graph_executor, utils and relay_viz are provided")
     + _yes("tvm.contrib.relay_viz.RelayVisualizer tvm.contrib.relay_viz.TermPlotter "
            "tvm.contrib.relay_viz.TermVizParser tvm.contrib.relay_viz.DotVizParser "
            "tvm.contrib.relay_viz.interface.VizParser tvm.contrib.relay_viz.interface.VizNode "
