@@ -73,7 +73,7 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
                "no pickle) naming the lib it belongs to; bytecode is a listing, not an interpreted program")
     + _yes("tvm.runtime.vm.Executable.load_exec")
     + _partial("tvm.runtime.vm.VirtualMachine", "run/invoke/set_input/set_one_input/invoke_stateful/"
-               "get_outputs/invoke_with_outputs; memory_cfg accepted, no effect; benchmark not provided")
+               "get_outputs/invoke_with_outputs/benchmark; memory_cfg accepted, no effect")
     + _yes("tvm.runtime.container.ADT tvm.runtime.container.tuple_object tvm.runtime.container.ShapeTuple")
     + _partial("tvm.relay.backend.Runtime", "\"cpp\" only (system-lib accepted, no effect)")
     + _partial("tvm.relay.backend.Executor", "\"graph\" only (link-params accepted: params are always bound)")

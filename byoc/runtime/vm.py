@@ -1,6 +1,6 @@
 """``tvm.runtime.vm``: TVM's Relay VM interface — ``Executable`` (``save`` / ``load_exec``) and
-``VirtualMachine`` (``run``, ``invoke``, ``set_input``, ``invoke_stateful`` / ``get_outputs``) — over the
-graph executor byoc builds.
+``VirtualMachine`` (``run``, ``invoke``, ``set_input``, ``invoke_stateful`` / ``get_outputs``, ``benchmark``) —
+over the graph executor byoc builds.
 
 ``relay.vm.compile`` builds the module exactly as ``relay.build`` does (``byoc/relay/backend/vm.py``); the VM
 runs that build and gives results in the VM's shapes: a tensor as an ``NDArray``, a tuple as an ``ADT`` of
@@ -274,3 +274,20 @@ class VirtualMachine:
             if not isinstance(dst, np.ndarray) or dst.shape != src.shape:
                 raise ExecutionError(f"output {i}: expected an array of shape {src.shape}")
             np.copyto(dst, src.astype(dst.dtype, copy=False))
+
+    def benchmark(self, device, *args, func_name: str = _ENTRY, repeat: int = 5, number: int = 5,
+                  min_repeat_ms=None, limit_zero_time_iterations: int = 100, end_to_end: bool = False,
+                  cooldown_interval_ms: int = 0, repeats_to_cooldown: int = 1, **kwargs):
+        """Mean seconds per call over ``repeat`` rounds of ``number`` calls (``.mean``, ``.median``,
+        ``.results``), as TVM's ``benchmark``; everything runs on the host, so ``end_to_end`` changes nothing."""
+        from .factory import ExecutorModule
+        if args or kwargs:
+            self.set_input(func_name, *args, **kwargs)
+        self._exec._check_function(func_name)
+        timer = ExecutorModule(self._exec.graph_module)
+        timer_fn = timer.time_evaluator("run", device, number=number, repeat=repeat,
+                                        min_repeat_ms=min_repeat_ms or 0, cooldown_interval_ms=cooldown_interval_ms,
+                                        repeats_to_cooldown=repeats_to_cooldown)
+        inputs = dict(self._inputs.get(func_name, {}))
+        self._execute(func_name)                  # names a missing input before timing
+        return timer_fn(inputs)

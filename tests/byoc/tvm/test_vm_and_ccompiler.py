@@ -205,6 +205,31 @@ def test_create_executor_vm_returns_an_adt_for_a_tuple():
     np.testing.assert_array_equal(out[1].numpy(), [-1.5, 2.0])
 
 
+def test_npu_partitions_of_a_real_model_run_through_the_vm_and_graph_executor_bit_exact():
+    # Compiler="npu" partitions go to the NPU simulator even though the target only says "llvm", as in TVM
+    from tests.shared_models import COMMITTED_MODELS
+    mod, params = relay.frontend.from_tflite(str(COMMITTED_MODELS / "kws_ref_model.tflite"))
+    mod = tvm.partition_for("npu", mod, params)
+    main = mod["main"]
+    rng = np.random.default_rng(7)
+    inputs = {p.name_hint: rng.integers(-128, 128, size=[int(d) for d in p.checked_type.shape])
+              .astype(p.checked_type.dtype) for p in main.params}
+    ref = tvm.evaluate(mod, inputs)[0]
+    with tvm.transform.PassContext(opt_level=3):
+        exe = relay.vm.compile(mod, target="llvm")
+        lib = relay.build(mod, target="llvm")
+    assert {s.compiler for s in exe.graph_module.executable.extern_steps} == {"npu"}
+    code, vlib = exe.save()
+    loaded, _tmp = _export_and_load(vlib)
+    vm = tvm_runtime.vm.VirtualMachine(tvm_runtime.vm.Executable.load_exec(code, loaded), tvm.cpu())
+    np.testing.assert_array_equal(vm.run(**inputs).numpy(), ref)
+    gm = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    gm.run(**inputs)
+    np.testing.assert_array_equal(gm.get_output(0).numpy(), ref)
+    timing = vm.benchmark(tvm.cpu(), **inputs, repeat=2, number=1)
+    assert len(timing.results) == 2 and timing.mean > 0
+
+
 # ---------------------------------------------------------------------------------------------- mistakes
 
 
