@@ -230,6 +230,21 @@ def test_npu_partitions_of_a_real_model_run_through_the_vm_and_graph_executor_bi
     assert len(timing.results) == 2 and timing.mean > 0
 
 
+def test_regression_a_partition_inlined_by_relay_build_keeps_its_symbol_through_export(tmp_path):
+    # relay.build's Inline turns partitions into function literals: the executor once named them "fn" and an
+    # exported artifact then failed to load ("partitions do not fit the graph")
+    mod = transform.PartitionGraph()(_annotated(lambda r: relay.TupleGetItem(r, 1)))
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    [step] = lib.graph_module.executable.extern_steps
+    assert step.name == "tvmgen_default_ccompiler_main_0"
+    assert '"name": "tvmgen_default_ccompiler_main_0"' in lib.get_graph_json()
+    lib.export_library(str(tmp_path / "m.byoc"))
+    loaded = tvm.load(str(tmp_path / "m.byoc"))
+    a, b = np.full((6, 5), 3.0, np.float32), np.full((6, 5), 0.5, np.float32)
+    np.testing.assert_array_equal(loaded.run({"a": a, "b": b})[0], a - b)
+
+
 # ---------------------------------------------------------------------------------------------- mistakes
 
 
