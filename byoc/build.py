@@ -53,7 +53,8 @@ class CodegenEntry:
 _CODEGENS: dict[str, CodegenEntry] = {}
 # Built-in codegens, imported on first use so ``import byoc.build`` stays light: name -> the module whose import
 # registers it (through ``register_builtin_codegen``).
-_BUILTIN: dict[str, str] = {"npu": "runtime.npu_codegen", "vta": "patterns.vta", "ethos-u": "patterns.ethos_u"}
+_BUILTIN: dict[str, str] = {"npu": "runtime.npu_codegen", "vta": "patterns.vta", "ethos-u": "patterns.ethos_u",
+                            "ccompiler": "byoc.backend.ccompiler"}
 
 
 def _takes_options(fn: Callable) -> bool:

@@ -49,7 +49,8 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
                "fn(func, symbol[, options]) -> runner); relay.ext.<compiler>.optimize runs on partitions in "
                "relay.build")
     + _partial("tvm._ffi.register_func", "as tvm.register_func")
-    + _partial("tvm.get_global_func", "Python-registered functions and codegens; TVM's C++ functions are absent")
+    + _partial("tvm.get_global_func", "Python-registered functions and codegens (relay.ext.ccompiler is built "
+               "in, on the LLVM CPU backend); TVM's C++ functions are absent")
     + _yes("tvm._ffi._init_api")
     + _partial("tvm._ffi.register_object", "returns the class unchanged (objects are Python classes)")
     # --- arrays and devices
@@ -59,14 +60,33 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _partial("tvm.cpu", "the host; tvm.device accepts cpu/llvm/c only")
     + _partial("tvm.device", "cpu/llvm/c only")
     # --- build and run
-    + _partial("tvm.relay.build", "returns the graph-executor factory; executor graph, runtime cpp only; the "
-               "module is built as given (partition first)")
+    + _partial("tvm.relay.build", "returns the graph-executor factory (unpacks as json, lib, params with TVM's "
+               "DeprecationWarning); executor graph, runtime cpp only; the module is built as given (partition "
+               "first); each partition goes to the codegen its Compiler attribute names")
     + _yes("tvm.relay.build_module.build tvm.relay.build_module.bind_params_by_name tvm.relay.build_config")
-    + _partial("tvm.relay.create_executor", "debug = reference interpreter; graph/vm/aot build for the CPU")
+    + _partial("tvm.relay.create_executor", "debug = reference interpreter; graph/vm/aot build for the CPU (vm "
+               "returns ADTs for tuples)")
+    + _partial("tvm.relay.vm.compile", "builds as relay.build does; the VM runs that static-shape build (no "
+               "dynamic shapes, control flow or Prelude ADTs)")
+    + _yes("tvm.relay.vm.VMCompiler tvm.relay.vm.VMExecutor tvm.relay.backend.vm.compile")
+    + _partial("tvm.runtime.vm.Executable", "save() gives (code, lib): code is the checksummed container (JSON, "
+               "no pickle) naming the lib it belongs to; bytecode is a listing, not an interpreted program")
+    + _yes("tvm.runtime.vm.Executable.load_exec")
+    + _partial("tvm.runtime.vm.VirtualMachine", "run/invoke/set_input/set_one_input/invoke_stateful/"
+               "get_outputs/invoke_with_outputs/benchmark; memory_cfg accepted, no effect")
+    + _yes("tvm.runtime.container.ADT tvm.runtime.container.tuple_object tvm.runtime.container.ShapeTuple")
+    + _partial("tvm.relay.backend.Runtime", "\"cpp\" only (system-lib accepted, no effect)")
+    + _partial("tvm.relay.backend.Executor", "\"graph\" only (link-params accepted: params are always bound)")
+    + _partial("tvm.relay.backend.te_compiler.get", "clear() is a no-op: kernels are cached by a hash of their IR, "
+               "never stale; lower/jit (TE) are not provided")
+    + _yes("tvm.relay.backend.executor_factory.GraphExecutorFactoryModule")
     + _partial("tvm.runtime.load_module", "reads export_library's byoc artifact (not a shared library)")
     + _yes("tvm.runtime.save_param_dict tvm.runtime.load_param_dict")
-    + _yes("tvm.contrib.graph_executor.GraphModule tvm.contrib.graph_executor.create")
-    + _no("tvm.contrib.cudnn", "only tvm.contrib.graph_executor and relay_viz are provided")
+    + _yes("tvm.contrib.graph_executor.GraphModule")
+    + _partial("tvm.contrib.graph_executor.create", "lib's kernels belong to one graph: graph_json must be that "
+               "graph's JSON (checked)")
+    + _yes("tvm.contrib.utils.tempdir")
+    + _no("tvm.contrib.cudnn", "only tvm.contrib.graph_executor, utils and relay_viz are provided")
     + _yes("tvm.contrib.relay_viz.RelayVisualizer tvm.contrib.relay_viz.TermPlotter "
            "tvm.contrib.relay_viz.TermVizParser tvm.contrib.relay_viz.DotVizParser "
            "tvm.contrib.relay_viz.interface.VizParser tvm.contrib.relay_viz.interface.VizNode "

@@ -320,7 +320,7 @@ def _load(meta: dict, sections, source: str, trust_native_code: bool, num_thread
                                  "package whose byoc.targets entry point provides them, or import it first")
     if not any(t in HOST_TARGETS for t in target):
         raise ArtifactError(f"{source}: target {target} has no host target")
-    graph_parts = {gv.name_hint: f for gv, f in mod.sorted_items() if "Compiler" in f.attrs}
+    graph_parts = _graph_partitions(mod)
     declared_parts = {p["symbol"]: p for p in meta["partitions"]}
     c.need(len(declared_parts) == len(meta["partitions"]), "a partition symbol repeats")
     c.need(sorted(graph_parts) == sorted(declared_parts),
@@ -364,6 +364,18 @@ def _load(meta: dict, sections, source: str, trust_native_code: bool, num_thread
     _check_signature(module, meta, source)
     module.artifact_meta = meta
     return module
+
+
+def _graph_partitions(mod) -> dict:
+    """Symbol → partition function: global ones, and the literals ``Inline`` left in main (``relay.build``'s
+    pipeline inlines partitions as TVM's did), which the executor names by their ``global_symbol``."""
+    from byoc.ir.expr import Function
+    from byoc.ir.traversal import post_order
+    parts = {gv.name_hint: f for gv, f in mod.sorted_items() if "Compiler" in f.attrs}
+    for node in post_order(mod["main"].body):
+        if isinstance(node, Function) and "Compiler" in node.attrs:
+            parts.setdefault(str(node.attrs.get("global_symbol", "fn")), node)
+    return parts
 
 
 def _extern_from_artifact(entry, stored: dict[str, str], sections, options: dict):

@@ -53,6 +53,10 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     if name in _BUILD_NAMES:
         return getattr(importlib.import_module(f"{__name__}.build_module"), name)
+    if name == "backend":
+        return importlib.import_module(f"{__name__}.backend")
+    if name == "vm":  # relay.vm is relay.backend.vm, as in TVM
+        return importlib.import_module(f"{__name__}.backend.vm")
     if name == "annotation":  # relay.annotation.compiler_begin
         return importlib.import_module(f"{__name__}.op.annotation")
     if name in ("ExprFunctor", "ExprVisitor", "ExprMutator"):

@@ -1,5 +1,6 @@
 """``relay.create_executor``: ``debug`` runs the reference interpreter, ``graph``/``aot``/``vm`` build for the
-CPU (the results are the same bit for bit; the build is slower to start)."""
+CPU (the results are the same bit for bit; the build is slower to start). ``vm`` runs through
+``runtime.vm.VirtualMachine``, so a tuple result is an ``ADT`` as in TVM."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,6 +32,11 @@ class Executor:
                 outs = _wrap(evaluate(mod, {k: np.asarray(v) for k, v in inputs.items()}))
                 return outs[0] if len(outs) == 1 else outs
             return run
+        if self.kind == "vm":  # the VM's values: a tuple comes back as an ADT
+            from .backend.vm import VMExecutor
+            from ..nd import cpu
+            return VMExecutor(mod, cpu(0), self.target).evaluate() if not self.params else \
+                _vm_with_params(mod, self.target, self.params)
         from .build_module import build
         from ..contrib.graph_executor import GraphModule
         from ..nd import cpu
@@ -42,6 +48,13 @@ class Executor:
             outs = [m.get_output(i) for i in range(m.get_num_outputs())]
             return outs[0] if len(outs) == 1 else outs
         return run_built
+
+
+def _vm_with_params(mod, target, params):
+    from .backend.vm import compile as vm_compile
+    from ..runtime.vm import VirtualMachine
+    from ..nd import cpu
+    return VirtualMachine(vm_compile(mod, target, params=params), cpu(0)).run
 
 
 def _wrap(value):

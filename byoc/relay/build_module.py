@@ -23,7 +23,8 @@ def bind_params_by_name(func, params: dict):
     return _bind_params_by_name(func, params, strict=False)
 
 
-__all__ = ["build", "bind_params_by_name", "build_config", "create_executor", "optimize_partitions", "optimize"]
+__all__ = ["build", "bind_params_by_name", "build_config", "create_executor", "optimize_partitions", "optimize",
+           "partition_compilers"]
 
 
 def optimize(mod: IRModule, homogeneous: bool = True) -> IRModule:
@@ -69,10 +70,24 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     if not isinstance(ir_mod, IRModule):
         raise CodegenError(f"relay.build expects an IRModule or Function, got {type(ir_mod).__name__}")
     names = _target_names(target, target_host)
+    # As in TVM, a partition's Compiler attribute picks its codegen whatever the target says.
+    names = list(dict.fromkeys(partition_compilers(ir_mod) + names))
     # relay.ext.<compiler>.optimize already ran in PartitionGraph, as in TVM
     mod = optimize(ir_mod, homogeneous=len(names) == 1)
     gm = byoc_build(mod, target=",".join(names), params=params, **options)
     return GraphExecutorFactoryModule(gm, mod_name, ir_mod)
+
+
+def partition_compilers(mod: IRModule) -> list[str]:
+    """The ``Compiler`` attributes of the module's functions (global ones and literals in them), in order."""
+    from ..ir.traversal import post_order
+    found: list[str] = []
+    for _, func in mod.sorted_items():
+        for node in [func] + [n for n in post_order(func.body) if isinstance(n, Function)]:
+            compiler = node.attrs.get("Compiler")
+            if compiler is not None and str(compiler) not in found:
+                found.append(str(compiler))
+    return found
 
 
 def build_config(opt_level: int = 2, required_pass=None, disabled_pass=None, trace=None, **kwargs) -> PassContext:

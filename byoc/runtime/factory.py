@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 
 import numpy as np
 
@@ -113,6 +114,11 @@ class KernelLibrary(Module):
     def imported_modules(self) -> list:
         return []
 
+    def export_library(self, file_name, fcompile=None, workspace_dir=None, **kwargs) -> None:
+        """The kernels cannot be separated from the graph they were built for: this writes the whole built
+        module, as ``GraphExecutorFactoryModule.export_library`` does."""
+        export_artifact(self.graph_module, file_name, fcompile, kwargs)
+
 
 class GraphExecutorFactoryModule(Module):
     """``relay.build``'s result; ``lib[mod_name](dev)`` (``mod_name`` is ``"default"`` unless given)."""
@@ -149,12 +155,16 @@ class GraphExecutorFactoryModule(Module):
 
     def export_library(self, file_name, fcompile=None, workspace_dir=None, **kwargs) -> None:
         """Write the built module as one byoc artifact (IR, params, NPU programs, CPU object code); read it with
-        ``runtime.load_module``. There is no shared library and no C compiler: ``fcompile`` must be None."""
-        if fcompile is not None:
-            from ..errors import UnsupportedAPIError
-            raise UnsupportedAPIError("export_library(fcompile=...)", "byoc writes its own artifact format, not a "
-                                      "shared library built by a C compiler")
-        self.graph_module.export(os.fspath(file_name))
+        ``runtime.load_module``. There is no shared library and no C compiler: ``fcompile`` must be None or
+        False, and C compiler arguments (``options=["-O2", ...]``, ``cc=``) are accepted and not used."""
+        export_artifact(self.graph_module, file_name, fcompile, kwargs)
+
+    def __iter__(self):
+        """The legacy ``graph_json, lib, params = relay.build(...)`` unpacking, with TVM's warning."""
+        warnings.warn("legacy graph executor behavior of producing json / lib / params will be removed in the "
+                      "next release. Please see documents of tvm.contrib.graph_executor.GraphModule for the new "
+                      "recommended usage.", DeprecationWarning, 2)
+        return iter((self.get_graph_json(), self.lib, self.get_params()))
 
     @property
     def module(self) -> ExecutorModule:
@@ -162,6 +172,23 @@ class GraphExecutorFactoryModule(Module):
 
     def __repr__(self) -> str:
         return f"GraphExecutorFactoryModule({self.graph_module!r})"
+
+
+# What a C compiler would have been told (TVM's export_library passed them to gcc): nothing here compiles C.
+_IGNORED_EXPORT_OPTIONS = ("options", "cc", "addons")
+
+
+def export_artifact(graph_module, file_name, fcompile, kwargs: dict) -> None:
+    from ..errors import UnsupportedAPIError
+    if fcompile not in (None, False):
+        raise UnsupportedAPIError("export_library(fcompile=...)", "byoc writes its own artifact format, not a "
+                                  "shared library built by a C compiler")
+    unknown = sorted(k for k in kwargs if k not in _IGNORED_EXPORT_OPTIONS)
+    if unknown:
+        raise UnsupportedAPIError(f"export_library({', '.join(unknown)}=...)",
+                                  f"only the C compiler arguments {', '.join(_IGNORED_EXPORT_OPTIONS)} are "
+                                  "accepted (and not used)")
+    graph_module.export(os.fspath(file_name))
 
 
 def load_module(path, fmt: str = "", *, trust_native_code: bool = False) -> GraphExecutorFactoryModule:

@@ -411,8 +411,9 @@ def _kernel_step(library: CodeLibrary, g: FusedGroup, spec, symbol: str, out, va
 
 def _extern_step(node: Call, mod, externs, values, out) -> ExternStep:
     callee = node.op
-    name = callee.name_hint if isinstance(callee, GlobalVar) else "fn"
     func = mod[callee.name_hint] if isinstance(callee, GlobalVar) else callee
+    # a partition Inline turned into a literal keeps its symbol as global_symbol
+    name = callee.name_hint if isinstance(callee, GlobalVar) else str(func.attrs.get("global_symbol", "fn"))
     compiler = func.attrs["Compiler"]
     if compiler not in externs:
         raise CodegenError(f"function @{name} is for compiler {compiler!r}, which has no registered codegen",
