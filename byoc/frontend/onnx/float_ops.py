@@ -54,6 +54,15 @@ def _spatial_attrs(node, attrs, rank_needed=2):
     return strides, dil
 
 
+def _not_folded_by_ort(imp, name: str) -> bool:
+    """Whether onnxruntime sees this tensor as a non-constant: a graph input, or a DequantizeLinear output (its
+    constant folding leaves DequantizeLinear nodes alone so that QDQ groups stay recognisable)."""
+    if name in imp.graph_input_names:
+        return True
+    i = imp.producer.get(name)
+    return i is not None and imp.graph.node[i].op_type == "DequantizeLinear"
+
+
 def conv_2d(imp, node, attrs, x, w):
     ins = _inputs(imp, node, 2, 3)
     xs = imp.shape_of(x)
@@ -64,9 +73,12 @@ def conv_2d(imp, node, attrs, x, w):
     strides, dil = _spatial_attrs(node, attrs)
     group = int(attrs.get("group", 1))
     pad = conv_padding(node, attrs, xs[2:], ws[2:], strides, dil)
+    # A weight that is not an initializer (DequantizeLinear of one: the float fallback of a QDQ group) keeps
+    # onnxruntime off its NCHWc kernels: MlasConv's im2col GEMM runs it, whose float32 order byoc follows.
+    mlas = imp.dtype_of(x) == "float32" and _not_folded_by_ort(imp, ins[1])
     out = _call("nn.conv2d", (x, w), dict(strides=strides, padding=pad, dilation=dil, groups=group,
                                           channels=ws[0], kernel_size=ws[2:], data_layout="NCHW",
-                                          kernel_layout="OIHW"), node)
+                                          kernel_layout="OIHW", accumulation="mlas" if mlas else ""), node)
     if len(ins) > 2 and ins[2]:
         out = _call("nn.bias_add", (out, imp.expr(ins[2])), {"axis": 1}, node)
     return out

@@ -110,6 +110,8 @@ class Importer:
         self.consumers: dict[str, list[int]] = {}
         self.absorbed: set[int] = set()  # node indices folded into an earlier node (membership only)
         self.graph_outputs = {o.name for o in self.graph.output}
+        inits = {t.name for t in self.graph.initializer}
+        self.graph_input_names = {i.name for i in self.graph.input if i.name not in inits}
         self._dequant_memo: dict[int, tuple[QTensor, Expr]] = {}
         self.producer: dict[str, int] = {}
         self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8

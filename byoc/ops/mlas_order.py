@@ -1,0 +1,115 @@
+"""onnxruntime's float convolution summation order (MLAS, x86-64, one intra-op thread), as a numpy reference.
+
+onnxruntime runs a float ``Conv`` whose weight is not a constant initializer (the float fallback of a QDQ group
+it does not fuse: ``DequantizeLinear(weight) → Conv``) through ``MlasConv``: per group, an im2col matrix with
+K = Cin/groups · KH · KW rows in (channel, ky, kx) order times the filter matrix, by MLAS's SGEMM. The float32
+result depends on the order of that sum, which is:
+
+* K is cut into blocks of ``stride_k(N, K)`` (N = output pixels; MLAS's StrideN/StrideK heuristic that trades
+  N for K from 128 × 128). Each block is a float32 fused-multiply-add chain from 0 over its k in order; block
+  results are added in float32 (``C = block + C``).
+* With one output channel per group (depthwise convolutions, M = 1), the SGEMM's M = 1 kernel multiplies
+  (rounded products) and sums four k at a time: ``C = (((p0 + p1) + p2) + p3) + C``, then two, then one.
+  A pointwise convolution (1x1, stride 1, no padding) goes to the GEMM directly: one block.
+* Padding taps contribute an exact zero, so skipping them changes nothing.
+
+The bias is a separate float32 add (``nn.bias_add``). Checked bit for bit against onnxruntime 1.32 on
+3x3/1x1/7x7 convolutions, strides 1 and 2, grouped and depthwise (tests/byoc/frontend/test_onnx_mlas_conv.py).
+With more than one intra-op thread MLAS slices N per thread, which changes the block size only when the
+per-thread slice is smaller than K.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["stride_k", "mlas_plan", "fma_f32", "mlas_conv2d_nhwc"]
+
+
+def stride_k(n: int, k: int) -> int:
+    """MLAS's K block for an N × K slice (MLAS_SGEMM_STRIDEN = MLAS_SGEMM_STRIDEK = 128)."""
+    sn, sk = 128, 128
+    if n >= k:
+        while sk // 2 >= k:
+            sn, sk = sn * 2, sk // 2
+    else:
+        while sn > 16 and sn // 2 >= n:
+            sk, sn = sk * 2, sn // 2
+    return sk
+
+
+def mlas_plan(m: int, n: int, k: int, pointwise: bool) -> tuple[bool, int]:
+    """(use the M = 1 kernel, K block size) for one group's GEMM of M filters × N pixels × K."""
+    if pointwise or m > n:  # MlasConvAlgorithmGemmDirect / ExpandThenGemm: one MlasGemm over all of K
+        return m == 1, (k if m == 1 else stride_k(n, k))
+    return m == 1, stride_k(n, k)
+
+
+def fma_f32(acc: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """float32 ``fma(x, w, acc)``, correctly rounded: the float64 product is exact, the float64 sum is made
+    round-to-odd (exact error by TwoSum), and rounding that to float32 is then a single correct rounding."""
+    p = x.astype(np.float64) * w.astype(np.float64)
+    a = acc.astype(np.float64)
+    s = a + p
+    bb = s - a
+    err = (a - (s - bb)) + (p - bb)
+    fix = (err != 0) & ((s.view(np.int64) & 1) == 0)
+    if fix.any():
+        s = np.where(fix, np.nextafter(s, s + err), s)
+    return s.astype(np.float32)
+
+
+def _add(a, b):
+    return (a + b).astype(np.float32)
+
+
+def mlas_conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, dilation, groups: int, pointwise: bool) -> np.ndarray:
+    """Convolution of an already padded NHWC float32 input with an HWIO kernel (I = Cin/groups), summed in
+    MLAS's order (module doc). Returns float32 NHWC."""
+    n, h, wd, cin = x.shape
+    kh, kw, cig, cout = w.shape
+    sh, sw = strides
+    dh, dw = dilation
+    oh = (h - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (wd - ((kw - 1) * dw + 1)) // sw + 1
+    out = np.zeros((n, max(oh, 0), max(ow, 0), cout), np.float32)
+    if oh <= 0 or ow <= 0:
+        return out
+    cog = cout // groups
+    x = x.astype(np.float32)
+    w = w.astype(np.float32)
+    k_total = cig * kh * kw
+    m1, block = mlas_plan(cog, oh * ow, k_total, pointwise)
+    # (channel, ky, kx) order of MLAS's im2col rows
+    taps = [(c, ky, kx) for c in range(cig) for ky in range(kh) for kx in range(kw)]
+    for g in range(groups):
+        wg = w[:, :, :, g * cog:(g + 1) * cog]  # [kh, kw, cig, cog]
+        c_out = None
+        for k0 in range(0, k_total, block):
+            chunk = taps[k0:k0 + block]
+            cols = [x[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw,
+                      g * cig + c][..., None] for c, ky, kx in chunk]
+            wts = [wg[ky, kx, c] for c, ky, kx in chunk]
+            if m1:
+                c_out = _m1_chain([(col * wt).astype(np.float32) for col, wt in zip(cols, wts)], c_out)
+                continue
+            acc = np.zeros((n, oh, ow, cog), np.float32)
+            for col, wt in zip(cols, wts):
+                acc = fma_f32(acc, col, wt)
+            c_out = acc if c_out is None else _add(acc, c_out)
+        out[..., g * cog:(g + 1) * cog] = c_out
+    return out
+
+
+def _m1_chain(prods: list, c):
+    """SgemmKernelM1Avx: four rounded products summed left to right then added to C, then two, then one."""
+    i, k = 0, len(prods)
+    for size in (4, 2, 1):
+        while k - i >= size:
+            t = prods[i]
+            for p in prods[i + 1:i + size]:
+                t = _add(t, p)
+            c = t if c is None else _add(t, c)
+            i += size
+            if size < 4:
+                break
+    return c
