@@ -145,6 +145,9 @@ def _conv2d(ctx, builder, node, args):
     out_dtype = node.attrs.out_dtype or data.dtype
     floating = is_float(data.dtype)
     weight, attrs = grouped_hwio_kernel(ctx, data, weight, node.attrs)
+    if attrs.accumulation == "mlas" and data.dtype == "float32" and out_dtype == "float32":
+        from .mlas_conv import emit_mlas_conv
+        return emit_mlas_conv(ctx, builder, node, data, weight, attrs)
     emit_generic_conv(ctx, builder, node, data, weight, 0, 0, "float64" if floating else "int32", out_dtype,
                       attrs)
 

@@ -1,0 +1,93 @@
+"""A float Conv whose weight is not an initializer (a graph input, or DequantizeLinear of an int8 weight: the float
+fallback of a QDQ group onnxruntime leaves unfused) runs in onnxruntime through MLAS's im2col SGEMM; byoc imports
+it as ``nn.conv2d(accumulation="mlas")`` and must give onnxruntime's float32 output bit for bit on the
+interpreter and the CPU backend (expected values: onnxruntime, one intra-op thread)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+import byoc
+from byoc.frontend import from_onnx
+
+ort = pytest.importorskip("onnxruntime")
+
+# (cin, cout, hw, k, stride, group, dilation): im2col blocks of 128 and (N < K) of 256 and 512, pointwise
+# (GEMM direct), 7x7 on 3 channels, grouped, depthwise (the M = 1 kernel), depth multiplier 2, dilation
+SHAPES = [(16, 32, 12, 3, 1, 1, 1), (64, 32, 7, 3, 1, 1, 1), (128, 16, 4, 3, 2, 1, 1), (96, 24, 9, 1, 1, 1, 1),
+          (40, 24, 9, 1, 2, 1, 1), (3, 16, 20, 7, 2, 1, 1), (16, 32, 10, 3, 1, 2, 1), (16, 16, 10, 3, 1, 16, 1),
+          (24, 24, 9, 5, 2, 24, 1), (8, 16, 10, 3, 1, 8, 1), (8, 8, 11, 3, 1, 1, 2), (300, 1, 3, 3, 1, 1, 1)]
+
+
+def _session(model_bytes):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+
+
+def _conv_model(cin, cout, hw, k, s, group, dil, dq_weight: bool, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0, 1, (1, cin, hw, hw)).astype(np.float32)
+    b = rng.normal(0, .1, cout).astype(np.float32)
+    pads = [dil * (k // 2)] * 4
+    wshape = (cout, cin // group, k, k)
+    inits = [nh.from_array(b, "b")]
+    inputs = [h.make_tensor_value_info("x", TP.FLOAT, x.shape)]
+    feeds = {"x": x}
+    nodes = []
+    if dq_weight:
+        wq = rng.integers(-127, 128, wshape).astype(np.int8)
+        inits += [nh.from_array(wq, "wq"), nh.from_array(np.float32(0.013), "ws"), nh.from_array(np.int8(0), "wz")]
+        nodes.append(h.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]))
+    else:
+        inputs.append(h.make_tensor_value_info("w", TP.FLOAT, wshape))
+        feeds["w"] = rng.normal(0, .2, wshape).astype(np.float32)
+    nodes.append(h.make_node("Conv", ["x", "w", "b"], ["y"], pads=pads, strides=[s, s], group=group,
+                             dilations=[dil, dil]))
+    g = h.make_graph(nodes, "conv", inputs, [h.make_tensor_value_info("y", TP.FLOAT, None)], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString(), feeds
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dq_weight", [True, False], ids=["dq-weight", "fed-weight"])
+def test_float_conv_matches_onnxruntime_bit_for_bit(shape, dq_weight):
+    data, feeds = _conv_model(*shape, dq_weight=dq_weight)
+    ref = _session(data).run(None, feeds)[0]
+    mod, _ = from_onnx(data)
+    assert 'accumulation="mlas"' in str(mod)
+    got = byoc.evaluate(mod, feeds)[0]
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.int32), ref.view(np.int32)), \
+        f"interpreter: {int(np.sum(got != ref))} of {ref.size} differ"
+    cpu = byoc.build(mod, target="llvm").run(feeds)[0]
+    assert np.array_equal(cpu.view(np.int32), ref.view(np.int32)), \
+        f"CPU backend: {int(np.sum(cpu != ref))} of {ref.size} differ"
+
+
+def test_float64_accumulation_would_differ():
+    """The check above can fail: summing in float64 and rounding once (byoc's default float conv) is not
+    onnxruntime's result on this shape."""
+    from byoc.ops.nn import Conv2DAttrs, conv2d_compute
+    data, feeds = _conv_model(64, 32, 7, 3, 1, 1, 1, dq_weight=False)
+    ref = _session(data).run(None, feeds)[0]
+    rng = np.random.default_rng(0)  # _conv_model's draws: x, then the bias
+    rng.normal(0, 1, feeds["x"].shape)
+    bias = rng.normal(0, .1, 32).astype(np.float32)
+    once = conv2d_compute(feeds["x"], feeds["w"], Conv2DAttrs(padding=(1, 1, 1, 1)), integer=False)
+    once = once.astype(np.float32) + bias[None, :, None, None]
+    assert np.max(np.abs(once - ref)) < 1e-5  # the same convolution
+    assert np.sum(once != ref) > 0  # summed in another order
+
+
+def test_initializer_weight_keeps_default_accumulation():
+    """A constant weight is NCHWc-blocked by onnxruntime (another order, not reproduced): no ``mlas`` there."""
+    rng = np.random.default_rng(1)
+    w = rng.normal(0, .2, (8, 4, 3, 3)).astype(np.float32)
+    g = h.make_graph([h.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "c",
+                     [h.make_tensor_value_info("x", TP.FLOAT, (1, 4, 6, 6))],
+                     [h.make_tensor_value_info("y", TP.FLOAT, None)], [nh.from_array(w, "w")])
+    mod, _ = from_onnx(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString())
+    assert "accumulation" not in str(mod)
