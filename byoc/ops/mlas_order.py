@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["stride_k", "mlas_plan", "fma_f32", "mlas_conv2d_nhwc"]
+__all__ = ["stride_k", "mlas_plan", "fma_f32", "mlas_conv2d_nhwc", "mlas_dense", "transpose_b_block"]
 
 
 def stride_k(n: int, k: int) -> int:
@@ -37,11 +37,57 @@ def stride_k(n: int, k: int) -> int:
     return sk
 
 
-def mlas_plan(m: int, n: int, k: int, pointwise: bool) -> tuple[bool, int]:
-    """(use the M = 1 kernel, K block size) for one group's GEMM of M filters × N pixels × K."""
+def mlas_plan(m: int, n: int, k: int, pointwise: bool) -> tuple[str, int]:
+    """(kernel, K block size) for one group's GEMM of M filters × N pixels × K: kernel ``"m1"`` (one filter),
+    ``"tb"`` (one pixel, several filters: SgemmKernelM1TransposeB) or ``"fma"``."""
     if pointwise or m > n:  # MlasConvAlgorithmGemmDirect / ExpandThenGemm: one MlasGemm over all of K
-        return m == 1, (k if m == 1 else stride_k(n, k))
-    return m == 1, stride_k(n, k)
+        return gemm_plan(m, n, k)
+    return ("m1" if m == 1 else "tb" if n == 1 else "fma"), stride_k(n, k)
+
+
+def gemm_plan(m: int, n: int, k: int) -> tuple[str, int]:
+    """MlasSgemmOperation(M, N, K), alpha 1, beta 0, B not transposed, one thread."""
+    if m == 1:
+        return "m1", k
+    if n == 1:
+        return "tb", k
+    return "fma", stride_k(n, k)
+
+
+def transpose_b_block(row: int, rows: int) -> int:
+    """SgemmKernelM1TransposeB reduces rows (filters) four at a time, then two, then one: the block size of
+    ``row``, which decides the order its eight lane sums are added in."""
+    four = rows - rows % 4
+    if row < four:
+        return 4
+    return 2 if row < four + 2 * ((rows % 4) // 2) else 1
+
+
+def _tb_reduce(lanes: list, block: int):
+    a = lanes
+    if block == 4:
+        return _add(_add(_add(_add(a[0], a[1]), a[2]), a[3]), _add(_add(_add(a[4], a[5]), a[6]), a[7]))
+    if block == 2:
+        return _add(_add(_add(a[2], a[0]), _add(a[6], a[4])), _add(_add(a[3], a[1]), _add(a[7], a[5])))
+    return _add(_add(_add(a[0], a[1]), _add(a[2], a[3])), _add(_add(a[4], a[5]), _add(a[6], a[7])))
+
+
+def _tb_chain(cols: list, wts: list, rows_of, c):
+    """SgemmKernelM1TransposeB over one K block: lane l sums the rounded products of k ≡ l (mod 8) left to
+    right from +0; the lanes are reduced by each row's block (``rows_of``: block size per output element) and
+    added to C."""
+    lanes = [None] * 8
+    for i, (col, wt) in enumerate(zip(cols, wts)):
+        p = (col * wt).astype(np.float32)
+        lanes[i % 8] = p if lanes[i % 8] is None else _add(lanes[i % 8], p)
+    zero = np.zeros_like(lanes[0])
+    lanes = [zero if v is None else v for v in lanes]
+    out = np.empty_like(zero)
+    for block in (4, 2, 1):
+        sel = rows_of == block
+        if sel.any():
+            out[sel] = _tb_reduce([v[sel] for v in lanes], block)
+    return out if c is None else _add(out, c)
 
 
 def fma_f32(acc: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -78,7 +124,7 @@ def mlas_conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, dilation, groups: in
     x = x.astype(np.float32)
     w = w.astype(np.float32)
     k_total = cig * kh * kw
-    m1, block = mlas_plan(cog, oh * ow, k_total, pointwise)
+    kind, block = mlas_plan(cog, oh * ow, k_total, pointwise)
     # (channel, ky, kx) order of MLAS's im2col rows
     taps = [(c, ky, kx) for c in range(cig) for ky in range(kh) for kx in range(kw)]
     for g in range(groups):
@@ -89,8 +135,13 @@ def mlas_conv2d_nhwc(x: np.ndarray, w: np.ndarray, strides, dilation, groups: in
             cols = [x[:, ky * dh: ky * dh + (oh - 1) * sh + 1: sh, kx * dw: kx * dw + (ow - 1) * sw + 1: sw,
                       g * cig + c][..., None] for c, ky, kx in chunk]
             wts = [wg[ky, kx, c] for c, ky, kx in chunk]
-            if m1:
+            if kind == "m1":
                 c_out = _m1_chain([(col * wt).astype(np.float32) for col, wt in zip(cols, wts)], c_out)
+                continue
+            if kind == "tb":
+                rows_of = np.broadcast_to(np.array([transpose_b_block(o, cog) for o in range(cog)]),
+                                          (n, oh, ow, cog))
+                c_out = _tb_chain([np.broadcast_to(col, (n, oh, ow, cog)) for col in cols], wts, rows_of, c_out)
                 continue
             acc = np.zeros((n, oh, ow, cog), np.float32)
             for col, wt in zip(cols, wts):
@@ -113,3 +164,31 @@ def _m1_chain(prods: list, c):
             if size < 4:
                 break
     return c
+
+
+def mlas_dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """float32 x[..., K] · w[N, K]ᵀ in MlasGemm's order (ONNX MatMul with a non-constant B, one thread)."""
+    shape = x.shape[:-1]
+    a = x.reshape(-1, x.shape[-1]).astype(np.float32)
+    w = w.astype(np.float32)
+    m, k = a.shape
+    n = w.shape[0]
+    kind, block = gemm_plan(m, n, k)
+    c = None
+    for k0 in range(0, k, block):
+        ks = range(k0, min(k, k0 + block))
+        cols = [a[:, j:j + 1] for j in ks]
+        wts = [w[:, j] for j in ks]
+        if kind == "m1":
+            c = _m1_chain([(col * wt).astype(np.float32) for col, wt in zip(cols, wts)], c)
+        elif kind == "tb":
+            rows_of = np.array([[transpose_b_block(i, m)] for i in range(m)])
+            c = _tb_chain([np.broadcast_to(col, (m, n)) for col in cols], wts, rows_of, c)
+        else:
+            acc = np.zeros((m, n), np.float32)
+            for col, wt in zip(cols, wts):
+                acc = fma_f32(acc, col, wt)
+            c = acc if c is None else _add(acc, c)
+    if c is None:
+        c = np.zeros((m, n), np.float32)
+    return c.reshape(shape + (n,))

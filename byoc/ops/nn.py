@@ -266,6 +266,14 @@ def _norm_axis(op: str, arg: str, axis: int, ndim: int) -> int:
 class DenseAttrs(Attrs):
     units: int | None = None
     out_dtype: str = ""
+    # "" : numpy's float32 matmul; "mlas": onnxruntime's MlasGemm float32 order (ops/mlas_order.py)
+    accumulation: str = ""
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        if self.accumulation not in ("", "mlas"):
+            from ..errors import IRError
+            raise IRError(f"dense: unknown accumulation {self.accumulation!r}", hint='use "" or "mlas"')
 
 
 def dense_out_type(name: str, data: TensorType, weight: TensorType, attrs: DenseAttrs, out_dtype: str) -> TensorType:
@@ -290,6 +298,9 @@ def _dense_compute(args, attrs):
         from ..quant.fixedpoint import wrap32
         from .kernels import exact_int_matmul
         return wrap32(exact_int_matmul(x, w.T)).astype(out_dtype)
+    if attrs.get("accumulation") == "mlas" and x.dtype == np.float32 and out_dtype == np.float32:
+        from .mlas_order import mlas_dense
+        return mlas_dense(x, w)
     return np.matmul(x, w.T).astype(out_dtype)
 
 

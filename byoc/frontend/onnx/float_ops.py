@@ -220,12 +220,12 @@ def _global_avg_pool(imp, node, attrs):
     return _call("nn.global_avg_pool2d", (x,), {"layout": "NCHW"}, node)
 
 
-def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0):
+def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0, mlas=False):
     """a[M, K] @ w_kn[K, N] (+ bias): nn.dense takes the weight as [N, K]."""
     wt = _call("transpose", (w_kn,), {"axes": (1, 0)}, node) if not isinstance(w_kn, np.ndarray) else \
         Constant(np.ascontiguousarray(w_kn.T))
     units = imp.shape_of(wt)[0]
-    out = _call("nn.dense", (a, wt), {"units": units}, node)
+    out = _call("nn.dense", (a, wt), {"units": units, **({"accumulation": "mlas"} if mlas else {})}, node)
     if alpha != 1.0:
         out = _call("multiply", (out, Constant(np.array(alpha, np.float32))), None, node)
     if bias is not None:
@@ -260,7 +260,9 @@ def _matmul(imp, node, attrs):
         if ash[-1] != b.shape[0]:
             raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
         a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (-1, ash[-1])}, node)
-        out = _dense(imp, node, a2, b, None)
+        # B from DequantizeLinear (an unfused QDQ MatMul) is not prepacked: MlasGemm's order (ops/mlas_order.py)
+        mlas = imp.dtype_of(a) == "float32" and _not_folded_by_ort(imp, node.input[1])
+        out = _dense(imp, node, a2, b, None, mlas=mlas)
         if len(ash) != 2:
             out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
         return out
