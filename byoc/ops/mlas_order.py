@@ -14,7 +14,7 @@ result depends on the order of that sum, which is:
 * Padding taps contribute an exact zero, so skipping them changes nothing.
 
 The bias is a separate float32 add (``nn.bias_add``). Checked bit for bit against onnxruntime 1.32 on
-3x3/1x1/7x7 convolutions, strides 1 and 2, grouped and depthwise (tests/byoc/frontend/test_onnx_mlas_conv.py).
+3x3/1x1/7x7 convolutions, strides 1 and 2, grouped and depthwise (tests/byoc/frontend/test_onnx_mlas_order.py).
 With more than one intra-op thread MLAS slices N per thread, which changes the block size only when the
 per-thread slice is smaller than K.
 """

@@ -146,7 +146,7 @@ def _conv2d(ctx, builder, node, args):
     floating = is_float(data.dtype)
     weight, attrs = grouped_hwio_kernel(ctx, data, weight, node.attrs)
     if attrs.accumulation == "mlas" and data.dtype == "float32" and out_dtype == "float32":
-        from .mlas_conv import emit_mlas_conv
+        from .mlas_sums import emit_mlas_conv
         return emit_mlas_conv(ctx, builder, node, data, weight, attrs)
     emit_generic_conv(ctx, builder, node, data, weight, 0, 0, "float64" if floating else "int32", out_dtype,
                       attrs)
@@ -283,6 +283,9 @@ def emit_generic_dense(ctx, builder, node, data, weight, zp_in: int, zp_w: np.nd
 @lower_kernel("nn.dense")
 def _dense(ctx, builder, node, args):
     data, weight = args
+    if node.attrs.accumulation == "mlas" and data.dtype == "float32" and (node.attrs.out_dtype or "float32") == "float32":
+        from .mlas_sums import emit_mlas_dense
+        return emit_mlas_dense(ctx, builder, node, data, weight)
     emit_generic_dense(ctx, builder, node, data, weight, 0, np.zeros(1, np.int64), is_float(data.dtype),
                        node.attrs.out_dtype or data.dtype)
 

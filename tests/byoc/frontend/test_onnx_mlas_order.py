@@ -1,4 +1,4 @@
-"""A float Conv whose weight is not an initializer (a graph input, or DequantizeLinear of an int8 weight: the float
+"""A float Conv or MatMul whose weight is not an initializer (a graph input, or DequantizeLinear of an int8 weight: the float
 fallback of a QDQ group onnxruntime leaves unfused) runs in onnxruntime through MLAS's im2col SGEMM; byoc imports
 it as ``nn.conv2d(accumulation="mlas")`` and must give onnxruntime's float32 output bit for bit on the
 interpreter and the CPU backend (expected values: onnxruntime, one intra-op thread)."""
@@ -19,7 +19,9 @@ ort = pytest.importorskip("onnxruntime")
 # (GEMM direct), 7x7 on 3 channels, grouped, depthwise (the M = 1 kernel), depth multiplier 2, dilation
 SHAPES = [(16, 32, 12, 3, 1, 1, 1), (64, 32, 7, 3, 1, 1, 1), (128, 16, 4, 3, 2, 1, 1), (96, 24, 9, 1, 1, 1, 1),
           (40, 24, 9, 1, 2, 1, 1), (3, 16, 20, 7, 2, 1, 1), (16, 32, 10, 3, 1, 2, 1), (16, 16, 10, 3, 1, 16, 1),
-          (24, 24, 9, 5, 2, 24, 1), (8, 16, 10, 3, 1, 8, 1), (8, 8, 11, 3, 1, 1, 2), (300, 1, 3, 3, 1, 1, 1)]
+          (24, 24, 9, 5, 2, 24, 1), (8, 16, 10, 3, 1, 8, 1), (8, 8, 11, 3, 1, 1, 2), (300, 1, 3, 3, 1, 1, 1),
+          # one output pixel (SgemmKernelM1TransposeB: 4/2/1-row blocks): squeeze-excite 1x1 and a 3x3 on 3x3
+          (40, 7, 1, 1, 1, 1, 1), (24, 11, 3, 3, 1, 1, 1), (33, 1, 1, 1, 1, 1, 1)]
 
 
 def _session(model_bytes):
@@ -33,7 +35,7 @@ def _conv_model(cin, cout, hw, k, s, group, dil, dq_weight: bool, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.normal(0, 1, (1, cin, hw, hw)).astype(np.float32)
     b = rng.normal(0, .1, cout).astype(np.float32)
-    pads = [dil * (k // 2)] * 4
+    pads = [dil * (k // 2)] * 4 if hw > 1 and hw != k else [0] * 4
     wshape = (cout, cin // group, k, k)
     inits = [nh.from_array(b, "b")]
     inputs = [h.make_tensor_value_info("x", TP.FLOAT, x.shape)]
@@ -91,3 +93,42 @@ def test_initializer_weight_keeps_default_accumulation():
                      [h.make_tensor_value_info("y", TP.FLOAT, None)], [nh.from_array(w, "w")])
     mod, _ = from_onnx(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString())
     assert "accumulation" not in str(mod)
+
+
+def _matmul_model(m, k, n, batch=None, seed=0):
+    """x → QuantizeLinear(int8) → DequantizeLinear read by two MatMuls (the fan-out keeps it int8, which x86
+    onnxruntime does not fuse): both run as float MatMul with a DequantizeLinear weight."""
+    rng = np.random.default_rng(seed)
+    ash = (batch, m, k) if batch else (m, k)
+    x = rng.normal(0, 1, ash).astype(np.float32)
+    inits = [nh.from_array(np.float32(0.02), "xs"), nh.from_array(np.int8(3), "xz")]
+    nodes = [h.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             h.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"])]
+    outs = []
+    for i in range(2):
+        inits += [nh.from_array(rng.integers(-127, 128, (k, n)).astype(np.int8), f"wq{i}"),
+                  nh.from_array(np.float32(0.01), f"ws{i}"), nh.from_array(np.int8(0), f"wz{i}")]
+        nodes += [h.make_node("DequantizeLinear", [f"wq{i}", f"ws{i}", f"wz{i}"], [f"w{i}"]),
+                  h.make_node("MatMul", ["xd", f"w{i}"], [f"y{i}"])]
+        outs.append(h.make_tensor_value_info(f"y{i}", TP.FLOAT, None))
+    g = h.make_graph(nodes, "mm", [h.make_tensor_value_info("x", TP.FLOAT, ash)], outs, inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString(), {"x": x}
+
+
+# (M, K, N, batch): K blocks (N >= K and N < K), M = 1 (SgemmKernelM1), N = 1 (M1TransposeB, 4/2/1-row
+# blocks), a 3-D activation flattened to rows
+MATMULS = [(64, 256, 128, None), (1, 512, 64, None), (8, 64, 32, 4), (64, 100, 50, None), (16, 300, 1, None),
+           (7, 1000, 1, None)]
+
+
+@pytest.mark.parametrize("shape", MATMULS, ids=lambda s: "x".join(map(str, s)))
+def test_unfused_qdq_matmul_matches_onnxruntime_bit_for_bit(shape):
+    data, feeds = _matmul_model(*shape)
+    ref = _session(data).run(None, feeds)
+    mod, _ = from_onnx(data)
+    assert str(mod).count('accumulation="mlas"') == 2
+    for name, got in (("interpreter", byoc.evaluate(mod, feeds)),
+                      ("CPU backend", byoc.build(mod, target="llvm").run(feeds))):
+        for g_, r in zip(got, ref):
+            assert np.array_equal(g_.view(np.int32), r.view(np.int32)), \
+                f"{name}: {int(np.sum(g_ != r))} of {r.size} differ"
