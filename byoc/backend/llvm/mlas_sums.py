@@ -100,12 +100,18 @@ def _row_block(builder, row, rows: int) -> ir.Value:
                           builder.select(builder.icmp_signed("<", row, _c(two_end)), _c(2), _c(1)))
 
 
+_V = 8  # output channels per vector in the FMA-chain kernel
+
+
 def emit_mlas_conv(ctx, builder: ir.IRBuilder, node, data, weight, attrs) -> None:
+    from .kernel import ConstBuffer
     from .lower_nn import ConvGeometry
     g = ConvGeometry(data.shape, weight.shape, node.checked_type.shape, attrs)
     k_total = g.cig * g.kh * g.kw
     pointwise = g.kh == g.kw == 1 and (g.sh, g.sw) == (1, 1) and (g.pt, g.pl, g.pb, g.pr) == (0, 0, 0, 0)
     kind, block = mlas_plan(g.cog, g.oh * g.ow, k_total, pointwise)
+    if kind == "fma" and g.groups == 1 and g.cout % _V == 0 and isinstance(weight, ConstBuffer):
+        return _emit_fma_conv_vector(ctx, builder, node, data, weight, g, block)
     dot = _Dot(builder, kind, block, k_total)
     kk = g.kh * g.kw
     with ctx.parallel(builder, g.oh, name="oy") as oy:
@@ -154,3 +160,59 @@ def emit_mlas_dense(ctx, builder: ir.IRBuilder, node, data, weight) -> None:
                 row = builder.add(builder.mul(row, _c(d)), i)
             row_block = _row_block(builder, row, rows)
         ctx.emit_output(builder, oidx, dot.emit(builder, load_xw, row_block))
+
+
+def _emit_fma_conv_vector(ctx, builder, node, data, weight, g, block: int) -> None:
+    """The ``"fma"`` order for eight output channels at once (each lane its own chain, so the order per output
+    is unchanged): the constant weight is laid out [K, Cout] at build time and the im2col taps come from
+    tables, so the inner loop is one input load, a broadcast, one vector load and one vector FMA."""
+    import numpy as np
+
+    from ...ops.kernels import kernel_to_hwio
+    from .kernel import Buffer
+    vt = ir.VectorType(F32, _V)
+    hwio = kernel_to_hwio(np.asarray(weight.value, np.float32), g.kernel_layout, 1, g.c)
+    wk = np.ascontiguousarray(hwio.transpose(2, 0, 1, 3).reshape(-1, g.cout))  # [(ic, ky, kx), Cout]
+    wbuf = ctx.data(wk)
+    ic, ky, kx = np.meshgrid(np.arange(g.cig), np.arange(g.kh), np.arange(g.kw), indexing="ij")
+    taps = ctx.data(np.stack([ic.reshape(-1), ky.reshape(-1) * g.dh, kx.reshape(-1) * g.dw], 1).astype(np.int64))
+    n_blocks = -(-(g.cig * g.kh * g.kw) // block)
+    k_total = g.cig * g.kh * g.kw
+    sum_slot = alloca_once(builder, vt, name="vsum")
+    acc_slot = alloca_once(builder, vt, name="vacc")
+    zero_v = ir.Constant(vt, [0.0] * _V)
+    name = f"llvm.fma.v{_V}f32"
+    vfma = builder.module.globals.get(name) or ir.Function(builder.module, ir.FunctionType(vt, [vt, vt, vt]), name)
+    with ctx.parallel(builder, g.oh, name="oy") as oy:
+        iy0 = builder.sub(builder.mul(oy, _c(g.sh)), _c(g.pt))
+        with for_range(builder, 0, g.n, name="n") as n, for_range(builder, 0, g.ow, name="ox") as ox:
+            ix0 = builder.sub(builder.mul(ox.index, _c(g.sw)), _c(g.pl))
+            with for_range(builder, 0, g.cout // _V, name="ocb") as ocb:
+                builder.store(ir.Constant(vt, [-0.0] * _V), sum_slot)
+                with for_range(builder, 0, n_blocks, name="blk") as blk:
+                    k0 = builder.mul(blk.index, _c(block))
+                    end = builder.add(k0, _c(block))
+                    k1 = builder.select(builder.icmp_signed("<", end, _c(k_total)), end, _c(k_total))
+                    builder.store(zero_v, acc_slot)
+                    with for_range(builder, k0, k1, name="k") as k:
+                        tb = builder.mul(k.index, _c(3))
+                        c = taps.load_at(builder, tb)
+                        iy = builder.add(iy0, taps.load_at(builder, builder.add(tb, _c(1))))
+                        ix = builder.add(ix0, taps.load_at(builder, builder.add(tb, _c(2))))
+                        ok = builder.and_(
+                            builder.and_(builder.icmp_signed(">=", iy, _c(0)), builder.icmp_signed("<", iy, _c(g.h))),
+                            builder.and_(builder.icmp_signed(">=", ix, _c(0)), builder.icmp_signed("<", ix, _c(g.w))))
+                        index = g.data_index(n.index, builder.select(ok, iy, _c(0)), builder.select(ok, ix, _c(0)), c)
+                        xv = builder.select(ok, data.load(builder, index), ir.Constant(F32, 0.0))
+                        xb = builder.shuffle_vector(builder.insert_element(ir.Constant(vt, ir.Undefined), xv, _c(0)),
+                                                    ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), _V), [0] * _V))
+                        woff = builder.add(builder.mul(k.index, _c(g.cout)), builder.mul(ocb.index, _c(_V)))
+                        wv = builder.load(Buffer.gep(wbuf, builder, woff), typ=vt)
+                        wv.align = 4
+                        builder.store(builder.call(vfma, [xb, wv, builder.load(acc_slot)]), acc_slot)
+                    builder.store(builder.fadd(builder.load(acc_slot), builder.load(sum_slot)), sum_slot)
+                total = builder.load(sum_slot)
+                for lane in range(_V):
+                    oc = builder.add(builder.mul(ocb.index, _c(_V)), _c(lane))
+                    ctx.emit_output(builder, g.out_index(n.index, oy, ox.index, oc),
+                                    builder.extract_element(total, _c(lane)))

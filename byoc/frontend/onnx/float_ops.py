@@ -76,6 +76,9 @@ def conv_2d(imp, node, attrs, x, w):
     # A weight that is not an initializer (DequantizeLinear of one: the float fallback of a QDQ group) keeps
     # onnxruntime off its NCHWc kernels: MlasConv's im2col GEMM runs it, whose float32 order byoc follows.
     mlas = imp.dtype_of(x) == "float32" and _not_folded_by_ort(imp, ins[1])
+    wc = imp.constant_value(ins[1]) if mlas else None
+    if isinstance(wc, np.ndarray) and wc.shape == tuple(ws):
+        w = Constant(wc)  # DequantizeLinear of a constant, as onnxruntime computes it: the CPU kernel's constant
     out = _call("nn.conv2d", (x, w), dict(strides=strides, padding=pad, dilation=dil, groups=group,
                                           channels=ws[0], kernel_size=ws[2:], data_layout="NCHW",
                                           kernel_layout="OIHW", accumulation="mlas" if mlas else ""), node)

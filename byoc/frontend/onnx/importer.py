@@ -375,8 +375,9 @@ class Importer:
             if q.per_channel:
                 shape[q.axis] = q.scale.size
             s = q.scale.astype(np.float32).reshape(shape if q.per_channel else ())
-            z = q.zero_point.reshape(shape if q.per_channel else ()).astype(np.int64)
-            return ((data.astype(np.int64) - z).astype(np.float32) * s).astype(np.float32)
+            z = q.zero_point.reshape(shape if q.per_channel else ()).astype(np.int32)
+            wide = np.int64 if data.dtype.itemsize >= 4 else np.int32  # q − zp is exact in int32 below 32 bits
+            return ((data.astype(wide) - z).astype(np.float32) * s).astype(np.float32)
         return v
 
     def const(self, name: str, node, what: str) -> np.ndarray:
