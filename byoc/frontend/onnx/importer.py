@@ -115,6 +115,7 @@ class Importer:
         self._dequant_memo: dict[int, tuple[QTensor, Expr]] = {}
         self.producer: dict[str, int] = {}
         self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8
+        self.group_output = ""  # the QuantizeLinear output of the QDQ group being fused
 
     # ---------------------------------------------------------------------------------------------- driver
     def run(self) -> IRModule:
@@ -234,6 +235,7 @@ class Importer:
                     out_q = self.quant_params_of(nodes[q_indices[0]])
                     if out_q is not None and all(_same_qparams(out_q, self.quant_params_of(nodes[j]))
                                                  for j in q_indices[1:]) and self._ort_fuses(node, nodes, q_indices[0], out_q):
+                        self.group_output = nodes[q_indices[0]].output[0]  # ort_u8_view reads it
                         res = quant_conv[node.op_type](self, node, attrs, out_q)
                         if res is not None:
                             self._type_check(res, node)

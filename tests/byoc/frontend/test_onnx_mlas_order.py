@@ -132,3 +132,22 @@ def test_unfused_qdq_matmul_matches_onnxruntime_bit_for_bit(shape):
         for g_, r in zip(got, ref):
             assert np.array_equal(g_.view(np.int32), r.view(np.int32)), \
                 f"{name}: {int(np.sum(g_ != r))} of {r.size} differ"
+
+
+@pytest.mark.parametrize("net, act", [("residual", "int16"), ("residual", "uint16"), ("concat_branches", "int16"),
+                                      ("concat_branches", "uint16")])
+def test_16bit_qdq_nets_run_in_float_like_onnxruntime(tmp_path, net, act):
+    """16-bit activations are never fused by onnxruntime's CPU provider: every conv runs as DequantizeLinear →
+    float Conv (MLAS order) → QuantizeLinear."""
+    from onnx_ort_nets import NETS, quantize
+    q = quantize(NETS[net](), tmp_path, act=act, weight="int8" if act == "int16" else "uint8")
+    data = q.SerializeToString()
+    sess = _session(data)
+    mod, _ = from_onnx(data)
+    exe = byoc.build(mod, target="llvm")
+    shape = [d.dim_value for d in q.graph.input[0].type.tensor_type.shape.dim]
+    for seed in range(3):
+        x = np.random.default_rng(seed).normal(0, 1, shape).astype(np.float32)
+        ref = sess.run(None, {"x": x})[0]
+        np.testing.assert_array_equal(byoc.evaluate(mod, {"x": x})[0], ref)
+        np.testing.assert_array_equal(exe.run({"x": x})[0], ref)
