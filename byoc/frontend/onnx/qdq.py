@@ -424,7 +424,9 @@ def table_activation(op: str, node, attrs, x: QTensor, params, out) -> QTensor:
 def _qdq_table_activation(op):
     def conv(imp, node, attrs, out):
         x = _dq_input(imp, node.input[0])
-        if x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8"):
+        # 16-bit: onnxruntime runs DQ → float op → Q; the same float32 steps tabulated over all 65,536 inputs
+        if x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or \
+                x.dtype not in ("int8", "uint8", "int16", "uint16"):
             return None
         sx, zx = _scalar_params(x, node, "the input")
         return table_activation(op, node, attrs, x, (sx, zx, out[0].reshape(-1)[0], out[1].reshape(-1)[0]), out)

@@ -135,10 +135,10 @@ def test_unfused_qdq_matmul_matches_onnxruntime_bit_for_bit(shape):
 
 
 @pytest.mark.parametrize("net, act", [("residual", "int16"), ("residual", "uint16"), ("concat_branches", "int16"),
-                                      ("concat_branches", "uint16")])
+                                      ("concat_branches", "uint16"), ("swish", "int16"), ("swish", "uint16")])
 def test_16bit_qdq_nets_run_in_float_like_onnxruntime(tmp_path, net, act):
     """16-bit activations are never fused by onnxruntime's CPU provider: every conv runs as DequantizeLinear →
-    float Conv (MLAS order) → QuantizeLinear."""
+    float Conv (MLAS order) → QuantizeLinear, and Sigmoid as MLAS's logistic (tabulated over all 65,536 inputs)."""
     from onnx_ort_nets import NETS, quantize
     q = quantize(NETS[net](), tmp_path, act=act, weight="int8" if act == "int16" else "uint8")
     data = q.SerializeToString()
