@@ -13,7 +13,8 @@ result depends on the order of that sum, which is:
   A pointwise convolution (1x1, stride 1, no padding) goes to the GEMM directly: one block.
 * Padding taps contribute an exact zero, so skipping them changes nothing.
 
-The bias is a separate float32 add (``nn.bias_add``). Checked bit for bit against onnxruntime 1.32 on
+ConvTranspose (``transpose_plan``) is a GEMM with the weight transposed followed by Col2im. The bias is a separate
+float32 add (``nn.bias_add``). Checked bit for bit against onnxruntime 1.32 on
 3x3/1x1/7x7 convolutions, strides 1 and 2, grouped and depthwise (tests/byoc/frontend/test_onnx_mlas_order.py).
 With more than one intra-op thread MLAS slices N per thread, which changes the block size only when the
 per-thread slice is smaller than K.
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["stride_k", "mlas_plan", "fma_f32", "mlas_conv2d_nhwc", "mlas_dense", "transpose_b_block"]
+__all__ = ["stride_k", "mlas_plan", "fma_f32", "mlas_conv2d_nhwc", "mlas_dense", "transpose_b_block",
+           "transpose_plan", "mlas_conv2d_transpose_nhwc"]
 
 
 def stride_k(n: int, k: int) -> int:
@@ -192,3 +194,47 @@ def mlas_dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     if c is None:
         c = np.zeros((m, n), np.float32)
     return c.reshape(shape + (n,))
+
+
+def transpose_plan(n_pixels: int, k: int) -> tuple[str, int]:
+    """onnxruntime's ConvTranspose (weight not prepacked): MlasGemm(TransA, M = Cout/g·KH·KW, N = input pixels,
+    K = Cin/g). With A transposed the K block only shrinks (never grows): 128 once K > 128; one input pixel
+    (N = 1) takes the SGEMM's M = 1 kernel with the operands swapped."""
+    if n_pixels == 1:
+        return "m1", k
+    return "fma", (k if k <= 128 else 128)
+
+
+def mlas_conv2d_transpose_nhwc(x: np.ndarray, w: np.ndarray, attrs) -> np.ndarray:
+    """ConvTranspose as onnxruntime runs it: per group the column matrix (every (c, ky, kx) × input pixel) by
+    MLAS's GEMM order (``transpose_plan``), then Col2im adds the columns into a zeroed output in (c, ky, kx)
+    order, each in float32. ``x`` NHWC float32, ``w`` [KH, KW, Cin, Cout/g]; returns NHWC."""
+    n, h, wd, c = x.shape
+    kh, kw, _, cog = w.shape
+    g = attrs.groups
+    cig = c // g
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation
+    t, l, b, r = attrs.padding
+    full_h = (h - 1) * sh + dh * (kh - 1) + 1 + attrs.output_padding[0]
+    full_w = (wd - 1) * sw + dw * (kw - 1) + 1 + attrs.output_padding[1]
+    canvas = np.zeros((n, full_h, full_w, cog * g), np.float32)
+    kind, block = transpose_plan(h * wd, cig)
+    for gi in range(g):
+        xg = x[..., gi * cig:(gi + 1) * cig]
+        for ky in range(kh):
+            for kx in range(kw):
+                wt = w[ky, kx, gi * cig:(gi + 1) * cig, :]  # [K, Cout/g]
+                cols = [xg[..., k:k + 1] for k in range(cig)]
+                if kind == "m1":
+                    col = _m1_chain([(cx * wt[k]).astype(np.float32) for k, cx in enumerate(cols)], None)
+                else:
+                    col = None
+                    for k0 in range(0, cig, block):
+                        acc = np.zeros((n, h, wd, cog), np.float32)
+                        for k in range(k0, min(cig, k0 + block)):
+                            acc = fma_f32(acc, cols[k], wt[k])
+                        col = acc if col is None else _add(acc, col)
+                view = canvas[:, ky * dh: ky * dh + (h - 1) * sh + 1: sh, kx * dw: kx * dw + (wd - 1) * sw + 1: sw,
+                              gi * cog:(gi + 1) * cog]
+                view[...] = _add(view, col)
+    return canvas[:, t: full_h - b, l: full_w - r, :]

@@ -369,6 +369,10 @@ def emit_conv_transpose(ctx, builder, node, data, weight, zp_in: int, zp_w: np.n
 @lower_kernel("nn.conv2d_transpose")
 def _conv2d_transpose(ctx, builder, node, args):
     data, weight = args
+    if node.attrs.accumulation == "mlas" and data.dtype == "float32" and \
+            (node.attrs.out_dtype or "float32") == "float32":
+        from .mlas_sums import emit_mlas_conv_transpose
+        return emit_mlas_conv_transpose(ctx, builder, node, data, weight)
     emit_conv_transpose(ctx, builder, node, data, weight, 0, np.zeros(1), is_float(data.dtype),
                         node.attrs.out_dtype or data.dtype)
 

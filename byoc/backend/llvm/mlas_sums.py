@@ -216,3 +216,49 @@ def _emit_fma_conv_vector(ctx, builder, node, data, weight, g, block: int) -> No
                     oc = builder.add(builder.mul(ocb.index, _c(_V)), _c(lane))
                     ctx.emit_output(builder, g.out_index(n.index, oy, ox.index, oc),
                                     builder.extract_element(total, _c(lane)))
+
+
+def emit_mlas_conv_transpose(ctx, builder: ir.IRBuilder, node, data, weight) -> None:
+    """``nn.conv2d_transpose(accumulation="mlas")``: per output element, the column values of the taps that reach
+    it, each a dot product over Cin/g in ``transpose_plan``'s order, added in (ky, kx) order to a zeroed sum
+    (onnxruntime's GEMM then Col2im)."""
+    from ...ops.mlas_order import transpose_plan
+    a = node.attrs
+    kh, kw, _, cog = (weight.shape[a.kernel_layout.index(c)] for c in "HWIO")
+    d = dict(zip(a.data_layout, data.shape))
+    n_, h, w, c_in = d["N"], d["H"], d["W"], d["C"]
+    out_layout = a.out_layout or a.data_layout
+    o = dict(zip(out_layout, node.checked_type.shape))
+    cig = c_in // a.groups
+    (sh, sw), (dh, dw) = a.strides, a.dilation
+    t, l, _, _ = a.padding
+    kind, block = transpose_plan(h * w, cig)
+    dot = _Dot(builder, kind, block, cig)
+    total = alloca_once(builder, F32, name="total")
+
+    def index(layout, **m):
+        return [m[ch] for ch in layout]
+
+    with ctx.parallel(builder, o["H"], name="oy") as oy:
+        with for_range(builder, 0, n_, name="n") as n, for_range(builder, 0, o["W"], name="ox") as ox, \
+                for_range(builder, 0, o["C"], name="oc") as oc:
+            builder.store(ir.Constant(F32, 0.0), total)
+            grp = builder.sdiv(oc.index, _c(cog))
+            o_in = builder.srem(oc.index, _c(cog))
+            with for_range(builder, 0, kh, name="ky") as ky, for_range(builder, 0, kw, name="kx") as kx:
+                ty = builder.sub(builder.add(oy, _c(t)), builder.mul(ky.index, _c(dh)))
+                tx = builder.sub(builder.add(ox.index, _c(l)), builder.mul(kx.index, _c(dw)))
+                iy, ix = builder.sdiv(ty, _c(sh)), builder.sdiv(tx, _c(sw))
+                ok = builder.and_(builder.icmp_signed(">=", ty, _c(0)), builder.icmp_signed(">=", tx, _c(0)))
+                ok = builder.and_(ok, builder.icmp_signed("==", builder.srem(ty, _c(sh)), _c(0)))
+                ok = builder.and_(ok, builder.icmp_signed("==", builder.srem(tx, _c(sw)), _c(0)))
+                ok = builder.and_(ok, builder.and_(builder.icmp_signed("<", iy, _c(h)),
+                                                   builder.icmp_signed("<", ix, _c(w))))
+                with builder.if_then(ok):
+                    def load_xw(b, k, n=n, iy=iy, ix=ix, ky=ky, kx=kx):
+                        c = b.add(b.mul(grp, _c(cig)), k)
+                        return (data.load(b, index(a.data_layout, N=n.index, H=iy, W=ix, C=c)),
+                                weight.load(b, index(a.kernel_layout, H=ky.index, W=kx.index, I=c, O=o_in)))
+                    v = dot.emit(builder, load_xw)
+                    builder.store(builder.fadd(builder.load(total), v), total)
+            ctx.emit_output(builder, index(out_layout, N=n.index, H=oy, W=ox.index, C=oc.index), builder.load(total))

@@ -151,3 +151,39 @@ def test_16bit_qdq_nets_run_in_float_like_onnxruntime(tmp_path, net, act):
         ref = sess.run(None, {"x": x})[0]
         np.testing.assert_array_equal(byoc.evaluate(mod, {"x": x})[0], ref)
         np.testing.assert_array_equal(exe.run({"x": x})[0], ref)
+
+
+# (cin, cout, hw, k, stride, pad, group): one K block, K blocks of 128 (cin 200), one input pixel (M = 1 kernel),
+# grouped, output cropping by padding
+TRANSPOSES = [(8, 4, 5, 2, 2, 0, 1), (16, 8, 4, 3, 2, 1, 1), (200, 4, 3, 3, 1, 0, 1), (4, 6, 1, 3, 1, 0, 1),
+              (9, 6, 1, 2, 2, 0, 1), (8, 8, 4, 3, 2, 1, 2)]
+
+
+@pytest.mark.parametrize("shape", TRANSPOSES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dq_weight", [True, False], ids=["dq-weight", "fed-weight"])
+def test_float_conv_transpose_matches_onnxruntime_bit_for_bit(shape, dq_weight):
+    cin, cout, hw, k, s, p, group = shape
+    rng = np.random.default_rng(1)
+    x = rng.normal(0, 1, (1, cin, hw, hw)).astype(np.float32)
+    wshape = (cin, cout // group, k, k)
+    inits = [nh.from_array(rng.normal(0, .1, cout).astype(np.float32), "b")]
+    inputs = [h.make_tensor_value_info("x", TP.FLOAT, x.shape)]
+    feeds = {"x": x}
+    nodes = []
+    if dq_weight:
+        inits += [nh.from_array(rng.integers(-127, 128, wshape).astype(np.int8), "wq"),
+                  nh.from_array(np.float32(0.011), "ws"), nh.from_array(np.int8(1), "wz")]
+        nodes.append(h.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]))
+    else:
+        inputs.append(h.make_tensor_value_info("w", TP.FLOAT, wshape))
+        feeds["w"] = rng.normal(0, .3, wshape).astype(np.float32)
+    nodes.append(h.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[s, s], pads=[p] * 4, group=group))
+    g = h.make_graph(nodes, "ct", inputs, [h.make_tensor_value_info("y", TP.FLOAT, None)], inits)
+    data = h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString()
+    ref = _session(data).run(None, feeds)[0]
+    mod, _ = from_onnx(data)
+    assert 'accumulation="mlas"' in str(mod)
+    got = byoc.evaluate(mod, feeds)[0]
+    assert np.array_equal(got.view(np.int32), ref.view(np.int32)), f"interpreter: {int(np.sum(got != ref))} differ"
+    cpu = byoc.build(mod, target="llvm").run(feeds)[0]
+    assert np.array_equal(cpu.view(np.int32), ref.view(np.int32)), f"CPU backend: {int(np.sum(cpu != ref))} differ"
