@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["stride_k", "mlas_plan", "fma_f32", "mlas_conv2d_nhwc", "mlas_dense", "transpose_b_block",
-           "transpose_plan", "mlas_conv2d_transpose_nhwc"]
+           "transpose_plan", "mlas_conv2d_transpose_nhwc", "mlas_batch_matmul"]
 
 
 def stride_k(n: int, k: int) -> int:
@@ -238,3 +238,15 @@ def mlas_conv2d_transpose_nhwc(x: np.ndarray, w: np.ndarray, attrs) -> np.ndarra
                               gi * cog:(gi + 1) * cog]
                 view[...] = _add(view, col)
     return canvas[:, t: full_h - b, l: full_w - r, :]
+
+
+def mlas_batch_matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> np.ndarray:
+    """ONNX MatMul of two run-time tensors as onnxruntime runs it: one MlasGemm per batch, or one over all rows
+    of ``a`` when ``b`` has batch 1 (a 2-D right operand). ``a`` [B, M, K], ``b`` [B or 1, K, N] (before the
+    transposes); float32 [B, M, N]."""
+    a = np.swapaxes(a, 1, 2) if transpose_a else a
+    b = np.swapaxes(b, 1, 2) if transpose_b else b
+    nb, m, k = a.shape
+    if b.shape[0] == 1:
+        return mlas_dense(a.reshape(nb * m, k), b[0].T).reshape(nb, m, -1)
+    return np.stack([mlas_dense(a[i], b[i].T) for i in range(nb)]).astype(np.float32)

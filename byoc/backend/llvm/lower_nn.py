@@ -419,6 +419,9 @@ def emit_batch_matmul(ctx, builder, node, a, b, zp_a: int, zp_b: int, out_dtype:
 @lower_kernel("nn.batch_matmul")
 def _batch_matmul(ctx, builder, node, args):
     a, b = args
+    if node.attrs.accumulation == "mlas" and a.dtype == "float32" and (node.attrs.out_dtype or "float32") == "float32":
+        from .mlas_sums import emit_mlas_batch_matmul
+        return emit_mlas_batch_matmul(ctx, builder, node, a, b)
     emit_batch_matmul(ctx, builder, node, a, b, 0, 0, node.attrs.out_dtype or a.dtype)
 
 

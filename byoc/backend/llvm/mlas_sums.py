@@ -262,3 +262,30 @@ def emit_mlas_conv_transpose(ctx, builder: ir.IRBuilder, node, data, weight) -> 
                     v = dot.emit(builder, load_xw)
                     builder.store(builder.fadd(builder.load(total), v), total)
             ctx.emit_output(builder, index(out_layout, N=n.index, H=oy, W=ox.index, C=oc.index), builder.load(total))
+
+
+def emit_mlas_batch_matmul(ctx, builder: ir.IRBuilder, node, a, b) -> None:
+    """``nn.batch_matmul(accumulation="mlas")``: each output element in ``gemm_plan``'s order for its GEMM (one
+    per batch, or one over all rows when ``tensor_b`` has batch 1)."""
+    from .lower_reduce import out_loops
+    at = node.attrs
+    nb, m, n = node.checked_type.shape
+    k_total = a.shape[1] if at.transpose_a else a.shape[2]
+    flat = b.shape[0] == 1 and nb > 1
+    rows = nb * m if flat else m
+    kind, block = gemm_plan(rows, n, k_total)
+    dot = _Dot(builder, kind, block, k_total)
+    with out_loops(ctx, builder, node.checked_type.shape) as oidx:
+        bi, mi, ni = oidx
+        bb = _c(0) if b.shape[0] == 1 else bi
+
+        def load_xw(bld, k, bi=bi, mi=mi, ni=ni, bb=bb):
+            xa = a.load(bld, [bi, k, mi] if at.transpose_a else [bi, mi, k])
+            xb = b.load(bld, [bb, ni, k] if at.transpose_b else [bb, k, ni])
+            return xa, xb
+
+        row_block = None
+        if kind == "tb":
+            row = builder.add(builder.mul(bi, _c(m)), mi) if flat else mi
+            row_block = _row_block(builder, row, rows)
+        ctx.emit_output(builder, oidx, dot.emit(builder, load_xw, row_block))

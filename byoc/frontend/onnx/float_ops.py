@@ -269,10 +269,14 @@ def _matmul(imp, node, attrs):
         if len(ash) != 2:
             out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
         return out
-    return batched_matmul(imp, node, a, imp.expr(node.input[1]))
+    b = imp.expr(node.input[1])
+    # two run-time operands: MlasGemm per batch (one GEMM over all rows for a 2-D right operand)
+    mlas = imp.dtype_of(a) == "float32" and (_not_folded_by_ort(imp, node.input[1])
+                                             or isinstance(imp.values.get(node.input[1]), Expr))
+    return batched_matmul(imp, node, a, b, mlas=mlas)
 
 
-def batched_matmul(imp, node, a, b):
+def batched_matmul(imp, node, a, b, mlas: bool = False):
     """numpy.matmul semantics (1-D operands promoted, batch dimensions broadcast) as one nn.batch_matmul."""
     ash, bsh = tuple(imp.shape_of(a)), tuple(imp.shape_of(b))
     if not ash or not bsh:
@@ -299,7 +303,10 @@ def batched_matmul(imp, node, a, b):
         return _call("reshape", (x,), {"newshape": (own, rows, cols)}, node)
     a3 = to3(a, ash, a3s, m, k)
     b3 = to3(b, bsh, b3s, k, n)
-    out = _call("nn.batch_matmul", (a3, b3), {"transpose_a": False, "transpose_b": False}, node)
+    # onnxruntime's call structure is known for a 2-D right operand or equal batch dimensions (no vectors)
+    mlas = mlas and not a_vec and not b_vec and (len(bsh) == 2 or tuple(a3s[:-2]) == tuple(b3s[:-2]))
+    out = _call("nn.batch_matmul", (a3, b3), {"transpose_a": False, "transpose_b": False,
+                                              **({"accumulation": "mlas"} if mlas else {})}, node)
     shape = batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ())
     return _call("reshape", (out,), {"newshape": shape}, node)
 

@@ -187,3 +187,28 @@ def test_float_conv_transpose_matches_onnxruntime_bit_for_bit(shape, dq_weight):
     assert np.array_equal(got.view(np.int32), ref.view(np.int32)), f"interpreter: {int(np.sum(got != ref))} differ"
     cpu = byoc.build(mod, target="llvm").run(feeds)[0]
     assert np.array_equal(cpu.view(np.int32), ref.view(np.int32)), f"CPU backend: {int(np.sum(cpu != ref))} differ"
+
+
+# (A shape, B shape): attention-style batches, a 2-D right operand (one GEMM over all rows), M = 1 per batch,
+# N = 1 per batch, 2-D, one row
+BATCHED = [((2, 4, 8, 16), (2, 4, 16, 8)), ((3, 5, 64), (64, 7)), ((6, 1, 300), (6, 300, 9)),
+           ((4, 7, 200), (4, 200, 1)), ((8, 130), (130, 20)), ((1, 130), (130, 20))]
+
+
+@pytest.mark.parametrize("shapes", BATCHED, ids=lambda s: "x".join(map(str, s[0])) + "-" + "x".join(map(str, s[1])))
+def test_run_time_matmul_matches_onnxruntime_bit_for_bit(shapes):
+    """MatMul of two run-time tensors (attention's Q·Kᵀ and P·V in an int8 QDQ transformer run in float):
+    MlasGemm per batch."""
+    ash, bsh = shapes
+    rng = np.random.default_rng(2)
+    feeds = {"a": rng.normal(0, 1, ash).astype(np.float32), "b": rng.normal(0, 1, bsh).astype(np.float32)}
+    g = h.make_graph([h.make_node("MatMul", ["a", "b"], ["y"])], "mm",
+                     [h.make_tensor_value_info("a", TP.FLOAT, ash), h.make_tensor_value_info("b", TP.FLOAT, bsh)],
+                     [h.make_tensor_value_info("y", TP.FLOAT, None)])
+    data = h.make_model(g, opset_imports=[h.make_opsetid("", 17)]).SerializeToString()
+    ref = _session(data).run(None, feeds)[0]
+    mod, _ = from_onnx(data)
+    assert 'accumulation="mlas"' in str(mod)
+    for name, got in (("interpreter", byoc.evaluate(mod, feeds)[0]),
+                      ("CPU backend", byoc.build(mod, target="llvm").run(feeds)[0])):
+        assert np.array_equal(got.view(np.int32), ref.view(np.int32)), f"{name}: {int(np.sum(got != ref))} differ"
