@@ -1,7 +1,8 @@
 """ONNX: import time of a ResNet-18-sized QDQ model (onnx.helper topology, He-initialised weights, quantized with
 ``onnxruntime.quantization.quantize_static``, int8 activations and per-channel int8 weights, 1x3x224x224), and
-its CPU latency against onnxruntime's (one thread, default optimizations) in the same run. The row also counts
-output mismatches against onnxruntime (the importer follows its fusion rules bit for bit)."""
+its CPU latency against onnxruntime's (one thread, default optimizations) in the same run. The rows also count
+output mismatches against onnxruntime (the importer follows its fusion rules and, for the groups onnxruntime
+leaves in float, MLAS's float32 summation order, bit for bit)."""
 from __future__ import annotations
 
 import pathlib
@@ -110,8 +111,8 @@ def run() -> list[dict]:
     return [{"name": "from_onnx ResNet-18 QDQ (int8, per-channel, 224x224)", "value": imp_ms, "unit": "ms"},
             {"name": "CPU latency ResNet-18 QDQ, one thread", "value": cpu_ms, "unit": "ms",
              "peer": "onnxruntime 1 thread (ORT_ENABLE_ALL)", "peer_value": ort_ms, "ratio": cpu_ms / ort_ms},
-            {"name": "ResNet-18 QDQ int8-activation output mismatches vs onnxruntime (of 1000; 11 convs run in "
-                     "float there, MLAS NCHWc summation order not reproduced)", "value": mismatches, "unit": ""},
+            {"name": "ResNet-18 QDQ int8-activation output mismatches vs onnxruntime, CPU backend (of 1000; 11 convs "
+                     "run in float there, in MLAS's summation order)", "value": mismatches, "unit": ""},
             {"name": "ResNet-18 QDQ uint8-activation output mismatches vs onnxruntime (of 1000; all convs fused)",
              "value": mismatches_u8, "unit": ""}]
 

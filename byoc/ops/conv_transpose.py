@@ -33,9 +33,14 @@ class Conv2DTransposeAttrs(Attrs):
     kernel_layout: str = "IOHW"
     out_layout: str = ""
     out_dtype: str = ""
+    # "" sums in float64; "mlas": onnxruntime's float32 GEMM-then-col2im order (ops/mlas_order.py)
+    accumulation: str = ""
 
     def __post_init__(self):
         Attrs.__post_init__(self)
+        if self.accumulation not in ("", "mlas"):
+            from ..errors import IRError
+            raise IRError(f"conv2d_transpose: unknown accumulation {self.accumulation!r}", hint='use "" or "mlas"')
         object.__setattr__(self, "strides", _pair(self.strides))
         object.__setattr__(self, "dilation", _pair(self.dilation))
         object.__setattr__(self, "output_padding", _pair(self.output_padding))
@@ -114,6 +119,11 @@ _rel = data_weight_rel("nn.conv2d_transpose", conv2d_transpose_out_type)
 def _compute(args, attrs):
     x, w = args
     out_dtype = np.dtype(attrs.out_dtype or x.dtype.name)
+    if attrs.accumulation == "mlas" and x.dtype == np.float32 and out_dtype == np.float32:
+        from .mlas_order import mlas_conv2d_transpose_nhwc
+        wk = w.transpose(_kernel_perm("nn.conv2d_transpose", attrs.kernel_layout)).astype(np.float32)
+        out = mlas_conv2d_transpose_nhwc(to_nhwc(x, attrs.data_layout).astype(np.float32), wk, attrs)
+        return from_nhwc(out, attrs.out_layout or attrs.data_layout)
     out = conv2d_transpose_compute(x, w, attrs)
     if x.dtype.kind in "iu":
         from ..quant.fixedpoint import wrap32

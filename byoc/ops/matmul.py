@@ -32,6 +32,15 @@ class BatchMatmulAttrs(Attrs):
     out_dtype: str = ""
     transpose_a: bool = False
     transpose_b: bool = True
+    # "": float32 sequential sums; "mlas": onnxruntime's MlasGemm order per batch (one GEMM over all rows when
+    # tensor_b has batch 1), ops/mlas_order.py
+    accumulation: str = ""
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        if self.accumulation not in ("", "mlas"):
+            from ..errors import IRError
+            raise IRError(f"batch_matmul: unknown accumulation {self.accumulation!r}", hint='use "" or "mlas"')
 
 
 def batch_matmul_out_type(name: str, a: TensorType, b: TensorType, attrs, out_dtype: str) -> TensorType:
@@ -87,6 +96,9 @@ def _compute(args, attrs):
     a, b = args
     out_dtype = attrs.out_dtype or a.dtype.name
     if a.dtype.kind == "f":
+        if attrs.accumulation == "mlas" and a.dtype == np.float32 and out_dtype == "float32":
+            from .mlas_order import mlas_batch_matmul
+            return mlas_batch_matmul(a, b, attrs.transpose_a, attrs.transpose_b)
         return batch_matmul_float(a, b, attrs).astype(out_dtype)
     return batch_matmul_int(a, b, attrs).astype(out_dtype)
 

@@ -44,9 +44,14 @@ class Conv2DAttrs(Attrs):
     kernel_layout: str = "OIHW"
     out_layout: str = ""
     out_dtype: str = ""
+    # "" sums in float64 and rounds once; "mlas" follows onnxruntime's float32 MLAS order (ops/mlas_order.py)
+    accumulation: str = ""
 
     def __post_init__(self):
         Attrs.__post_init__(self)
+        if self.accumulation not in ("", "mlas"):
+            from ..errors import IRError
+            raise IRError(f"conv2d: unknown accumulation {self.accumulation!r}", hint='use "" or "mlas"')
         object.__setattr__(self, "strides", _pair(self.strides))
         object.__setattr__(self, "dilation", _pair(self.dilation))
         object.__setattr__(self, "padding", normalize_padding(self.padding))
@@ -109,11 +114,22 @@ def _conv2d_compute(args, attrs):
     x, w = args
     out_dtype = np.dtype(attrs.out_dtype or x.dtype.name)
     integer = x.dtype.kind in "iu"
+    if attrs.accumulation == "mlas" and x.dtype == np.float32 and out_dtype == np.float32:
+        return _mlas_conv2d(x, w, attrs)
     out = conv2d_compute(x, w, attrs, integer)
     if integer:
         from ..quant.fixedpoint import wrap32
         return wrap32(out).astype(out_dtype)
     return out.astype(out_dtype)
+
+
+def _mlas_conv2d(x, w, attrs):
+    from .mlas_order import mlas_conv2d_nhwc
+    xn = pad_nhwc(to_nhwc(x, attrs.data_layout), attrs.padding, 0)
+    wk = kernel_to_hwio(w, attrs.kernel_layout, attrs.groups, xn.shape[3])
+    pointwise = wk.shape[:2] == (1, 1) and attrs.strides == (1, 1) and attrs.padding == (0, 0, 0, 0)
+    out = mlas_conv2d_nhwc(xn, wk, attrs.strides, attrs.dilation, attrs.groups, pointwise)
+    return from_nhwc(out, attrs.out_layout or attrs.data_layout)
 
 
 register_op("nn.conv2d", ("data", "weight"), attrs=Conv2DAttrs, rel=_conv2d_rel,
@@ -250,6 +266,14 @@ def _norm_axis(op: str, arg: str, axis: int, ndim: int) -> int:
 class DenseAttrs(Attrs):
     units: int | None = None
     out_dtype: str = ""
+    # "" : numpy's float32 matmul; "mlas": onnxruntime's MlasGemm float32 order (ops/mlas_order.py)
+    accumulation: str = ""
+
+    def __post_init__(self):
+        Attrs.__post_init__(self)
+        if self.accumulation not in ("", "mlas"):
+            from ..errors import IRError
+            raise IRError(f"dense: unknown accumulation {self.accumulation!r}", hint='use "" or "mlas"')
 
 
 def dense_out_type(name: str, data: TensorType, weight: TensorType, attrs: DenseAttrs, out_dtype: str) -> TensorType:
@@ -274,6 +298,9 @@ def _dense_compute(args, attrs):
         from ..quant.fixedpoint import wrap32
         from .kernels import exact_int_matmul
         return wrap32(exact_int_matmul(x, w.T)).astype(out_dtype)
+    if attrs.get("accumulation") == "mlas" and x.dtype == np.float32 and out_dtype == np.float32:
+        from .mlas_order import mlas_dense
+        return mlas_dense(x, w)
     return np.matmul(x, w.T).astype(out_dtype)
 
 

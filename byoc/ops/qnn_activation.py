@@ -168,6 +168,8 @@ def _lut_rel(name):
         if attrs.rounding == "ONNX" and name != "qnn.sigmoid":
             raise fail(name, "rounding", "TFLITE or TFLM (onnxruntime has no quantized tanh kernel)", "ONNX")
         allowed = ("int8",) if attrs.rounding == "TFLM" else ("int8", "uint8")
+        if attrs.rounding == "ONNX":  # onnxruntime's float path on 16-bit QDQ tensors, tabulated (65,536 values)
+            allowed = ("int8", "uint8", "int16", "uint16")
         expect_dtype(name, "data", data, allowed)
         return data
     return rel
@@ -252,8 +254,8 @@ class QnnLeakyReluAttrs(Attrs):
 
 def _leaky_relu_rel(types, attrs):
     data = _unary_operands("qnn.leaky_relu", types, _UNARY_ARGS)
-    expect_dtype("qnn.leaky_relu", "data", data, ("int8", "uint8") if attrs.rounding == "ONNX" else
-                 ("int8", "uint8", "int16"))
+    expect_dtype("qnn.leaky_relu", "data", data, ("int8", "uint8", "int16", "uint16") if attrs.rounding == "ONNX"
+                 else ("int8", "uint8", "int16"))
     return data
 
 

@@ -10,11 +10,13 @@ __all__ = ["conv2d", "pad", "bias_add", "relu", "batch_norm", "dense", "max_pool
 
 
 def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
-           kernel_size=None, data_layout="NCHW", kernel_layout="OIHW", out_layout="", out_dtype=""):
+           kernel_size=None, data_layout="NCHW", kernel_layout="OIHW", out_layout="", out_dtype="", *,
+           accumulation=""):
+    # accumulation: byoc's extension ("mlas": onnxruntime's float32 summation order, byoc/ops/mlas_order.py)
     return make_call("nn.conv2d", (data, weight), dict(
         strides=strides, padding=padding, dilation=dilation, groups=groups, channels=channels,
         kernel_size=kernel_size, data_layout=data_layout, kernel_layout=kernel_layout, out_layout=out_layout,
-        out_dtype=out_dtype))
+        out_dtype=out_dtype, accumulation=accumulation))
 
 
 def pad(data, pad_width, pad_value=0, pad_mode="constant"):
@@ -35,8 +37,9 @@ def batch_norm(data, gamma, beta, moving_mean, moving_var, axis=1, epsilon=1e-5,
     return TupleWrapper(call, 3)
 
 
-def dense(data, weight, units=None, out_dtype=""):
-    return make_call("nn.dense", (data, weight), dict(units=units, out_dtype=out_dtype or ""))
+def dense(data, weight, units=None, out_dtype="", *, accumulation=""):
+    return make_call("nn.dense", (data, weight), dict(units=units, out_dtype=out_dtype or "",
+                                                      accumulation=accumulation))
 
 
 def max_pool2d(data, pool_size=(1, 1), strides=(1, 1), dilation=(1, 1), padding=(0, 0), layout="NCHW",
@@ -79,11 +82,11 @@ def batch_flatten(data):
 
 def conv2d_transpose(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
                      kernel_size=None, data_layout="NCHW", kernel_layout="IOHW", out_layout="",
-                     output_padding=(0, 0), out_dtype=""):
+                     output_padding=(0, 0), out_dtype="", *, accumulation=""):
     return make_call("nn.conv2d_transpose", (data, weight), dict(
         strides=strides, padding=padding, dilation=dilation, groups=groups, channels=channels,
         kernel_size=kernel_size, data_layout=data_layout, kernel_layout=kernel_layout, out_layout=out_layout,
-        output_padding=output_padding, out_dtype=out_dtype or ""))
+        output_padding=output_padding, out_dtype=out_dtype or "", accumulation=accumulation))
 
 
 def depth_to_space(data, block_size, layout="NCHW", mode="DCR"):
@@ -94,11 +97,12 @@ def space_to_depth(data, block_size, layout="NCHW"):
     return make_call("nn.space_to_depth", (data,), dict(block_size=int(block_size), layout=layout))
 
 
-def batch_matmul(tensor_a, tensor_b, out_dtype="", transpose_a=False, transpose_b=True):
+def batch_matmul(tensor_a, tensor_b, out_dtype="", transpose_a=False, transpose_b=True, *, accumulation=""):
     """TVM's ``nn.batch_matmul``: [B, M, K] × [B, N, K]ᵀ by default (transpose_b=True)."""
     return make_call("nn.batch_matmul", (tensor_a, tensor_b), dict(out_dtype=out_dtype or "",
                                                                   transpose_a=bool(transpose_a),
-                                                                  transpose_b=bool(transpose_b)))
+                                                                  transpose_b=bool(transpose_b),
+                                                                  accumulation=accumulation))
 
 
 def mirror_pad(data, pad_width, mode="SYMMETRIC"):

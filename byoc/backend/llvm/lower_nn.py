@@ -145,6 +145,9 @@ def _conv2d(ctx, builder, node, args):
     out_dtype = node.attrs.out_dtype or data.dtype
     floating = is_float(data.dtype)
     weight, attrs = grouped_hwio_kernel(ctx, data, weight, node.attrs)
+    if attrs.accumulation == "mlas" and data.dtype == "float32" and out_dtype == "float32":
+        from .mlas_sums import emit_mlas_conv
+        return emit_mlas_conv(ctx, builder, node, data, weight, attrs)
     emit_generic_conv(ctx, builder, node, data, weight, 0, 0, "float64" if floating else "int32", out_dtype,
                       attrs)
 
@@ -280,6 +283,9 @@ def emit_generic_dense(ctx, builder, node, data, weight, zp_in: int, zp_w: np.nd
 @lower_kernel("nn.dense")
 def _dense(ctx, builder, node, args):
     data, weight = args
+    if node.attrs.accumulation == "mlas" and data.dtype == "float32" and (node.attrs.out_dtype or "float32") == "float32":
+        from .mlas_sums import emit_mlas_dense
+        return emit_mlas_dense(ctx, builder, node, data, weight)
     emit_generic_dense(ctx, builder, node, data, weight, 0, np.zeros(1, np.int64), is_float(data.dtype),
                        node.attrs.out_dtype or data.dtype)
 
@@ -363,6 +369,10 @@ def emit_conv_transpose(ctx, builder, node, data, weight, zp_in: int, zp_w: np.n
 @lower_kernel("nn.conv2d_transpose")
 def _conv2d_transpose(ctx, builder, node, args):
     data, weight = args
+    if node.attrs.accumulation == "mlas" and data.dtype == "float32" and \
+            (node.attrs.out_dtype or "float32") == "float32":
+        from .mlas_sums import emit_mlas_conv_transpose
+        return emit_mlas_conv_transpose(ctx, builder, node, data, weight)
     emit_conv_transpose(ctx, builder, node, data, weight, 0, np.zeros(1), is_float(data.dtype),
                         node.attrs.out_dtype or data.dtype)
 
@@ -409,6 +419,9 @@ def emit_batch_matmul(ctx, builder, node, a, b, zp_a: int, zp_b: int, out_dtype:
 @lower_kernel("nn.batch_matmul")
 def _batch_matmul(ctx, builder, node, args):
     a, b = args
+    if node.attrs.accumulation == "mlas" and a.dtype == "float32" and (node.attrs.out_dtype or "float32") == "float32":
+        from .mlas_sums import emit_mlas_batch_matmul
+        return emit_mlas_batch_matmul(ctx, builder, node, a, b)
     emit_batch_matmul(ctx, builder, node, a, b, 0, 0, node.attrs.out_dtype or a.dtype)
 
 

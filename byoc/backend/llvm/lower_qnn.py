@@ -331,14 +331,14 @@ def _dequantize(ctx, builder, node, args):
 # --- table lookups for int8/uint8 activations ----------------------------------------------------------------
 
 def lut_lookup(ctx, builder, x: ir.Value, dtype: str, table: np.ndarray) -> ir.Value:
-    """table[q − qmin] for an 8-bit q; the table is computed at build time."""
+    """table[q − qmin] for an 8- or 16-bit q; the table is computed at build time."""
     lo, _ = int_min_max(dtype)
     idx = builder.sub(_ext64(builder, x, dtype), const_int(I64, lo))
     return ctx.kernel.data(np.ascontiguousarray(table)).load(builder, [idx])
 
 
 def _domain_table(node, dtype: str) -> np.ndarray:
-    """The op's own reference compute over every 8-bit input: the exact definition, tabulated."""
+    """The op's own reference compute over every 8- or 16-bit input: the exact definition, tabulated."""
     lo, hi = int_min_max(dtype)
     domain = np.arange(lo, hi + 1, dtype=np.int64).astype(dtype)
     consts = [np.asarray(a.data) for a in node.args[1:]]
@@ -373,7 +373,7 @@ def _hardswish(ctx, builder, node, args):
 def _leaky_relu(ctx, builder, node, args):
     x, s_in, zp_in, s_out, zp_out = args
     dt = ctx.arg_types[0].dtype
-    if dt in ("int8", "uint8"):
+    if dt in ("int8", "uint8") or node.attrs.rounding == "ONNX":
         return lut_lookup(ctx, builder, x, dt, _domain_table(node, dt))
     from ...quant.params import leaky_relu_params
     p = leaky_relu_params(s_in, node.attrs.alpha, s_out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ModelError
-from ...ir.expr import Span
+from ...ir.expr import Constant, Span
 from ...relay.op import make_call
 from .model import node_label
 
@@ -80,9 +80,16 @@ def _conv_transpose_2d(imp, node, attrs, x, w):
         raise ModelError(f"{node_label(node)}: pads must be 4 non-negative values for 2-D, found {pads}")
     if any(p >= max(s, d) for p, s, d in zip(opad, strides, dil)):
         raise ModelError(f"{node_label(node)}: output_padding {opad} must be smaller than the stride or dilation")
+    from .float_ops import _not_folded_by_ort
+    # a weight that is not an initializer is not prepacked: onnxruntime's GEMM + Col2im order (ops/mlas_order.py)
+    mlas = imp.dtype_of(x) == "float32" and _not_folded_by_ort(imp, node.input[1])
+    wc = imp.constant_value(node.input[1]) if mlas else None
+    if isinstance(wc, np.ndarray) and wc.shape == tuple(ws):
+        w = Constant(wc)
     out = _call("nn.conv2d_transpose", (x, w), dict(
         channels=ws[1] * group, kernel_size=tuple(k), strides=strides, padding=tuple(pads),
-        output_padding=tuple(opad), dilation=dil, groups=group, data_layout="NCHW", kernel_layout="IOHW"), node)
+        output_padding=tuple(opad), dilation=dil, groups=group, data_layout="NCHW", kernel_layout="IOHW",
+        **({"accumulation": "mlas"} if mlas else {})), node)
     if len(node.input) > 2 and node.input[2]:
         out = _call("nn.bias_add", (out, imp.expr(node.input[2])), {"axis": 1}, node)
     return out

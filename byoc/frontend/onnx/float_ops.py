@@ -54,6 +54,15 @@ def _spatial_attrs(node, attrs, rank_needed=2):
     return strides, dil
 
 
+def _not_folded_by_ort(imp, name: str) -> bool:
+    """Whether onnxruntime sees this tensor as a non-constant: a graph input, or a DequantizeLinear output (its
+    constant folding leaves DequantizeLinear nodes alone so that QDQ groups stay recognisable)."""
+    if name in imp.graph_input_names:
+        return True
+    i = imp.producer.get(name)
+    return i is not None and imp.graph.node[i].op_type == "DequantizeLinear"
+
+
 def conv_2d(imp, node, attrs, x, w):
     ins = _inputs(imp, node, 2, 3)
     xs = imp.shape_of(x)
@@ -64,9 +73,15 @@ def conv_2d(imp, node, attrs, x, w):
     strides, dil = _spatial_attrs(node, attrs)
     group = int(attrs.get("group", 1))
     pad = conv_padding(node, attrs, xs[2:], ws[2:], strides, dil)
+    # A weight that is not an initializer (DequantizeLinear of one: the float fallback of a QDQ group) keeps
+    # onnxruntime off its NCHWc kernels: MlasConv's im2col GEMM runs it, whose float32 order byoc follows.
+    mlas = imp.dtype_of(x) == "float32" and _not_folded_by_ort(imp, ins[1])
+    wc = imp.constant_value(ins[1]) if mlas else None
+    if isinstance(wc, np.ndarray) and wc.shape == tuple(ws):
+        w = Constant(wc)  # DequantizeLinear of a constant, as onnxruntime computes it: the CPU kernel's constant
     out = _call("nn.conv2d", (x, w), dict(strides=strides, padding=pad, dilation=dil, groups=group,
                                           channels=ws[0], kernel_size=ws[2:], data_layout="NCHW",
-                                          kernel_layout="OIHW"), node)
+                                          kernel_layout="OIHW", accumulation="mlas" if mlas else ""), node)
     if len(ins) > 2 and ins[2]:
         out = _call("nn.bias_add", (out, imp.expr(ins[2])), {"axis": 1}, node)
     return out
@@ -208,12 +223,12 @@ def _global_avg_pool(imp, node, attrs):
     return _call("nn.global_avg_pool2d", (x,), {"layout": "NCHW"}, node)
 
 
-def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0):
+def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0, mlas=False):
     """a[M, K] @ w_kn[K, N] (+ bias): nn.dense takes the weight as [N, K]."""
     wt = _call("transpose", (w_kn,), {"axes": (1, 0)}, node) if not isinstance(w_kn, np.ndarray) else \
         Constant(np.ascontiguousarray(w_kn.T))
     units = imp.shape_of(wt)[0]
-    out = _call("nn.dense", (a, wt), {"units": units}, node)
+    out = _call("nn.dense", (a, wt), {"units": units, **({"accumulation": "mlas"} if mlas else {})}, node)
     if alpha != 1.0:
         out = _call("multiply", (out, Constant(np.array(alpha, np.float32))), None, node)
     if bias is not None:
@@ -248,14 +263,20 @@ def _matmul(imp, node, attrs):
         if ash[-1] != b.shape[0]:
             raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
         a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (-1, ash[-1])}, node)
-        out = _dense(imp, node, a2, b, None)
+        # B from DequantizeLinear (an unfused QDQ MatMul) is not prepacked: MlasGemm's order (ops/mlas_order.py)
+        mlas = imp.dtype_of(a) == "float32" and _not_folded_by_ort(imp, node.input[1])
+        out = _dense(imp, node, a2, b, None, mlas=mlas)
         if len(ash) != 2:
             out = _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (b.shape[1],)}, node)
         return out
-    return batched_matmul(imp, node, a, imp.expr(node.input[1]))
+    b = imp.expr(node.input[1])
+    # two run-time operands: MlasGemm per batch (one GEMM over all rows for a 2-D right operand)
+    mlas = imp.dtype_of(a) == "float32" and (_not_folded_by_ort(imp, node.input[1])
+                                             or isinstance(imp.values.get(node.input[1]), Expr))
+    return batched_matmul(imp, node, a, b, mlas=mlas)
 
 
-def batched_matmul(imp, node, a, b):
+def batched_matmul(imp, node, a, b, mlas: bool = False):
     """numpy.matmul semantics (1-D operands promoted, batch dimensions broadcast) as one nn.batch_matmul."""
     ash, bsh = tuple(imp.shape_of(a)), tuple(imp.shape_of(b))
     if not ash or not bsh:
@@ -282,7 +303,10 @@ def batched_matmul(imp, node, a, b):
         return _call("reshape", (x,), {"newshape": (own, rows, cols)}, node)
     a3 = to3(a, ash, a3s, m, k)
     b3 = to3(b, bsh, b3s, k, n)
-    out = _call("nn.batch_matmul", (a3, b3), {"transpose_a": False, "transpose_b": False}, node)
+    # onnxruntime's call structure is known for a 2-D right operand or equal batch dimensions (no vectors)
+    mlas = mlas and not a_vec and not b_vec and (len(bsh) == 2 or tuple(a3s[:-2]) == tuple(b3s[:-2]))
+    out = _call("nn.batch_matmul", (a3, b3), {"transpose_a": False, "transpose_b": False,
+                                              **({"accumulation": "mlas"} if mlas else {})}, node)
     shape = batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ())
     return _call("reshape", (out,), {"newshape": shape}, node)
 

@@ -110,9 +110,12 @@ class Importer:
         self.consumers: dict[str, list[int]] = {}
         self.absorbed: set[int] = set()  # node indices folded into an earlier node (membership only)
         self.graph_outputs = {o.name for o in self.graph.output}
+        inits = {t.name for t in self.graph.initializer}
+        self.graph_input_names = {i.name for i in self.graph.input if i.name not in inits}
         self._dequant_memo: dict[int, tuple[QTensor, Expr]] = {}
         self.producer: dict[str, int] = {}
         self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8
+        self.group_output = ""  # the QuantizeLinear output of the QDQ group being fused
 
     # ---------------------------------------------------------------------------------------------- driver
     def run(self) -> IRModule:
@@ -232,6 +235,7 @@ class Importer:
                     out_q = self.quant_params_of(nodes[q_indices[0]])
                     if out_q is not None and all(_same_qparams(out_q, self.quant_params_of(nodes[j]))
                                                  for j in q_indices[1:]) and self._ort_fuses(node, nodes, q_indices[0], out_q):
+                        self.group_output = nodes[q_indices[0]].output[0]  # ort_u8_view reads it
                         res = quant_conv[node.op_type](self, node, attrs, out_q)
                         if res is not None:
                             self._type_check(res, node)
@@ -373,8 +377,9 @@ class Importer:
             if q.per_channel:
                 shape[q.axis] = q.scale.size
             s = q.scale.astype(np.float32).reshape(shape if q.per_channel else ())
-            z = q.zero_point.reshape(shape if q.per_channel else ()).astype(np.int64)
-            return ((data.astype(np.int64) - z).astype(np.float32) * s).astype(np.float32)
+            z = q.zero_point.reshape(shape if q.per_channel else ()).astype(np.int32)
+            wide = np.int64 if data.dtype.itemsize >= 4 else np.int32  # q − zp is exact in int32 below 32 bits
+            return ((data.astype(wide) - z).astype(np.float32) * s).astype(np.float32)
         return v
 
     def const(self, name: str, node, what: str) -> np.ndarray:

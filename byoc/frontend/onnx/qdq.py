@@ -75,6 +75,33 @@ def _dq_input(imp, name) -> QTensor | None:
     return v.q if isinstance(v, Dequantized) else None
 
 
+def _shift_int8(expr: Expr, node, delta: int, dtype: str) -> Expr:
+    """int8 ↔ uint8 with the same real values: q ± 128 (exact through int16)."""
+    wide = _call("add", (_call("cast", (expr,), {"dtype": "int16"}, node), Constant(np.array(delta, np.int16))),
+                 None, node)
+    return _call("cast", (wide,), {"dtype": dtype}, node)
+
+
+def ort_u8_view(imp, node, names, out, build):
+    """Run ``build(inputs, out)`` on the element types onnxruntime sees: where its S8→U8 rewrite made the group
+    uint8 (``ort_fusion``), the int8 inputs and output move to uint8 (q + 128, zero point + 128) and the result
+    back. It matters for kernels that add the zero point in float32 before rounding (QLinearAdd, QLinearMul,
+    QLinearAveragePool): float32(v + zp) rounds differently for zp and zp + 128."""
+    ins = [_dq_input(imp, n) for n in names]
+    u8 = (out[3] == "int8" and imp.ort_type(imp.group_output, "int8") == "uint8"
+          and all(q is not None and q.dtype == "int8" and imp.ort_type(n, "int8") == "uint8"
+                  for n, q in zip(names, ins)))
+    if not u8:
+        return build(ins, out)
+    from dataclasses import replace
+    ins = [replace(q, expr=_shift_int8(q.expr, node, 128, "uint8"), zero_point=q.zero_point + 128, dtype="uint8")
+           for q in ins]
+    y = build(ins, (out[0], out[1] + 128, out[2], "uint8"))
+    if y is None:
+        return None
+    return replace(y, expr=_shift_int8(y.expr, node, -128, "int8"), zero_point=y.zero_point - 128, dtype="int8")
+
+
 def _const_q(q: QTensor | None) -> np.ndarray | None:
     return q.expr.data if q is not None and isinstance(q.expr, Constant) else None
 
@@ -288,11 +315,14 @@ def _qdq_gemm(imp, node, attrs, out):
 
 
 def _qdq_binary(op):
-    def conv(imp, node, attrs, out):
-        a, b = _dq_input(imp, node.input[0]), _dq_input(imp, node.input[1])
+    def build(ins, out, imp=None, node=None):
+        a, b = ins
         if a is None or b is None or a.per_channel or b.per_channel or out[0].size != 1:
             return None
         return binary_chain(imp, node, op, a, b, out)
+
+    def conv(imp, node, attrs, out):
+        return ort_u8_view(imp, node, node.input[:2], out, lambda ins, o: build(ins, o, imp, node))
     return conv
 
 
@@ -304,7 +334,10 @@ def _qdq_gap(imp, node, attrs, out):
 
 
 def _qdq_avg_pool(imp, node, attrs, out):
-    x = _dq_input(imp, node.input[0])
+    return ort_u8_view(imp, node, node.input[:1], out, lambda ins, o: _avg_pool_group(imp, node, attrs, ins[0], o))
+
+
+def _avg_pool_group(imp, node, attrs, x, out):
     if (x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8")
             or len(imp.shape_of(x.expr)) not in (3, 4) or attrs.get("ceil_mode", 0)):
         return None
@@ -391,7 +424,9 @@ def table_activation(op: str, node, attrs, x: QTensor, params, out) -> QTensor:
 def _qdq_table_activation(op):
     def conv(imp, node, attrs, out):
         x = _dq_input(imp, node.input[0])
-        if x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or x.dtype not in ("int8", "uint8"):
+        # 16-bit: onnxruntime runs DQ → float op → Q; the same float32 steps tabulated over all 65,536 inputs
+        if x is None or x.per_channel or out[0].size != 1 or x.dtype != out[3] or \
+                x.dtype not in ("int8", "uint8", "int16", "uint16"):
             return None
         sx, zx = _scalar_params(x, node, "the input")
         return table_activation(op, node, attrs, x, (sx, zx, out[0].reshape(-1)[0], out[1].reshape(-1)[0]), out)

@@ -6,6 +6,11 @@ MobileNetV3):
   ``adaptive_avg_pool2d(x, 1)`` under the dynamo exporter), which the NPU pattern tables take
 * ``HardSigmoid`` ⇒ ``clip(alpha·x + beta, 0, 1)``; ``HardSwish`` ⇒ ``x · clip(x/6 + 1/2, 0, 1)`` — float32 steps
   in the order of ONNX's definition
+* ``Erf`` ⇒ ``erf``; ``Gelu`` (opset 20) ⇒ ONNX's function body in float32 steps: ``0.5·x·(1 + erf(x/√2))``, or
+  with ``approximate="tanh"`` ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``. In a QDQ model both run in float
+  between DequantizeLinear and QuantizeLinear (onnxruntime's CPU provider has no quantized kernel for them); byoc's
+  erf/tanh are correctly rounded where MLAS uses polynomial approximations, so a value at a quantization step's
+  edge can round one step away (float outputs agree within 1e-5)
 """
 from __future__ import annotations
 
@@ -68,5 +73,41 @@ def _hard_swish(imp, node, attrs):
     return _call("multiply", (x, _call("clip", (a,), {"a_min": 0.0, "a_max": 1.0}, node)), None, node)
 
 
+def _float_input(imp, node):
+    if len(node.input) != 1 or not node.input[0]:
+        raise ModelError(f"{node_label(node)} takes one input, found {len(node.input)}")
+    x = imp.expr(node.input[0])
+    dt = imp.dtype_of(x)
+    if dt not in ("float32", "float64"):
+        raise ModelError(f"{node_label(node)}: {node.op_type} of element type {dt} is not supported",
+                         hint="float32 and float64 inputs are")
+    return x, dt
+
+
+def _erf(imp, node, attrs):
+    x, _ = _float_input(imp, node)
+    return _call("erf", (x,), None, node)
+
+
+def _gelu(imp, node, attrs):
+    x, dt = _float_input(imp, node)
+    approx = attrs.get("approximate", "none")
+    approx = approx.decode() if isinstance(approx, bytes) else str(approx)
+
+    def c(v):
+        return Constant(np.asarray(v, dt))
+    if approx == "none":
+        inner = _call("erf", (_call("multiply", (x, c(1 / np.sqrt(2.0))), None, node),), None, node)
+    elif approx == "tanh":
+        x3 = _call("multiply", (_call("multiply", (x, x), None, node), x), None, node)
+        poly = _call("add", (x, _call("multiply", (c(0.044715), x3), None, node)), None, node)
+        inner = _call("tanh", (_call("multiply", (c(np.sqrt(2.0 / np.pi)), poly), None, node),), None, node)
+    else:
+        raise ModelError(f"{node_label(node)}: Gelu approximate={approx!r} is not supported",
+                         hint='ONNX defines "none" and "tanh"')
+    half_x = _call("multiply", (c(0.5), x), None, node)
+    return _call("multiply", (half_x, _call("add", (c(1.0), inner), None, node)), None, node)
+
+
 REDUCE_ACTIVATION_CONVERTERS = {**{op: _reduce for op in _REDUCE_OP}, "HardSigmoid": _hard_sigmoid,
-                                "HardSwish": _hard_swish}
+                                "HardSwish": _hard_swish, "Erf": _erf, "Gelu": _gelu}

@@ -86,6 +86,19 @@ def mlp_skip(seed=0):
     return _model(nodes, inits, [8, 16], "y", [8, 4])
 
 
+def two_branch_add(seed=0):
+    """Two convs of one input, each quantized output read once (onnxruntime rewrites them to uint8), added,
+    multiplied by a constant (float: the constant stays int8) and average-pooled: QLinearAdd and QLinearAveragePool
+    on uint8, whose output zero point enters float32 arithmetic before rounding."""
+    rng = np.random.default_rng(seed)
+    inits = [_w(rng, "w0", (8, 3, 3, 3)), _w(rng, "b0", (8,), .1), _w(rng, "w1", (8, 3, 1, 1)), _w(rng, "b1", (8,), .1),
+             _w(rng, "s2", (1, 8, 1, 1), .5)]
+    nodes = [h.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]), h.make_node("Conv", ["x", "w1", "b1"], ["c1"]),
+             h.make_node("Add", ["c0", "c1"], ["s"]), h.make_node("Mul", ["s", "s2"], ["m"]),
+             h.make_node("AveragePool", ["m"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    return _model(nodes, inits, [1, 3, 12, 12], "y", [1, 8, 6, 6])
+
+
 NETS = {"residual": residual, "concat_branches": concat_branches, "swish": swish, "mlp_skip": mlp_skip}
 
 

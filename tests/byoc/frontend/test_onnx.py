@@ -107,14 +107,14 @@ def test_gemm_alpha_beta_trans_and_old_opset_softmax():
 
 # ------------------------------------------------------------------------------------------------ errors
 def test_unsupported_ops_are_listed_at_once_with_counts_and_names():
-    nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Erf", ["a"], ["b"], name="erf1"),
-             h.make_node("Erf", ["b"], ["c"], name="erf2"), h.make_node("LSTMish", ["c"], ["d"], name="odd"),
+    nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Celu", ["a"], ["b"], name="erf1"),
+             h.make_node("Celu", ["b"], ["c"], name="erf2"), h.make_node("LSTMish", ["c"], ["d"], name="odd"),
              h.make_node("Relu", ["d"], ["y"])]
     model = make_model(nodes, [_vi("x", [1, 4])], [_vi("y", [1, 4])], [])
     with pytest.raises(UnsupportedOpsError) as ei:
         from_onnx(model)
     msg = str(ei.value)
-    assert "Erf ×2: erf1, erf2" in msg and "LSTMish ×1: odd" in msg and "Relu" not in msg.split("hint")[0]
+    assert "Celu ×2: erf1, erf2" in msg and "LSTMish ×1: odd" in msg and "Relu" not in msg.split("hint")[0]
     assert isinstance(ei.value, ModelError)
 
 

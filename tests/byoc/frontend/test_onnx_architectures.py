@@ -49,9 +49,8 @@ def test_dynamo_adaptive_pool_reduce_mean_is_a_global_pool():
     assert ops.count("nn.global_avg_pool2d") == 2 and "mean" not in ops
 
 
-_QCASES = [(a, c) for a in ("mobilenet_v3_block", "mobilenet_v3_block_opset18", "unet_up")
-           for c in ("int8", "uint8", "uint8-pc", "QOperator-uint8")] + \
-          [("audio_1d", c) for c in ("uint8", "uint8-pc", "QOperator-uint8")]
+_QCASES = [(a, c) for a in ("mobilenet_v3_block", "mobilenet_v3_block_opset18", "unet_up", "audio_1d")
+           for c in ("int8", "int8-pc", "uint8", "uint8-pc", "int16", "QOperator-uint8")]
 
 
 @pytest.mark.parametrize("arch, cfg", _QCASES)
@@ -59,8 +58,8 @@ def test_quantized_architecture_bit_exact_and_npu_partition_preserves_it(tmp_pat
     if (arch, cfg) == ("unet_up", "QOperator-uint8"):
         pytest.skip("onnxruntime's optimized session changes this float ConvTranspose by up to 0.026 against its own "
                     "unoptimized session (byoc agrees with the unoptimized one within 2.4e-7): not followed")
-    opts = dict(fmt="QOperator" if cfg.startswith("QOperator") else "QDQ", act=cfg.split("-")[-1]
-                if cfg != "uint8-pc" else "uint8", per_channel=cfg.endswith("-pc"))
+    opts = dict(fmt="QOperator" if cfg.startswith("QOperator") else "QDQ",
+                act=cfg.removeprefix("QOperator-").removesuffix("-pc"), per_channel=cfg.endswith("-pc"))
     q = quantize(ARCHS[arch](), tmp_path, **opts)
     mod, _ = from_onnx(q)
     sess = _sess(q)

@@ -28,7 +28,7 @@ PASS_FLOOR = {"MatMul": (7, 7), "Clip": (12, 12), "Pad": (0, 6), "AveragePool": 
               "ReduceMean": (0, 8), "Shape": (11, 11), "Gather": (4, 4), "HardSigmoid": (4, 4), "HardSwish": (1, 1),
               "Slice": (0, 8), "ConvTranspose": (10, 10), "Resize": (0, 12), "Upsample": (0, 1),
               "LayerNormalization": (19, 19), "DynamicQuantizeLinear": (3, 3), "MatMulInteger": (1, 1),
-              "ConvInteger": (0, 2)}
+              "ConvInteger": (0, 2), "Erf": (1, 1), "Gelu": (4, 4)}
 
 
 @pytest.mark.parametrize("op", sorted(PASS_FLOOR))

@@ -112,3 +112,21 @@ def test_16bit_activation_nets_import_and_run_in_float_like_onnxruntime(tmp_path
         got = byoc.evaluate(mod, {"x": x})[0]
         assert np.abs(got.astype(np.float64) - ref).max() <= step * 2.5
         assert np.mean(got != ref) < 0.15
+
+
+def test_fused_uint8_view_groups_are_exact(tmp_path):
+    """Where onnxruntime's S8→U8 rewrite makes an Add / AveragePool group uint8, byoc runs the kernel on the
+    uint8 view (q + 128, zero point + 128): QLinearAdd, QLinearMul and QLinearAveragePool add the zero point in
+    float32 before rounding (on int8 values with int8 zero points 67 of 5760 outputs differed)."""
+    from onnx_ort_nets import two_branch_add
+    from onnx_models import ort_fused_op_types
+    q = quantize(two_branch_add(), tmp_path, act="int8")
+    assert {"QLinearAdd", "QLinearAveragePool"} <= set(ort_fused_op_types(q, tmp_path))
+    sess = _ort_session(q)
+    mod, _ = from_onnx(q)
+    exe = byoc.build(mod, target="llvm")
+    for s in range(20):
+        x = np.random.default_rng(s).normal(0, 1, (1, 3, 12, 12)).astype(np.float32)
+        ref = sess.run(None, {"x": x})[0]
+        np.testing.assert_array_equal(byoc.evaluate(mod, {"x": x})[0], ref)
+        np.testing.assert_array_equal(exe.run({"x": x})[0], ref)
