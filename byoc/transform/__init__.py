@@ -23,6 +23,9 @@ from .convert_layout import ConvertLayout
 from .forward_fold_scale_axis import ForwardFoldScaleAxis
 from .backward_fold_scale_axis import BackwardFoldScaleAxis
 from .fold_scale_axis import FoldScaleAxis
+from .combine_parallel_conv2d import CombineParallelConv2D
+from .combine_parallel_dense import CombineParallelDense
+from .combine_parallel_batch_matmul import CombineParallelBatchMatmul
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
@@ -32,4 +35,5 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
            "FuseOps", "DefuseOps", "PrintIR",
            "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout",
-           "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "FoldScaleAxis"]
+           "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "FoldScaleAxis",
+           "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul"]
