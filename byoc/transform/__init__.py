@@ -26,6 +26,8 @@ from .fold_scale_axis import FoldScaleAxis
 from .combine_parallel_conv2d import CombineParallelConv2D
 from .combine_parallel_dense import CombineParallelDense
 from .combine_parallel_batch_matmul import CombineParallelBatchMatmul
+from .simplify_expr import SimplifyExpr, SimplifyExprPostAlterOp
+from .canonicalize_cast import CanonicalizeCast
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
@@ -36,4 +38,5 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "FuseOps", "DefuseOps", "PrintIR",
            "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout",
            "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "FoldScaleAxis",
-           "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul"]
+           "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
+           "SimplifyExpr", "SimplifyExprPostAlterOp", "CanonicalizeCast"]
