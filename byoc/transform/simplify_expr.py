@@ -24,12 +24,25 @@ def _untyped_children(node: Expr) -> tuple[Expr, ...]:
     return tuple(c for c in children(node) if c._checked_type is None)  # type: ignore[attr-defined]
 
 
+_BY_OP: dict[tuple[int, str], tuple] = {}
+
+
+def _rules_for(name: str, rules) -> tuple:
+    key = (id(rules), name)
+    found = _BY_OP.get(key)
+    if found is None:
+        from ..ops.registry import FusionKind, get_op_def
+        broadcast = get_op_def(name).fusion == FusionKind.BROADCAST
+        found = _BY_OP[key] = tuple(r for r in rules if (name in r.ops if r.ops is not None else broadcast))
+    return found
+
+
 def _apply(pre: Expr, new: Expr, rules, depth: int) -> Expr:
     """``new`` rewritten by the first applicable rule until none applies."""
     for _ in range(_MAX_REWRITES_PER_NODE):
         if type(new) is not Call or type(new.op) is not Op:
             return new
-        for rule in rules:
+        for rule in _rules_for(new.op.name, rules):
             out = rule(pre, new)
             if out is not None and out is not new:
                 new = _settle(out, rules, depth + 1)

@@ -21,6 +21,14 @@ from .scale_axis import op_call, op_name
 __all__ = ["SIMPLIFY_EXPR_RULES", "POST_ALTER_OP_RULES"]
 
 
+def _on(*ops: str):
+    """The ops a rule can apply to (none named: every broadcast op); the engine only tries matching rules."""
+    def mark(rule):
+        rule.ops = ops or None
+        return rule
+    return mark
+
+
 def _t(e: Expr) -> TensorType | None:
     t = e._checked_type  # type: ignore[attr-defined]
     return t if isinstance(t, TensorType) else None
@@ -48,6 +56,7 @@ def _fold(name: str, a: Expr, b: Expr) -> Expr:
 
 
 # --- concretize *_like
+@_on("zeros_like", "ones_like")
 def concretize_zeros_like(pre: Call, post: Call) -> Expr | None:
     if op_name(post) in ("zeros_like", "ones_like") and (t := _t(pre)) is not None:
         return op_call(op_name(post)[:-5], (), shape=t.shape, dtype=t.dtype)  # type: ignore[index]
@@ -55,6 +64,7 @@ def concretize_zeros_like(pre: Call, post: Call) -> Expr | None:
 
 
 # --- add(x, x) -> x * 2
+@_on("add")
 def simplify_add(pre: Call, post: Call) -> Expr | None:
     if op_name(post) == "add" and post.args[0] is post.args[1] and (t := _t(pre)) is not None:
         return op_call("multiply", (post.args[0], _const(2, t.dtype)))
@@ -62,6 +72,7 @@ def simplify_add(pre: Call, post: Call) -> Expr | None:
 
 
 # --- n / sqrt(x) -> n * rsqrt(x)
+@_on("divide")
 def simplify_rsqrt(pre: Call, post: Call) -> Expr | None:
     if op_name(post) == "divide" and op_name(post.args[1]) == "sqrt":
         return op_call("multiply", (post.args[0], op_call("rsqrt", (post.args[1].args[0],))))
@@ -72,6 +83,7 @@ def simplify_rsqrt(pre: Call, post: Call) -> Expr | None:
 _IDENTITY = {"add": (0, "zeros"), "subtract": (0, "zeros"), "multiply": (1, "ones"), "divide": (1, "ones")}
 
 
+@_on("add", "subtract", "multiply", "divide")
 def eliminate_identity(pre: Call, post: Call) -> Expr | None:
     spec = _IDENTITY.get(op_name(post))  # type: ignore[arg-type]
     if spec is None:
@@ -86,6 +98,7 @@ def eliminate_identity(pre: Call, post: Call) -> Expr | None:
 
 
 # --- reshape(reshape(x)) -> reshape(x)
+@_on("reshape")
 def simplify_reshape(pre: Call, post: Call) -> Expr | None:
     if op_name(post) == "reshape" and op_name(post.args[0]) == "reshape" and (t := _t(pre)) is not None:
         return op_call("reshape", (post.args[0].args[0],), newshape=t.shape)
@@ -146,6 +159,7 @@ def _fold_rank_changing(post: Call, inner: Call, x: Expr) -> Expr | None:
 
 
 # --- transpose / layout_transform of transpose / layout_transform -> one of them
+@_on("transpose", "layout_transform")
 def simplify_transpose(pre: Call, post: Call) -> Expr | None:
     if op_name(post) not in _TRANSPOSES or op_name(inner := post.args[0]) not in _TRANSPOSES:
         return None
@@ -160,6 +174,7 @@ def simplify_transpose(pre: Call, post: Call) -> Expr | None:
 
 
 # --- a transpose that keeps every axis in place -> its input
+@_on("transpose", "layout_transform")
 def simplify_noop_transpose(pre: Call, post: Call) -> Expr | None:
     name = op_name(post)
     if name == "layout_transform":
@@ -170,6 +185,7 @@ def simplify_noop_transpose(pre: Call, post: Call) -> Expr | None:
 
 
 # --- cast to the dtype it already has
+@_on("cast")
 def simplify_same_cast(pre: Call, post: Call) -> Expr | None:
     if op_name(post) == "cast" and _t(post.args[0]) is not None and _t(post.args[0]).dtype == _t(pre).dtype:
         return post.args[0]
@@ -199,6 +215,7 @@ def _exact_cast(src: str, dst: str) -> bool:
 
 
 # --- cast(cast(x, wider), t) -> cast(x, t)
+@_on("cast")
 def simplify_consecutive_cast(pre: Call, post: Call) -> Expr | None:
     if op_name(post) != "cast" or op_name(inner := post.args[0]) != "cast":
         return None
@@ -225,6 +242,7 @@ def _holds(dtype: str, lo: float, hi: float) -> bool:
 
 # --- cast(...cast(clip(x))): casts that cannot change the clipped values go (TVM drops every cast whose dtype holds
 # the clip range, which can change values, e.g. after a wrapping cast; here the values are tracked cast by cast)
+@_on("cast")
 def simplify_clip_and_consecutive_cast(pre: Call, post: Call) -> Expr | None:
     if op_name(post) != "cast":
         return None
@@ -284,6 +302,7 @@ def simplify_clip_and_consecutive_cast(pre: Call, post: Call) -> Expr | None:
 
 
 # --- clip whose bounds cover the whole dtype -> its input
+@_on("clip")
 def simplify_clip(pre: Call, post: Call) -> Expr | None:
     if op_name(post) != "clip" or (t := _t(pre)) is None:
         return None
@@ -298,6 +317,7 @@ def simplify_clip(pre: Call, post: Call) -> Expr | None:
 
 
 # --- broadcast op with zeros / ones (of any shape) -> the same op with a scalar
+@_on()
 def full_elementwise(pre: Call, post: Call) -> Expr | None:
     from ..ops.registry import FusionKind, get_op_def
     name = op_name(post)
@@ -314,6 +334,7 @@ def full_elementwise(pre: Call, post: Call) -> Expr | None:
 
 
 # --- (x + c1) * c2 -> x * c2 + (c1 * c2)
+@_on("multiply")
 def switch_add_multiply(pre: Call, post: Call) -> Expr | None:
     if op_name(post) != "multiply":
         return None
@@ -327,6 +348,7 @@ def switch_add_multiply(pre: Call, post: Call) -> Expr | None:
 
 
 # --- (x * c1) * c2 -> x * (c1 * c2); (x + c1) + c2 -> x + (c1 + c2)
+@_on("add", "multiply")
 def simplify_adjacent_multiply_or_add(pre: Call, post: Call) -> Expr | None:
     name = op_name(post)
     if name not in ("add", "multiply"):
@@ -341,6 +363,7 @@ def simplify_adjacent_multiply_or_add(pre: Call, post: Call) -> Expr | None:
 
 
 # --- argmax / argmin of a dequantize -> of the quantized values (a positive per-tensor scale keeps the order)
+@_on("argmax", "argmin")
 def simplify_dq_arg(pre: Call, post: Call) -> Expr | None:
     if op_name(post) not in ("argmax", "argmin") or op_name(post.args[0]) != "qnn.dequantize":
         return None
@@ -370,6 +393,7 @@ def _binomial_term(e: Expr):
 
 
 # --- a·x² + b·xy + c·y² with real roots -> a·(x + r1·y)·(x + r2·y)
+@_on("add")
 def simplify_binomial(pre: Call, post: Call) -> Expr | None:
     if op_name(post) != "add" or (t := _t(pre)) is None or t.dtype not in ("int32", "float32", "float64"):
         return None
