@@ -87,6 +87,14 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _yes("tvm.relay.transform.InferType tvm.relay.transform.MergeComposite tvm.relay.transform.AnnotateTarget "
            "tvm.relay.transform.MergeCompilerRegions tvm.relay.transform.PartitionGraph "
            "tvm.relay.transform.FoldConstant tvm.relay.transform.SimplifyInference")
+    + _yes("tvm.relay.transform.ForwardFoldScaleAxis tvm.relay.transform.BackwardFoldScaleAxis "
+           "tvm.relay.transform.FoldScaleAxis")
+    + _yes("tvm.relay.transform.CombineParallelConv2D tvm.relay.transform.CombineParallelDense "
+           "tvm.relay.transform.CombineParallelBatchMatmul tvm.relay.transform.CanonicalizeCast "
+           "tvm.relay.transform.SimplifyExprPostAlterOp")
+    + _partial("tvm.relay.transform.SimplifyExpr", "TVM's rewrites for the ops byoc has; where TVM's rewrite "
+               "can change values (int8->uint8->int32 casts, clip then casts after a wrap, argmax of a "
+               "dequantize with a negative scale) only the value-preserving cases are rewritten")
     + _yes("tvm.relay.dataflow_pattern.is_op tvm.relay.dataflow_pattern.wildcard "
            "tvm.relay.dataflow_pattern.is_constant tvm.relay.dataflow_pattern.DFPatternCallback "
            "tvm.relay.dataflow_pattern.rewrite")
