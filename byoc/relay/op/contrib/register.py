@@ -16,5 +16,12 @@ def register_pattern_table(compiler: str, table=None):
 
 def get_pattern_table(compiler: str):
     """The table registered for ``compiler`` (built-in tables load on first request), or None."""
-    from patterns.registry import get_pattern_table as get
+    from patterns.registry import get_pattern_table as get, table_functions
+    if compiler in _TVM_TABLES and compiler not in table_functions():
+        import importlib
+        importlib.import_module(_TVM_TABLES[compiler])  # registers on import, as TVM's contrib package does
     return get(compiler)
+
+
+# TVM's own tables that byoc carries, loaded when TVM's spelling asks for them.
+_TVM_TABLES = {"dnnl": "byoc.relay.op.contrib.dnnl"}
