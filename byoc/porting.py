@@ -102,6 +102,8 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
                "the table function runs on first use")
     + _yes("tvm.relay.op.contrib.register.get_pattern_table tvm.relay.op.contrib.get_pattern_table")
     + _yes("tvm.relay.op.strategy.generic.is_depthwise_conv2d")
+    + _partial("tvm.relay.op.contrib.dnnl.pattern_table", "partitioning only (no DNNL runtime); entries for "
+               "conv1d / conv3d / conv3d_transpose are absent (no such ops)")
     + _partial("tvm.relay.op.op_attrs.Conv2DAttrs", "byoc's attribute classes under TVM's names; a TVM class "
                "with no byoc op is an empty class no node's attributes belong to")
     + _yes("tvm.relay.dataflow_pattern.is_tuple tvm.relay.dataflow_pattern.is_expr tvm.relay.analysis.free_vars")

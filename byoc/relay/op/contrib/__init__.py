@@ -6,3 +6,11 @@ project's tables live in the top-level ``patterns`` package and register through
 from .register import get_pattern_table, register_pattern_table
 
 __all__ = ["get_pattern_table", "register_pattern_table"]
+
+
+def __getattr__(name: str):
+    # TVM's contrib package imports its tables; here TVM's own tables load on first use
+    if name == "dnnl":
+        import importlib
+        return importlib.import_module(f"{__name__}.dnnl")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
