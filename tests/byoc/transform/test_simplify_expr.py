@@ -224,3 +224,14 @@ def test_canonicalize_cast_copies_a_shared_upcast():
     down = relay.cast(relay.var("y", shape=(4,)), "int8")  # a down-cast is never copied
     after = transform.CanonicalizeCast()(_fn(relay.Tuple([relay.abs(down), relay.negative(down)])))
     assert _ops(after).count("cast") == 1
+
+
+def test_canonicalize_cast_on_a_100k_node_chain():
+    x = relay.var("x", shape=(4,), dtype="int8")
+    y = x
+    for _ in range(33_334):  # three ops each
+        up = relay.cast(y, "int16")
+        y = relay.cast(relay.add(up, up), "int8")
+    before = _fn(y)
+    after = transform.CanonicalizeCast()(before)
+    assert _ops(after).count("cast") == 3 * 33_334  # each add now reads two copies of its up-cast
