@@ -3,6 +3,7 @@
 TVM's own tables (CMSIS-NN, Ethos-U, Arm Compute Library) import ``register_pattern_table`` from here; this
 project's tables live in the top-level ``patterns`` package and register through the same registry.
 """
+from . import dnnl_op_checks  # noqa: F401 - TVM's target.dnnl checks, registered with relay as in TVM
 from .register import get_pattern_table, register_pattern_table
 
 __all__ = ["get_pattern_table", "register_pattern_table"]

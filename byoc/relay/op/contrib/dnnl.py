@@ -1,6 +1,6 @@
 """``tvm.relay.op.contrib.dnnl``: TVM's DNNL (oneDNN) pattern table and per-op ``target.dnnl`` support checks,
 for the ops byoc has — the partitioning side only (byoc has no DNNL runtime: a module partitioned for ``dnnl``
-partitions, but does not build).
+partitions, but does not build). The per-op checks live in ``dnnl_op_checks.py``, registered with ``relay``.
 
 As in TVM (``python/tvm/relay/op/contrib/dnnl.py`` at 21095b98bb): conv2d / conv2d_transpose / dense, each with
 an optional bias ``add`` and an optional element-wise tail (relu, tanh, sigmoid, clip, gelu, swish, mish), named
@@ -14,32 +14,13 @@ import math
 
 from ...dataflow_pattern import is_constant, is_expr, is_op, wildcard
 from ...expr import const
+from .dnnl_op_checks import SUPPORTED_OPS  # noqa: F401 - registered when relay is imported, as in TVM
 from .register import register_pattern_table
 
 __all__ = ["pattern_table", "make_dnnl_pattern", "make_conv_bias_sum_relu_pattern", "make_dense_bias_sum_pattern",
            "make_qnn_conv2d_pattern", "make_qnn_dense_pattern", "add_checker"]
 
 SUPPORTED_POST_ELTS = ("nn.relu", "tanh", "sigmoid", "clip", "gelu", "swish", "mish", None)
-
-_OPS = ("nn.batch_norm", "nn.conv2d", "nn.conv2d_transpose", "nn.dense", "nn.max_pool2d", "nn.avg_pool2d",
-        "nn.global_avg_pool2d", "abs", "clip", "exp", "log", "sqrt", "round", "nn.relu", "nn.leaky_relu", "tanh",
-        "sigmoid", "nn.softmax", "add", "multiply", "nn.batch_matmul")
-
-
-def _register_support(op_name: str) -> None:
-    from ....ops.registry import register_op_attr
-
-    def supported(expr) -> bool:
-        if any(a.checked_type.dtype == "int64" for a in expr.args):
-            return False  # DNNL has no int64 kernels
-        return not ("pool" in op_name and getattr(expr.attrs, "ceil_mode", False))
-
-    register_op_attr(op_name, "target.dnnl", supported)
-
-
-for _op in _OPS:
-    _register_support(_op)
-
 
 def _eltwise_tail(out, eltwise):
     if eltwise == "gelu":  # x * (erf(x / c1) + c2) * c3
