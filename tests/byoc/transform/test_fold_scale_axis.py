@@ -265,3 +265,23 @@ def test_fold_on_a_100k_node_chain(direction):
     after = p(before)
     assert _ops(after).count("multiply") == 1 and _ops(after)[-1] == ("nn.conv2d" if direction == "forward"
                                                                        else "nn.relu")
+
+
+def test_fold_scale_axis_with_bound_params_leaves_constant_weights():
+    """Weights given as parameters and bound with bind_params_by_name: the folded weight products fold to
+    constants, so no multiply is left."""
+    from byoc.relay.build_module import bind_params_by_name
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    w = relay.var("w", shape=(8, 4, 3, 3))
+    s_in, s_out = _pos(4, 1, 1), _pos(8, 1, 1)
+    y = relay.nn.conv2d(relay.nn.relu(relay.multiply(x, relay.const(s_in))), w, channels=8, kernel_size=(3, 3))
+    before = _mod(relay.multiply(relay.nn.relu(y), relay.const(s_out)), [x, w])
+    params = {"w": RNG.normal(size=(8, 4, 3, 3)).astype("float32")}
+    bound = before.copy()
+    bound["main"] = bind_params_by_name(before["main"], params)
+    with tvm.transform.PassContext(opt_level=3):
+        after = transform.FoldScaleAxis()(bound)
+    assert _ops(after) == ["nn.relu", "nn.conv2d", "nn.relu"]
+    data = {"x": RNG.normal(size=(1, 4, 6, 6)).astype("float32")}
+    want = evaluate(before, dict(data, **params))[0]
+    np.testing.assert_allclose(evaluate(after, data)[0], want, rtol=1e-5, atol=1e-5)
