@@ -107,6 +107,14 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _yes("tvm.relay.transform.InferType tvm.relay.transform.MergeComposite tvm.relay.transform.AnnotateTarget "
            "tvm.relay.transform.MergeCompilerRegions tvm.relay.transform.PartitionGraph "
            "tvm.relay.transform.FoldConstant tvm.relay.transform.SimplifyInference")
+    + _yes("tvm.relay.transform.ForwardFoldScaleAxis tvm.relay.transform.BackwardFoldScaleAxis "
+           "tvm.relay.transform.FoldScaleAxis")
+    + _yes("tvm.relay.transform.CombineParallelConv2D tvm.relay.transform.CombineParallelDense "
+           "tvm.relay.transform.CombineParallelBatchMatmul tvm.relay.transform.CanonicalizeCast "
+           "tvm.relay.transform.SimplifyExprPostAlterOp")
+    + _partial("tvm.relay.transform.SimplifyExpr", "TVM's rewrites for the ops byoc has; where TVM's rewrite "
+               "can change values (int8->uint8->int32 casts, clip then casts after a wrap, argmax of a "
+               "dequantize with a negative scale) only the value-preserving cases are rewritten")
     + _yes("tvm.relay.dataflow_pattern.is_op tvm.relay.dataflow_pattern.wildcard "
            "tvm.relay.dataflow_pattern.is_constant tvm.relay.dataflow_pattern.DFPatternCallback "
            "tvm.relay.dataflow_pattern.rewrite")
@@ -114,6 +122,8 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
                "the table function runs on first use")
     + _yes("tvm.relay.op.contrib.register.get_pattern_table tvm.relay.op.contrib.get_pattern_table")
     + _yes("tvm.relay.op.strategy.generic.is_depthwise_conv2d")
+    + _partial("tvm.relay.op.contrib.dnnl.pattern_table", "partitioning only (no DNNL runtime); entries for "
+               "conv1d / conv3d / conv3d_transpose are absent (no such ops)")
     + _partial("tvm.relay.op.op_attrs.Conv2DAttrs", "byoc's attribute classes under TVM's names; a TVM class "
                "with no byoc op is an empty class no node's attributes belong to")
     + _yes("tvm.relay.dataflow_pattern.is_tuple tvm.relay.dataflow_pattern.is_expr tvm.relay.analysis.free_vars")

@@ -20,6 +20,14 @@ from .print_ir import PrintIR
 from .legalize import Legalize, QnnLegalize
 from .canonicalize_ops import CanonicalizeOps
 from .convert_layout import ConvertLayout
+from .forward_fold_scale_axis import ForwardFoldScaleAxis
+from .backward_fold_scale_axis import BackwardFoldScaleAxis
+from .fold_scale_axis import FoldScaleAxis
+from .combine_parallel_conv2d import CombineParallelConv2D
+from .combine_parallel_dense import CombineParallelDense
+from .combine_parallel_batch_matmul import CombineParallelBatchMatmul
+from .simplify_expr import SimplifyExpr, SimplifyExprPostAlterOp
+from .canonicalize_cast import CanonicalizeCast
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
@@ -28,4 +36,7 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "ToGraphNormalForm",
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
            "FuseOps", "DefuseOps", "PrintIR",
-           "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout"]
+           "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout",
+           "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "FoldScaleAxis",
+           "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
+           "SimplifyExpr", "SimplifyExprPostAlterOp", "CanonicalizeCast"]

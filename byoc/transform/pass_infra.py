@@ -222,7 +222,7 @@ class Sequential(Pass):
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         for p in self.passes:
-            if not isinstance(p, Sequential) and not ctx.pass_enabled(p.info):
+            if not ctx.pass_enabled(p.info):  # a nested Sequential too, as in TVM (e.g. FoldScaleAxis)
                 continue
             mod = _run_pass(p, mod, ctx)
         return mod

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ...ir.expr import Call, Expr, Op, Tuple, TupleGetItem, _as_expr
 from ...ops.registry import register_op_attr  # TVM spelling: relay.op.register_op_attr(op, "target.<t>")
 from .op import register_legalize, register_qnn_legalize  # noqa: E402
+from . import contrib  # noqa: E402,F401 - as TVM's relay imports op.contrib (registers target.dnnl checks)
 
 __all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
            "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",

@@ -45,8 +45,15 @@ def test_opt_level_3_runs_tvms_list_in_order():
     ran = [n for n in rec.after if n not in ("InferType", "RelayBuildOptimize", "sequential")]
     # TVM's GetPassPrefix order (RemoveUnusedFunctions ... FoldConstant) then FuseOps, Inline
     expected = ["QnnLegalize", "Legalize", "SimplifyInference", "EliminateCommonSubexpr", "FoldConstant",
-                "CanonicalizeOps", "AlterOpLayout", "FoldConstant", "FuseOps", "Inline"]
+                "BackwardFoldScaleAxis", "ForwardFoldScaleAxis", "FoldConstant", "FoldScaleAxis", "SimplifyExpr",
+                "CanonicalizeCast", "CanonicalizeOps", "AlterOpLayout", "SimplifyExprPostAlterOp", "FoldConstant",
+                "FuseOps", "Inline"]
     assert [n for n in ran if n in expected] == expected
+    # TVM registers the CombineParallel passes at level 4
+    assert not any(n.startswith("CombineParallel") for n in ran)
+    rec, _ = _build_passes(opt_level=4)
+    assert [n for n in rec.after if n.startswith("CombineParallel")] == [
+        "CombineParallelConv2d", "CombineParallelDense", "CombineParallelBatchMatmul"]
 
 
 def test_opt_level_2_skips_level_3_passes_and_disabled_pass_wins():
@@ -148,3 +155,28 @@ def test_qnn_legalize_hook_and_bad_return():
             relay.qnn.transform.Legalize()(mod)
     finally:
         remove_op_attr("qnn.requantize", "FTVMQnnLegalize")
+
+
+def test_build_folds_a_scale_and_honours_disabled_pass():
+    """relay.build at opt_level 3 runs FoldScaleAxis (a per-channel scale goes into the conv weights) unless the
+    PassContext disables it; both builds compute the reference's values."""
+    from byoc.contrib import graph_executor
+    rng = np.random.default_rng(3)
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.const(rng.standard_normal((4, 3, 3, 3)).astype("float32"))
+    scale = relay.const(rng.uniform(0.5, 2, (4, 1, 1)).astype("float32"))
+    y = relay.nn.relu(relay.multiply(relay.nn.conv2d(x, w, padding=(1, 1)), scale))
+    mod = tvm.IRModule.from_expr(relay.Function([x], y))
+    data = rng.standard_normal((1, 3, 8, 8)).astype("float32")
+    ref = tvm.evaluate(mod, {"x": data})[0]
+    for disabled in ([], ["FoldScaleAxis"]):
+        rec = _Recorder()
+        with tvm.transform.PassContext(opt_level=3, disabled_pass=disabled, instruments=[rec]):
+            lib = relay.build(mod, target="llvm")
+        assert ("BackwardFoldScaleAxis" in rec.after) is not bool(disabled)
+        m = graph_executor.GraphModule(lib["default"](tvm.cpu(0)))
+        m.run(x=data)
+        np.testing.assert_allclose(m.get_output(0).numpy(), ref, rtol=1e-5, atol=1e-5)
+    with tvm.transform.PassContext(opt_level=3):
+        opt = transform.Sequential([transform.FoldScaleAxis()])(mod)
+    assert "multiply(" not in opt.astext(show_meta_data=False)

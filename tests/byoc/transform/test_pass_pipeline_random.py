@@ -39,3 +39,23 @@ def test_each_pass_and_the_pipeline_preserve_evaluation(seed, cond):
     verify(out)
     assert "nn.batch_norm" not in count_ops(out["main"])
     _same(byoc.evaluate(out, inputs), expected)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(st.integers(0, 10**6), st.booleans())
+def test_tvm_optimisation_passes_preserve_evaluation(seed, cond):
+    """FoldScaleAxis, CombineParallel*, SimplifyExpr and CanonicalizeCast may reassociate float arithmetic
+    (e.g. (x + c1) * c2 -> x * c2 + c1 * c2), so their results are compared with a tolerance."""
+    from byoc.transform import (BackwardFoldScaleAxis, CanonicalizeCast, CombineParallelBatchMatmul,
+                                CombineParallelConv2D, CombineParallelDense, FoldScaleAxis, ForwardFoldScaleAxis,
+                                SimplifyExpr, SimplifyExprPostAlterOp)
+    mod = InferType()(byoc.IRModule.from_expr(random_program(seed)))
+    inputs = dict(INPUTS, c=np.array(cond))
+    expected = byoc.evaluate(mod, inputs)
+    for p in (ForwardFoldScaleAxis(), BackwardFoldScaleAxis(), FoldScaleAxis(), CombineParallelConv2D(2),
+              CombineParallelDense(2), CombineParallelBatchMatmul(2), SimplifyExpr(), SimplifyExprPostAlterOp(),
+              CanonicalizeCast()):
+        out = p(mod)
+        verify(out)
+        for g, w in zip(byoc.evaluate(out, inputs), expected):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

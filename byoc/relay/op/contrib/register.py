@@ -16,5 +16,14 @@ def register_pattern_table(compiler: str, table=None):
 
 def get_pattern_table(compiler: str):
     """The table registered for ``compiler`` (built-in tables load on first request), or None."""
-    from patterns.registry import get_pattern_table as get
+    from patterns.registry import get_pattern_table as get, register_pattern_table as register, table_functions
+    if compiler in _TVM_TABLES and compiler not in table_functions():
+        import importlib
+        module = importlib.import_module(_TVM_TABLES[compiler])  # registers on first import, as in TVM
+        if compiler not in table_functions():  # imported before, then unregistered (a test's registry copy)
+            register(compiler, module.pattern_table)
     return get(compiler)
+
+
+# TVM's own tables that byoc carries, loaded when TVM's spelling asks for them.
+_TVM_TABLES = {"dnnl": "byoc.relay.op.contrib.dnnl"}
