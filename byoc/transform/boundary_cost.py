@@ -39,7 +39,7 @@ class HostModel:
         from ..ops.macs import macs_of
         total = 0.0
         for u in units:
-            inner = _calls(u.op) if isinstance(u.op, Function) else [u]
+            inner = op_calls(u.op) if isinstance(u.op, Function) else [u]
             m = sum(macs_of(c) for c in inner)
             if m:
                 total += m / self.macs_per_cycle
@@ -67,15 +67,15 @@ def _nbytes(t) -> int:
     return 0
 
 
-def _calls(func: Function) -> list[Call]:
-    """The op calls of a partition, composite bodies included."""
+def op_calls(func: Function) -> list[Call]:
+    """The op calls of a partition, composite bodies included (each once)."""
     out, stack, seen = [], [func.body], set()
     while stack:
-        n = stack.pop()
-        if n in seen:
+        e = stack.pop()
+        if e in seen:
             continue
-        seen.add(n)
-        for m in post_order(n):
+        seen.add(e)
+        for m in post_order(e, enter_functions=False):
             if isinstance(m, Call):
                 if isinstance(m.op, Op):
                     out.append(m)
@@ -159,7 +159,7 @@ def edge_costs(func: Function, symbol: str, codegen, host: HostModel = DEFAULT_H
             continue
         if not any(a in params for a in u.args):
             continue
-        inner = _calls(u.op) if isinstance(u.op, Function) else [u]
+        inner = op_calls(u.op) if isinstance(u.op, Function) else [u]
         if any(macs_of(c) for c in inner) or all(c.op.name in MEMORY_ONLY_OPS for c in inner):
             continue
         new_params = [Var(f"edge_in{i}", getattr(a, "_checked_type", None) or a.type_annotation)

@@ -37,6 +37,7 @@ import numpy as np
 from ..ir.expr import Call, Constant, Expr, Function, Op, Span, Tuple, TupleGetItem, Var
 from ..ir.traversal import children, post_order
 from ..ir.types import TensorType, TupleType
+from .boundary_cost import op_calls
 from .cpu_cost import CpuCostModel
 
 __all__ = ["PlanEstimate", "PlacementPlan", "DeviceModel", "device_model", "unit_npu_cycles", "plan_units",
@@ -321,28 +322,12 @@ def estimate_module(name: str, pmod, dev: DeviceModel, cpu: CpuCostModel,
         npu_cycles += cycles
         moved += _partition_io_bytes(func)
         parts += 1
-        npu_macs += sum(macs_of(c) for c in _all_calls(func))
+        npu_macs += sum(macs_of(c) for c in op_calls(func))
     host = lower_for_host(pmod, None)["main"]
     cpu_s = calls_seconds(cpu, host) + parts * cpu.resume_seconds   # the kernel after each partition runs cold
-    total_macs = npu_macs + sum(macs_of(c) for c in _all_calls(host))
+    total_macs = npu_macs + sum(macs_of(c) for c in op_calls(host))
     return PlanEstimate(name, npu_cycles / dev.clock_hz, cpu_s, moved / dev.bandwidth, moved, parts, npu_macs,
                         total_macs)
-
-
-def _all_calls(func: Function) -> list[Call]:
-    out, stack, seen = [], [func.body], set()
-    while stack:
-        e = stack.pop()
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        for m in post_order(e, enter_functions=False):
-            if isinstance(m, Call):
-                if isinstance(m.op, Op):
-                    out.append(m)
-                elif isinstance(m.op, Function):
-                    stack.append(m.op.body)
-    return out
 
 
 def simulated(func: Function, name: str, dev: DeviceModel, sim_cache: dict) -> tuple[int, object]:
