@@ -41,6 +41,8 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _partial("tvm.tir.IntImm", "an int with .dtype/.value, for function attributes")
     + _partial("tvm.tir.FloatImm", "a float with .dtype/.value")
     + _partial("tvm.tir.StringImm", "a str with .value")
+    + _partial("tvm.script.tir", "only the typed scalar constructors (T.int32(10), T.float32(x), T.bool(b)), giving "
+               "tir immediates")
     + _partial("tvm.target.Target", "kinds are the host (llvm, cpu, c) and registered codegens; \"npu, llvm\" "
                "composes; -key=value options are kept, the host compiles for this machine")
     + _yes("tvm.target.Target.list_kinds")
@@ -144,6 +146,7 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _no("tvm.auto_scheduler", "no tuning: kernels are generated directly")
     + _no("tvm.meta_schedule", "no tuning: kernels are generated directly")
     + _no("tvm.tir.PrimFunc", "TensorIR (PrimFunc, schedules, buffers) has no counterpart")
+    + _no("tvm.script.tir.prim_func", "TVMScript's TensorIR dialect has no counterpart")
     + _no("tvm.tir.Schedule", "TensorIR scheduling has no counterpart")
     + _no("tvm.rpc", "no remote devices: everything runs on the host and the NPU simulator")
     + _no("tvm.micro", "microTVM project generation is not provided")

@@ -64,8 +64,8 @@ FLOAT_ATOL = 1e-9   # TVM's SEqualReduce on doubles
 
 def _fields(x) -> tuple | None:
     """A comparable view of a container: its items, or None for a leaf."""
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__,) + tuple(x)
+    if isinstance(x, (tuple, list)):   # both are TVM's Array: a list equals the tuple of its items
+        return ("array",) + tuple(x)
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return (type(x).__name__,) + tuple(getattr(x, f.name) for f in dataclasses.fields(x))
     if hasattr(x, "items") and callable(x.items):
@@ -113,7 +113,7 @@ def structural_equal(lhs, rhs, map_free_vars: bool = False) -> bool:
         return _same(_module_sigs(lhs, map_free_vars), _module_sigs(rhs, map_free_vars))
     if isinstance(lhs, Expr) and isinstance(rhs, Expr):
         return _same(_signatures(lhs, map_free_vars), _signatures(rhs, map_free_vars))
-    return lhs == rhs
+    return _fuzzy_equal(lhs, rhs)   # attribute values, shapes: lists and tuples are both TVM Arrays
 
 
 def structural_hash(value, map_free_vars: bool = False) -> int:

@@ -222,3 +222,22 @@ def test_graph_json_edges_follow_the_data():
         assert all(e[0] < i for e in n["inputs"])
     assert nodes[head]["op"] == "tvm_op" and len(g["attrs"]["shape"][1]) == len(nodes)
     assert g["attrs"]["shape"][1][head] == [4] and g["attrs"]["dltype"][1][head] == "float32"
+
+
+def test_tvmscript_scalar_constructors_make_tir_immediates():
+    from byoc.relay.dataflow_pattern import ShapePattern, has_shape
+    from byoc.script import tir as T
+    shape = [T.int32(10), T.int64(3)]
+    assert [d.dtype for d in shape] == ["int32", "int64"] and shape == [10, 3]
+    assert T.float32(0.5).dtype == "float32" and T.bool(1).dtype == "bool"
+    pattern = has_shape(shape)
+    assert isinstance(pattern, ShapePattern)
+    tvm.ir.assert_structural_equal(pattern.shape, shape)        # a list equals the tuple of its items (TVM Array)
+    assert not tvm.ir.structural_equal(pattern.shape, [10, 4])
+
+
+def test_tvmscript_programs_are_refused_by_name():
+    from byoc.errors import UnsupportedAPIError
+    from byoc.script import tir as T
+    with pytest.raises(UnsupportedAPIError, match="tvm.script.tir.prim_func"):
+        T.prim_func
