@@ -39,9 +39,13 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
     LayerKind("avg_pool2d", "npu.qnn_avg_pool2d", "cast(int32) → nn.avg_pool2d → cast → [clip]",
               "PPU; NHWC, batch 1, ceil_mode off"),
     LayerKind("max_pool2d", "npu.qnn_max_pool2d", "nn.max_pool2d → [clip]", "PPU; NHWC, batch 1, ceil_mode off"),
-    LayerKind("mean", "npu.qnn_mean", "qnn.mean → [clip]", "PPU; over H and W of an NHWC tensor, batch 1"),
-    LayerKind("sigmoid", "npu.qnn_sigmoid", "qnn.sigmoid → [clip]", "PPU lookup table; int8/uint8"),
-    LayerKind("tanh", "npu.qnn_tanh", "qnn.tanh → [clip]", "PPU lookup table; int8/uint8"),
+    LayerKind("mean", "npu.qnn_mean", "cast(int32) → mean → qnn.requantize (TVM's form), or qnn.mean; → [clip]",
+              "PPU; over H and W of an NHWC tensor, batch 1"),
+    LayerKind("sigmoid", "npu.qnn_sigmoid",
+              "qnn.dequantize → sigmoid → qnn.quantize (TVM's form), or qnn.sigmoid; → [clip]",
+              "PPU lookup table; int8/uint8"),
+    LayerKind("tanh", "npu.qnn_tanh", "qnn.dequantize → tanh → qnn.quantize (TVM's form), or qnn.tanh; → [clip]",
+              "PPU lookup table; int8/uint8"),
     LayerKind("requantize", "npu.qnn_requantize", "qnn.requantize → [clip]",
               "PPU; per-tensor, or per-channel along the last axis"),
     LayerKind("clip", "npu.qnn_clip", "clip, or nn.relu → [clip]", "PPU copy with a clamp"),
@@ -50,7 +54,7 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
               "PPU copies / lookup tables, one block per input; int8/uint8"),
     LayerKind("lut", "elementwise_lut",
               "any chain of elementwise ops on one input, every other operand one constant value (e.g. "
-              "qnn.hardswish, qnn.leaky_relu, qnn.dequantize → … → qnn.quantize)",
+              "TVM's hard-swish and leaky-relu forms qnn.dequantize → … → qnn.quantize, qnn.hardswish)",
               "PPU lookup table: the chain evaluated on all 256 values; int8 → int8 or uint8 → uint8, same shape"),
 )}
 

@@ -19,6 +19,7 @@ from .defuse_ops import DefuseOps
 from .print_ir import PrintIR
 from .legalize import Legalize, QnnLegalize
 from .canonicalize_ops import CanonicalizeOps
+from .canonicalize_qnn import CanonicalizeQnnChains
 from .convert_layout import ConvertLayout
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
@@ -28,4 +29,5 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "ToGraphNormalForm",
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",
            "FuseOps", "DefuseOps", "PrintIR",
-           "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout"]
+           "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout",
+           "CanonicalizeQnnChains"]

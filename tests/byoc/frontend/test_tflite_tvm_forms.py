@@ -146,3 +146,25 @@ def test_npu_tables_offload_the_tvm_forms_and_the_simulator_is_exact(target, opc
         if target == "npu":
             (lit,), _ = litert_run(data, [x])
             assert np.array_equal(got, lit), opcode
+
+
+@pytest.mark.parametrize("opcode, fold_qnn", [("LOGISTIC", True), ("SOFTMAX", True), ("MEAN", True),
+                                              ("MEAN", False)])
+def test_fold_constant_folds_a_chain_on_a_constant_to_the_exact_kernel(opcode, fold_qnn):
+    """Regression: folding op by op computed the float chain (and, without fold_qnn, folded MEAN's cast and mean
+    alone, breaking the chain); the folded value must be LiteRT's."""
+    from byoc.ir.expr import Constant, Function
+    from byoc.transform import FoldConstant, InferType
+    shape = (1, 8, 4, 8)
+    data = _model(opcode, "int8", shape)
+    mod, _ = from_tflite(data)
+    x = _full_range("int8", shape)
+    (ref,), _ = litert_run(data, [x])
+    main = mod["main"]
+    const = byoc.relay.const(x)
+    body = byoc.ir.expr.Call(main.body.op, main.body.args, main.body.attrs, main.body.span)
+    from byoc.transform.bind import bind
+    folded = FoldConstant(fold_qnn=fold_qnn)(InferType()(byoc.IRModule.from_expr(
+        Function([], bind(body, {main.params[0]: const})))))
+    out = folded["main"].body
+    assert isinstance(out, Constant) and np.array_equal(out.data, ref), opcode
