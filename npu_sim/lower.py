@@ -886,7 +886,7 @@ def lower_function(func: Function, name: str = "npu_func", composites: dict[str,
     from byoc.transform.infer_type import infer_expr
     # Composites hold TVM-form chains (dequantize → sigmoid → quantize, cast → mean → requantize, ...); the layer
     # lowerings read the exact integer op each intact chain stands for.
-    func = canonicalize_function(func, retype=False)
+    func = canonicalize_function(func)
     try:
         infer_expr(func)
     except ByocError as e:

@@ -163,43 +163,41 @@ def _has_chains(root: Expr) -> bool:
     return any(chain_kernel(n) for n in post_order(root))
 
 
-def _typed(func: Function) -> bool:
-    return getattr(func.body, "_checked_type", None) is not None
-
-
-def canonicalize_function(func: Function, origin: dict | None = None, retype: bool = True) -> Function:
-    """``func`` (and the functions inside it: composites, partitions) with every intact chain replaced; typed
-    again when it was and ``retype`` (a function that calls no global). ``origin`` (optional) receives
-    ``id(new op) → (new op, chain end)``."""
+def canonicalize_function(func: Function, origin: dict | None = None) -> Function:
+    """``func`` (and the functions inside it: composites, partitions) with every intact chain replaced. The
+    rewrite keeps every type (an integer op has its chain's type), so a typed function stays typed. ``origin``
+    (optional) receives ``id(new op) → (new op, chain end)``."""
     if not _has_chains(func):
         return func
 
     def fn(old: Expr, new: Expr) -> Expr | None:
         out = as_integer_op(new)
-        if out is not None and origin is not None:
-            origin[id(out)] = (out, old)
-        return out
-    out = rewrite_post_order(func, fn)
+        if out is not None:
+            if origin is not None:
+                origin[id(out)] = (out, old)
+            t = getattr(old, "_checked_type", None)
+            if t is not None:
+                out._set_checked_type(t)
+            return out
+        if new is not old and getattr(new, "_checked_type", None) is None:
+            t = getattr(old, "_checked_type", None)
+            if t is not None:
+                new._set_checked_type(t)
+        return None
+    out = rewrite_post_order(func, fn, preserves_types=True)
     assert isinstance(out, Function)
-    if retype and _typed(func):
-        from .infer_type import infer_expr
-        infer_expr(out)
     return out
 
 
 def canonicalize_module(mod: IRModule, origin: dict | None = None) -> IRModule:
     """Every function of ``mod`` canonicalized (partitions included: their codegens run the integer ops)."""
-    changed = {gv: canonicalize_function(f, origin, retype=False) for gv, f in mod.items()
-               if isinstance(f, Function)}
+    changed = {gv: canonicalize_function(f, origin) for gv, f in mod.items() if isinstance(f, Function)}
     if all(changed[gv] is mod[gv] for gv in changed):
         return mod
     out = mod.copy()
     for gv, f in changed.items():
         if f is not mod[gv]:
             out[gv] = f
-    if any(_typed(f) for f in mod.functions.values() if isinstance(f, Function)):
-        from .infer_type import infer_module
-        out = infer_module(out)
     return out
 
 
