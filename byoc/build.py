@@ -205,9 +205,11 @@ def _on_simulator(entry: CodegenEntry) -> bool:
 
 
 def lower_for_host(mod: IRModule, params: dict | None) -> IRModule:
-    """Bind params, unfold CPU composites and infer types: what the CPU executor compiles."""
+    """Bind params, unfold CPU composites, run TVM-form chains as their exact integer kernels and infer types:
+    what the CPU executor compiles."""
+    from .transform.canonicalize_qnn import canonicalize_module
     from .transform.infer_type import InferType
-    return InferType()(inline_composites(bind_params(mod, params)))
+    return InferType()(canonicalize_module(inline_composites(bind_params(mod, params))))
 
 
 class _CallableModule(__import__("types").ModuleType):

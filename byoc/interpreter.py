@@ -232,7 +232,16 @@ def evaluate(mod, inputs: dict | None = None, params: dict | None = None, tap=No
         raise ExecutionError(f"inputs must be a dict of parameter name -> array, got {type(inputs).__name__}",
                              hint="inputs: " + ", ".join(p.name_hint for p in mod["main"].params))
     mod = bind_params(mod, params)
-    func = mod["main"]
-    values = check_inputs(func, dict(inputs or {}))
-    out = Interpreter(mod, tap).call_function(func, values)
+    values = check_inputs(mod["main"], dict(inputs or {}))
+    # TVM-form chains run as the exact integer kernels they name; the tap sees the chain's end call.
+    from .transform.canonicalize_qnn import canonicalize_module
+    origin: dict = {}
+    mod = canonicalize_module(mod, origin if tap is not None else None)
+    if tap is not None and origin:
+        user_tap = tap
+
+        def tap(call, value):
+            hit = origin.get(id(call))
+            user_tap(hit[1] if hit is not None and hit[0] is call else call, value)
+    out = Interpreter(mod, tap).call_function(mod["main"], values)
     return _flatten(out)

@@ -888,7 +888,11 @@ def lower_function(func: Function, name: str = "npu_func", composites: dict[str,
         raise NPUError(f"function {name!r} is for compiler {compiler!r}, not 'npu'",
                        hint="pass a function partitioned with Compiler='npu', or give the NPU compiler that "
                             "target's lowering map (byoc.targets.register_simulator_codegen)")
+    from byoc.transform.canonicalize_qnn import canonicalize_function
     from byoc.transform.infer_type import infer_expr
+    # Composites hold TVM-form chains (dequantize → sigmoid → quantize, cast → mean → requantize, ...); the layer
+    # lowerings read the exact integer op each intact chain stands for.
+    func = canonicalize_function(func)
     try:
         infer_expr(func)
     except ByocError as e:

@@ -12,11 +12,13 @@ import numpy as np
 from byoc.ir.expr import Call, Constant, Expr
 from byoc.ir.types import TensorType
 from byoc.relay.dataflow_pattern import is_constant, is_op, wildcard
-from byoc.relay.dataflow_pattern.check import MatchContext, Rule
+from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule
+from byoc.transform.canonicalize_qnn import as_integer_op, chain_kernel
 
 __all__ = ["ttype", "const_value", "is_scalar", "reduced_axes", "Getter", "capture", "root", "input_of", "dtype_rule",
            "batch_one_rule", "per_tensor_rule", "layout_rule", "fixed_point_rule", "clip_range_rule",
-           "optional_clip", "LITERT_FC_REASON", "QUANT_DTYPES", "conv_chain"]
+           "optional_clip", "LITERT_FC_REASON", "QUANT_DTYPES", "conv_chain", "quantized_activation",
+           "quantized_mean", "on_integer_op", "not_a_chain_end"]
 
 QUANT_DTYPES = ("int8", "uint8")
 
@@ -158,3 +160,72 @@ def conv_chain(core_op: str = "qnn.conv2d", with_pad: bool = True):
     biased = core.optional(lambda x: is_op("nn.bias_add")(x, is_constant()).named("bias"))
     rq = is_op("qnn.requantize")(biased, is_constant(), is_constant(), is_constant(), is_constant()).named("rq")
     return optional_clip(rq)
+
+
+# -- quantized activations and MEAN in TVM's forms (byoc/transform/canonicalize_qnn.py) -------------------------
+
+def _float_body(float_op: str, deq):
+    if float_op == "nn.softmax":
+        return is_op("nn.softmax")(deq | is_op("multiply")(deq, is_constant()))
+    if float_op == "hardswish":  # x · clip(x + 3, 0, 6) / 6, as TVM's frontend wrote HARD_SWISH
+        relu6 = is_op("clip")(is_op("add")(deq, is_constant()))
+        return is_op("divide")(is_op("multiply")(deq, relu6), is_constant())
+    return is_op(float_op)(deq)
+
+
+def quantized_activation(float_op: str, integer_op: str):
+    """TVM's form ``qnn.dequantize → float_op → qnn.quantize`` (``float_op`` "hardswish": the arithmetic chain)
+    or the exact integer op itself, then an optional clip; captures data, core (the quantize or the integer op)
+    and clip. Read the captures through ``on_integer_op``."""
+    data = wildcard("data")
+    deq = is_op("qnn.dequantize")(data, is_constant(), is_constant())
+    chain = is_op("qnn.quantize")(_float_body(float_op, deq), is_constant(), is_constant())
+    integer = is_op(integer_op)(data, *[is_constant() for _ in range(4)])
+    return optional_clip((chain | integer).named("core"))
+
+
+def quantized_mean():
+    """TVM's MEAN ``cast(int32) → mean → qnn.requantize`` or ``qnn.mean``, then an optional clip (captures as
+    ``quantized_activation``)."""
+    data = wildcard("data")
+    c = [is_constant() for _ in range(4)]
+    chain = is_op("qnn.requantize")(is_op("mean")(is_op("cast")(data)), *c)
+    return optional_clip((chain | is_op("qnn.mean")(data, *[is_constant() for _ in range(4)])).named("core"))
+
+
+def _intact(ctx: MatchContext):
+    core = ctx.get("core")
+    if chain_kernel(core) and as_integer_op(core) is None:
+        return f"found a {core.op.name} whose chain is not the {chain_kernel(core)} form"
+    return None
+
+
+_INTACT = Rule("a chain in TVM's form is intact: it is exactly the integer kernel its end names", _intact, True)
+
+
+def _integer_view(ctx: MatchContext) -> MatchContext:
+    core = ctx.captures.get("core")
+    exact = as_integer_op(core) if chain_kernel(core) else None
+    if exact is None:
+        return ctx
+    return MatchContext(ctx.root if ctx.root is not core else exact, {**ctx.captures, "core": exact})
+
+
+def on_integer_op(check: Check) -> Check:
+    """``check``'s rules, written for the integer op (``core``: qnn.sigmoid, qnn.softmax, qnn.mean, ...), applied
+    to a match of ``quantized_activation`` / ``quantized_mean``: a TVM-form chain is read as the integer op it
+    stands for, so each table reads quantization parameters one way for both forms."""
+    def wrap(r: Rule) -> Rule:
+        return Rule(r.description, lambda ctx, t=r.test: t(_integer_view(ctx)), r.guard)
+    return Check((_INTACT,) + tuple(wrap(r) for r in check.rules), summary=check.summary)
+
+
+def not_a_chain_end(what: str = "rq") -> Rule:
+    """Refuses the end of a TVM-form chain on its own (its ``kernel`` attribute is set): offloading it apart from
+    its chain would leave the float ops behind and lose the exact kernel."""
+    def test(ctx: MatchContext):
+        e = ctx.get(what)
+        k = chain_kernel(e) if e is not None else ""
+        return f"found the end of a {k} chain" if k else None
+    return Rule("it is not the end of a TVM-form activation chain (that goes with its chain, or stays on the CPU)",
+                test, True)

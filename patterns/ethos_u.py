@@ -23,8 +23,9 @@ from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, Rule, rule
 
 from . import npu as _npu
-from .common import (QUANT_DTYPES, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule, input_of,
-                     layout_rule, optional_clip, per_tensor_rule, reduced_axes, root, ttype)
+from .common import (QUANT_DTYPES, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule,
+                     input_of, layout_rule, on_integer_op, optional_clip, per_tensor_rule, quantized_activation,
+                     quantized_mean, reduced_axes, root, ttype)
 from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_preferred_semantics
 
 __all__ = ["pattern_table", "TARGET", "ETHOS_U_LOWERING", "ETHOS_U_PRESET", "PREFERRED_SEMANTICS",
@@ -473,10 +474,6 @@ RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
 
 @register_pattern_table(TARGET)
 def pattern_table() -> list[CompositePattern]:
-    def unary(op_name: str, n_const: int):
-        return optional_clip(is_op(op_name)(wildcard("data"), *[is_constant() for _ in range(n_const)])
-                             .named("core"))
-
     def binary(op_name: str):
         return optional_clip(is_op(op_name)(wildcard("lhs"), wildcard("rhs"), *[is_constant() for _ in range(6)])
                              .named("core"))
@@ -489,7 +486,6 @@ def pattern_table() -> list[CompositePattern]:
     rq = optional_clip(is_op("qnn.requantize")(wildcard("data"), is_constant(), is_constant(), is_constant(),
                                                is_constant()).named("rq"))
     clip = is_op("clip")(wildcard("data")).named("clip")
-    softmax = is_op("qnn.softmax")(wildcard("data"), *[is_constant() for _ in range(4)]).named("core")
     t = TARGET
     table = [
         CompositePattern(f"{t}.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
@@ -499,18 +495,22 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_mul", binary("qnn.mul"), _binary_check("MUL")),
         CompositePattern(f"{t}.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
         CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
-        CompositePattern(f"{t}.qnn_mean", unary("qnn.mean", 4), MEAN_CHECK),
+        CompositePattern(f"{t}.qnn_mean", quantized_mean(), on_integer_op(MEAN_CHECK)),
         CompositePattern(f"{t}.qnn_concatenate", concat, Check(_npu.CONCAT_CHECK.rules + (_tens_dims,),
                                                                summary="CONCATENATION")),
-        CompositePattern(f"{t}.qnn_sigmoid", unary("qnn.sigmoid", 4), _lut("LOGISTIC")),
-        CompositePattern(f"{t}.qnn_tanh", unary("qnn.tanh", 4), _lut("TANH")),
-        CompositePattern(f"{t}.qnn_hardswish", unary("qnn.hardswish", 4), _lut("HARD_SWISH")),
-        CompositePattern(f"{t}.qnn_leaky_relu", unary("qnn.leaky_relu", 4), _lut("LEAKY_RELU")),
+        CompositePattern(f"{t}.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
+                         on_integer_op(_lut("LOGISTIC"))),
+        CompositePattern(f"{t}.qnn_tanh", quantized_activation("tanh", "qnn.tanh"), on_integer_op(_lut("TANH"))),
+        CompositePattern(f"{t}.qnn_hardswish", quantized_activation("hardswish", "qnn.hardswish"),
+                         on_integer_op(_lut("HARD_SWISH"))),
+        CompositePattern(f"{t}.qnn_leaky_relu", quantized_activation("nn.leaky_relu", "qnn.leaky_relu"),
+                         on_integer_op(_lut("LEAKY_RELU"))),
         CompositePattern(f"{t}.qnn_requantize", rq, Check(_npu.REQUANTIZE_CHECK.rules + (_tens_dims,),
                                                           summary="QUANTIZE / requantization")),
         CompositePattern(f"{t}.qnn_clip", clip, Check(_npu.CLIP_CHECK.rules + (_tens_dims,),
                                                       summary="RELU / RELU6 / RELU_N1_TO_1")),
-        CompositePattern(f"{t}.qnn_softmax", softmax, SOFTMAX_CHECK),
+        CompositePattern(f"{t}.qnn_softmax", quantized_activation("nn.softmax", "qnn.softmax"),
+                         on_integer_op(SOFTMAX_CHECK)),
     ]
     return table
 

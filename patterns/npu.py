@@ -19,8 +19,8 @@ from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 
 from .common import (batch_one_rule, capture, clip_range_rule, const_value, conv_chain, dtype_rule,
-                     fixed_point_rule, input_of, layout_rule, optional_clip, per_tensor_rule, reduced_axes, root,
-                     ttype)
+                     fixed_point_rule, input_of, layout_rule, not_a_chain_end, on_integer_op, optional_clip,
+                     per_tensor_rule, quantized_activation, quantized_mean, reduced_axes, root, ttype)
 from .registry import CompositePattern, register_op_predicate, register_pattern_table
 
 __all__ = ["pattern_table", "KERNEL_SIZES", "MAX_PAD", "MAX_CHANNELS"]
@@ -320,7 +320,7 @@ def _rq_axis(ctx):
 
 
 REQUANTIZE_CHECK = Check((dtype_rule("input", [input_of("rq", 0)], ("int8", "uint8", "int16", "int32")),
-                          dtype_rule("output", [root]), fixed_point_rule("rq"), _rq_axis,
+                          dtype_rule("output", [root]), fixed_point_rule("rq"), _rq_axis, not_a_chain_end("rq"),
                           per_tensor_rule("zero points", [input_of("rq", 2), input_of("rq", 4)]),
                           clip_range_rule()), summary="requantization")
 CLIP_CHECK = Check((dtype_rule("input", [input_of("clip", 0)]), clip_range_rule()), summary="clamp (ReLU/ReLU6)")
@@ -347,10 +347,6 @@ _MOVE_CHECK = Check((dtype_rule("input and output", [lambda ctx: ctx.root.args[0
 
 @register_pattern_table("npu")
 def pattern_table() -> list[CompositePattern]:
-    def unary(op_name: str, n_const: int):
-        return optional_clip(is_op(op_name)(wildcard("data"), *[is_constant() for _ in range(n_const)])
-                             .named("core"))
-
     def binary(op_name: str):
         return optional_clip(is_op(op_name)(wildcard("lhs"), wildcard("rhs"), *[is_constant() for _ in range(6)])
                              .named("core"))
@@ -372,10 +368,11 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern("npu.qnn_mul", binary("qnn.mul"), _binary_check("quantized multiplication")),
         CompositePattern("npu.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
         CompositePattern("npu.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
-        CompositePattern("npu.qnn_mean", unary("qnn.mean", 4), MEAN_CHECK),
+        CompositePattern("npu.qnn_mean", quantized_mean(), on_integer_op(MEAN_CHECK)),
         CompositePattern("npu.qnn_concatenate", concat, CONCAT_CHECK),
-        CompositePattern("npu.qnn_sigmoid", unary("qnn.sigmoid", 4), _lut_check("sigmoid")),
-        CompositePattern("npu.qnn_tanh", unary("qnn.tanh", 4), _lut_check("tanh")),
+        CompositePattern("npu.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
+                         on_integer_op(_lut_check("sigmoid"))),
+        CompositePattern("npu.qnn_tanh", quantized_activation("tanh", "qnn.tanh"), on_integer_op(_lut_check("tanh"))),
         CompositePattern("npu.qnn_requantize", rq, REQUANTIZE_CHECK),
         CompositePattern("npu.qnn_clip", clip, CLIP_CHECK),
     ]

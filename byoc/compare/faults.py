@@ -28,6 +28,17 @@ FAULT_ENV = "BYOC_TESTING_FAULT"
 # Ops whose output quantization is implied by the kernel (TFLite's int8 softmax always writes zero point -128), so
 # changing the operand changes nothing: not a fault.
 _FIXED_OUTPUT_QUANT = frozenset({"qnn.softmax", "qnn.log_softmax"})
+
+
+def _fixed_output_quant(call: Call) -> bool:
+    """The op (or the integer kernel a TVM-form chain's end stands for) never reads its output parameters; so
+    do TFLite Micro's fixed-point sigmoid / tanh."""
+    from ..transform.canonicalize_qnn import chain_kernel
+    kernel = chain_kernel(call) or call.op.name
+    rounding = getattr(call.attrs, "kernel_rounding", "") or getattr(call.attrs, "rounding", "")
+    return kernel in _FIXED_OUTPUT_QUANT or (kernel in ("qnn.sigmoid", "qnn.tanh") and rounding == "TFLM")
+
+
 FAULT_KINDS = {"requant-off-by-one": "npu", "npu-off-by-one": "npu", "host-off-by-one": "host",
                "cpu-off-by-one": "cpu"}
 
@@ -59,7 +70,7 @@ def parse_fault(spec: str | None) -> Fault | None:
 def _zero_point_index(call: Call, requant_only: bool) -> int | None:
     if not (isinstance(call, Call) and isinstance(call.op, Op)):
         return None
-    if (requant_only and call.op.name != "qnn.requantize") or call.op.name in _FIXED_OUTPUT_QUANT:
+    if (requant_only and call.op.name != "qnn.requantize") or _fixed_output_quant(call):
         return None
     from ..ops.registry import get_op_def
     names = get_op_def(call.op.name).arg_names

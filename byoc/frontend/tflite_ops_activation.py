@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir.expr import Expr
 from ..quant.params import log_softmax_params
+from ..transform.canonicalize_qnn import as_integer_op
 from .tflite_context import OpContext, QUANT_DTYPES, converter
 from .tflite_quant import dtype_limits, quantize_float32
 
@@ -40,7 +41,26 @@ def _unary_quant_args(ctx: OpContext) -> tuple:
     return x_t, out_t, ctx.input(0)
 
 
-@converter("SOFTMAX", quant=("qnn.softmax",), float=("multiply", "nn.softmax"))
+# LOGISTIC / TANH / SOFTMAX / HARD_SWISH / LEAKY_RELU, quantized: TVM's frontend form, dequantize → float op →
+# quantize, whose qnn.quantize names the exact integer kernel (``kernel``, ``kernel_rounding``); executors turn the
+# intact chain back into that kernel (byoc/transform/canonicalize_qnn.py), so results stay LiteRT's bits.
+def _dequantized(ctx: OpContext, x: Expr, x_t) -> Expr:
+    return ctx.call("qnn.dequantize", [x] + ctx.quant_operands((x_t, "input")))
+
+
+def _quantized(ctx: OpContext, y: Expr, out_t, kernel: str, rounding: str = "") -> Expr:
+    attrs = {"out_dtype": out_t.dtype, "kernel": kernel}
+    if rounding:
+        attrs["kernel_rounding"] = rounding
+    end = ctx.call("qnn.quantize", [y] + ctx.quant_operands((out_t, "output")), attrs)
+    exact = as_integer_op(end)
+    assert exact is not None, f"{kernel}: the emitted chain is not the canonical form"
+    ctx.call(exact.op.name, exact.args, exact.attrs)  # the kernel's own type rules, checked at import
+    return end
+
+
+@converter("SOFTMAX", quant=("qnn.dequantize", "multiply", "nn.softmax", "qnn.quantize"),
+           float=("multiply", "nn.softmax"))
 def convert_softmax(ctx: OpContext) -> list[Expr]:
     x_t, out_t, x = _unary_quant_args(ctx)
     if not x_t.shape or 0 in x_t.shape:
@@ -48,44 +68,49 @@ def convert_softmax(ctx: OpContext) -> list[Expr]:
     beta = float(ctx.options.get("beta", 0.0))
     if not np.isfinite(beta):
         raise ctx.fail(f"beta is {beta}")
-    if x_t.dtype in QUANT_DTYPES:
-        args = [x] + ctx.quant_operands((x_t, "input"), (out_t, "output"))
-        return [ctx.call("qnn.softmax", args, {"axis": -1, "beta": beta, "out_dtype": out_t.dtype})]
+    quantized = x_t.dtype in QUANT_DTYPES
+    if quantized:
+        x = _dequantized(ctx, x, x_t)
     if beta != 1.0:
-        x = ctx.call("multiply", [x, ctx.const(beta, x_t.dtype)])
-    return [ctx.call("nn.softmax", [x], {"axis": -1})]
+        x = ctx.call("multiply", [x, ctx.const(beta, "float32")])
+    y = ctx.call("nn.softmax", [x], {"axis": -1})
+    return [_quantized(ctx, y, out_t, "qnn.softmax", "TFLITE") if quantized else y]
 
 
 def _lut_activation(ctx: OpContext, qop: str, fop: str) -> list[Expr]:
     x_t, out_t, x = _unary_quant_args(ctx)
     if x_t.dtype in QUANT_DTYPES:
         rounding = "TFLM" if ctx.semantics == "tflm" else "TFLITE"
-        args = [x] + ctx.quant_operands((x_t, "input"), (out_t, "output"))
-        return [ctx.call(qop, args, {"rounding": rounding})]
+        y = ctx.call(fop, [_dequantized(ctx, x, x_t)])
+        return [_quantized(ctx, y, out_t, qop, rounding)]
     return [ctx.call(fop, [x])]
 
 
-@converter("LOGISTIC", quant=("qnn.sigmoid",), float=("sigmoid",))
+@converter("LOGISTIC", quant=("qnn.dequantize", "sigmoid", "qnn.quantize"), float=("sigmoid",))
 def convert_logistic(ctx: OpContext) -> list[Expr]:
     return _lut_activation(ctx, "qnn.sigmoid", "sigmoid")
 
 
-@converter("TANH", quant=("qnn.tanh",), float=("tanh",))
+@converter("TANH", quant=("qnn.dequantize", "tanh", "qnn.quantize"), float=("tanh",))
 def convert_tanh(ctx: OpContext) -> list[Expr]:
     return _lut_activation(ctx, "qnn.tanh", "tanh")
 
 
-@converter("HARD_SWISH", quant=("qnn.hardswish",), float=("add", "clip", "multiply", "divide"))
+@converter("HARD_SWISH", quant=("qnn.dequantize", "add", "clip", "multiply", "divide", "qnn.quantize"),
+           float=("add", "clip", "multiply", "divide"))
 def convert_hard_swish(ctx: OpContext) -> list[Expr]:
     x_t, out_t, x = _unary_quant_args(ctx)
-    if x_t.dtype in QUANT_DTYPES:
-        return [ctx.call("qnn.hardswish", [x] + ctx.quant_operands((x_t, "input"), (out_t, "output")))]
-    # TFLite's float kernel: x · min(6, max(0, x + 3)) / 6.
-    r6 = ctx.call("clip", [ctx.call("add", [x, ctx.const(3.0, x_t.dtype)])], {"a_min": 0.0, "a_max": 6.0})
-    return [ctx.call("divide", [ctx.call("multiply", [x, r6]), ctx.const(6.0, x_t.dtype)])]
+    quantized = x_t.dtype in QUANT_DTYPES
+    if quantized:
+        x = _dequantized(ctx, x, x_t)
+    dtype = "float32" if quantized else x_t.dtype
+    # TFLite's float kernel (and TVM's form): x · min(6, max(0, x + 3)) / 6.
+    r6 = ctx.call("clip", [ctx.call("add", [x, ctx.const(3.0, dtype)])], {"a_min": 0.0, "a_max": 6.0})
+    y = ctx.call("divide", [ctx.call("multiply", [x, r6]), ctx.const(6.0, dtype)])
+    return [_quantized(ctx, y, out_t, "qnn.hardswish") if quantized else y]
 
 
-@converter("LEAKY_RELU", quant=("qnn.leaky_relu",), float=("nn.leaky_relu",))
+@converter("LEAKY_RELU", quant=("qnn.dequantize", "nn.leaky_relu", "qnn.quantize"), float=("nn.leaky_relu",))
 def convert_leaky_relu(ctx: OpContext) -> list[Expr]:
     x_t, out_t, x = _unary_quant_args(ctx)
     alpha = float(ctx.options.get("alpha", 0.0))
@@ -94,8 +119,8 @@ def convert_leaky_relu(ctx: OpContext) -> list[Expr]:
     if x_t.dtype in QUANT_DTYPES:
         if x_t.dtype == "int16":
             ctx.zero_points_zero(x_t, out_t)
-        args = [x] + ctx.quant_operands((x_t, "input"), (out_t, "output"))
-        return [ctx.call("qnn.leaky_relu", args, {"alpha": alpha})]
+        y = ctx.call("nn.leaky_relu", [_dequantized(ctx, x, x_t)], {"alpha": alpha})
+        return [_quantized(ctx, y, out_t, "qnn.leaky_relu", "TFLITE")]
     return [ctx.call("nn.leaky_relu", [x], {"alpha": alpha})]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..ir.expr import Expr
 from .tflite_context import OpContext, QUANT_DTYPES, converter
 from .tflite_quant import same_padding
+from ..transform.canonicalize_qnn import as_integer_op
 
 
 # ------------------------------------------------------------------------------------------------- pooling
@@ -64,7 +65,7 @@ def convert_max_pool2d(ctx: OpContext) -> list[Expr]:
     return _pool(ctx, "max")
 
 
-@converter("MEAN", quant=("qnn.mean",), float=("mean",))
+@converter("MEAN", quant=("cast", "mean", "qnn.requantize"), float=("mean",))
 def convert_mean(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(2)
     x_t, out_t = ctx.tensor(0), ctx.out_tensor()
@@ -80,9 +81,17 @@ def convert_mean(ctx: OpContext) -> list[Expr]:
         raise ctx.fail("MEAN over no axes is not supported")
     attrs = {"axis": tuple(sorted(axes)), "keepdims": bool(ctx.options.get("keep_dims", 0))}
     x = ctx.input(0)
-    if x_t.dtype in QUANT_DTYPES:
-        return [ctx.call("qnn.mean", [x] + ctx.quant_operands((x_t, "input"), (out_t, "output")), attrs)]
-    return [ctx.call("mean", [x], attrs)]
+    if x_t.dtype not in QUANT_DTYPES:
+        return [ctx.call("mean", [x], attrs)]
+    # TVM's form: cast(int32) → mean → qnn.requantize, whose ``kernel="qnn.mean"`` names LiteRT's integer MEAN;
+    # executors run that kernel for the intact chain (byoc/transform/canonicalize_qnn.py).
+    total = ctx.call("mean", [ctx.call("cast", [x], {"dtype": "int32"})], attrs)
+    end = ctx.call("qnn.requantize", [total] + ctx.quant_operands((x_t, "input"), (out_t, "output")),
+                   {"out_dtype": out_t.dtype, "kernel": "qnn.mean"})
+    exact = as_integer_op(end)
+    assert exact is not None, "MEAN: the emitted chain is not the canonical form"
+    ctx.call(exact.op.name, exact.args, exact.attrs)  # qnn.mean's own type rules, checked at import
+    return [end]
 
 
 @converter("ARG_MAX", quant=("argmax", "cast"), float=("argmax", "cast"))

@@ -24,6 +24,19 @@ from .rel import INT_DTYPES, dtype_range, expect_dtype, expect_scalar_or_vector,
 
 ROUNDING_MODES = ("TFLITE", "TFLITE_FLOAT", "UPWARD", "TONEAREST", "ONNX")
 
+# The integer kernel a TVM-form chain stands for (``kernel`` attribute of its final qnn.quantize /
+# qnn.requantize): ``qnn.dequantize → f → qnn.quantize(kernel=K)`` and ``cast → mean → qnn.requantize(kernel=
+# "qnn.mean")`` are exactly K when intact (byoc/transform/canonicalize_qnn.py turns them back into K before any
+# executor runs); a chain broken apart computes its float ops.
+QUANTIZE_KERNELS = ("qnn.sigmoid", "qnn.tanh", "qnn.softmax", "qnn.hardswish", "qnn.leaky_relu")
+REQUANTIZE_KERNELS = ("qnn.mean",)
+
+
+def _check_kernel(op: str, kernel: str, allowed: tuple[str, ...]) -> None:
+    if kernel and kernel not in allowed:
+        raise IRError(f"{op}: unknown kernel {kernel!r}",
+                      hint="empty (plain " + op + ") or the integer op the chain stands for: " + ", ".join(allowed))
+
 
 def _conv_rel(types, attrs):
     names = ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale", "kernel_scale")
@@ -78,12 +91,14 @@ class RequantizeAttrs(Attrs):
     rounding: str = "TFLITE"
     compute_dtype: str = ""
     out_dtype: str = "int8"
+    kernel: str = ""  # "qnn.mean": the end of TVM's MEAN form cast → mean → requantize (see REQUANTIZE_KERNELS)
 
     def __post_init__(self):
         Attrs.__post_init__(self)
         if self.rounding not in ROUNDING_MODES:
             raise IRError(f"qnn.requantize: unknown rounding {self.rounding!r}",
                           hint="one of " + ", ".join(ROUNDING_MODES))
+        _check_kernel("qnn.requantize", self.kernel, REQUANTIZE_KERNELS)
 
 
 def _requantize_rel(types, attrs):
@@ -215,11 +230,18 @@ class QuantizeAttrs(Attrs):
     axis: int = -1
     out_dtype: str = "int8"
     rounding: str = "TFLITE"  # "ONNX": QuantizeLinear, round half to even (byoc.quant.onnxrt)
+    # The end of a TVM-form chain dequantize → f → quantize: the integer kernel it stands for (QUANTIZE_KERNELS)
+    # and that kernel's own rounding (qnn.sigmoid/tanh: TFLITE = LiteRT's LUT, TFLM = TFLite Micro's fixed point).
+    kernel: str = ""
+    kernel_rounding: str = ""
 
     def __post_init__(self):
         Attrs.__post_init__(self)
         if self.rounding not in ("TFLITE", "ONNX"):
             raise IRError(f"qnn.quantize: unknown rounding {self.rounding!r}", hint="'TFLITE' or 'ONNX'")
+        _check_kernel("qnn.quantize", self.kernel, QUANTIZE_KERNELS)
+        if self.kernel_rounding and not self.kernel:
+            raise IRError("qnn.quantize: kernel_rounding without a kernel", hint="set kernel too, or neither")
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,12 @@ def _conv_kind(call: Call) -> str:
 
 def op_kind(ops: list[Call]) -> str:
     """What users call a chain of calls: named after its main op (``pad → conv(groups = C) → bias →
-    requantize`` is a "depthwise conv 3×3"), plumbing only when nothing else is there."""
+    requantize`` is a "depthwise conv 3×3"), plumbing only when nothing else is there. TVM's form of a quantized
+    activation (``dequantize → sigmoid → quantize(kernel="qnn.sigmoid")``) is named after the kernel it stands for."""
+    from ..transform.canonicalize_qnn import chain_kernel
+    kernel = next((k for k in map(chain_kernel, ops) if k), "")
+    if kernel:
+        return _KINDS[kernel]
     core = next((c for c in ops if c.op.name not in _PLUMBING), None) or \
         next((c for c in ops if c.op.name not in ("nn.bias_add", "clip", "cast")), ops[-1])
     name = core.op.name

@@ -19,6 +19,7 @@ from .defuse_ops import DefuseOps
 from .print_ir import PrintIR
 from .legalize import Legalize, QnnLegalize
 from .canonicalize_ops import CanonicalizeOps
+from .canonicalize_qnn import CanonicalizeQnnChains
 from .convert_layout import ConvertLayout
 from .forward_fold_scale_axis import ForwardFoldScaleAxis
 from .backward_fold_scale_axis import BackwardFoldScaleAxis
@@ -39,4 +40,4 @@ __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "Pas
            "Legalize", "QnnLegalize", "CanonicalizeOps", "ConvertLayout",
            "ForwardFoldScaleAxis", "BackwardFoldScaleAxis", "FoldScaleAxis",
            "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
-           "SimplifyExpr", "SimplifyExprPostAlterOp", "CanonicalizeCast"]
+           "SimplifyExpr", "SimplifyExprPostAlterOp", "CanonicalizeCast", "CanonicalizeQnnChains"]

@@ -22,6 +22,7 @@ from ..ops.annotation import COMPILER_BEGIN, COMPILER_END, CompilerAttrs
 from ..ops.registry import get_op_attr
 from ..relay.dataflow_pattern.check import evaluate_check
 from .type_carry import ensure_typed, typed_like
+from .canonicalize_qnn import EXACT_CHAINS, chain_kernel
 from .pass_infra import ModulePass, PassContext
 from .placement import Decision, PlacementLog, current_log
 
@@ -243,7 +244,11 @@ class _Annotator:
                 if not denied:
                     reasons = self.log.refusals_of(pre) + reasons
                 if not reasons:
-                    reasons = [f"{op_label} is in no accepted {t!r} composite and has no target.{t} predicate"
+                    what = op_label
+                    kernel = chain_kernel(pre)
+                    if kernel:  # the end of TVM's form of a quantized activation / MEAN
+                        what = f"{op_label} (the end of TVM's {kernel} form, {EXACT_CHAINS[kernel].form})"
+                    reasons = [f"{what} is in no accepted {t!r} composite and has no target.{t} predicate"
                                for t in self.targets]
             else:
                 reasons = []

@@ -13,7 +13,8 @@ TVM semantics (``src/relay/transforms/fold_constant.cc``), kept here:
 
 Deliberate difference: functions with a ``Composite`` attribute are treated like ``Primitive`` ones. A
 composite body is exactly the op chain a pattern matched; folding inside it would silently change what the
-backend receives. A call whose reference implementation rejects its constant operands (e.g. an integer
+backend receives. A TVM-form quantized-activation / MEAN chain on a constant folds to its exact integer kernel's
+value (``_exact_chain_value``), never to its float ops'. A call whose reference implementation rejects its constant operands (e.g. an integer
 division by zero) is left unfolded, so the error surfaces only if that code actually runs.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleG
 from ..ir.module import IRModule
 from ..ir.traversal import children, let_value_first, post_order, rebuild
 from ..ir.types import TensorType, TupleType, Type
+from .canonicalize_qnn import chain_kernel
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["FoldConstant", "fold_constant", "OPAQUE_FUNCTION_ATTRS"]
@@ -131,12 +133,34 @@ def fold_constant(expr: Expr, fold_qnn: bool = False) -> Expr:
             if let is not None and id(let) in foldable and isinstance(memo[id(let.value)], Constant):
                 memo[id(node)] = memo[id(let.value)]
                 continue
+        if id(node) in foldable and chain_kernel(node):
+            exact = _exact_chain_value(folder, node, memo)
+            if exact is not None:
+                memo[id(node)] = exact
+                continue
         # Folding is type-preserving (each folded value is checked against its type relation).
         new = rebuild(node, tuple(memo.get(id(c), c) for c in children(node)), keep_ret_type=True)
         if id(node) in foldable:
             new = _fold_node(folder, new)
         memo[id(node)] = new
     return memo[id(expr)]
+
+
+def _exact_chain_value(folder: _Folder, node: Call, memo: dict[int, Expr]) -> Expr | None:
+    """A TVM-form chain (``qnn.dequantize → sigmoid → qnn.quantize(kernel=…)``, ``cast → mean →
+    qnn.requantize(kernel="qnn.mean")``) on a constant folds to its exact integer kernel's value, never to the
+    float ops' (byoc/transform/canonicalize_qnn.py). With ``fold_qnn`` off only MEAN's chain folds this way: its
+    cast and mean are not qnn ops and would otherwise fold alone, leaving a broken chain."""
+    from .canonicalize_qnn import as_integer_op
+    if not folder.fold_qnn and chain_kernel(node) != "qnn.mean":
+        return None
+    exact = as_integer_op(node)
+    if exact is None:
+        return None
+    args = tuple(memo.get(id(a), a) for a in exact.args)
+    if not all(isinstance(a, Constant) for a in args):
+        return None
+    return folder.evaluate(Call(exact.op, args, exact.attrs, exact.span))
 
 
 def _may_fold(order: list[Expr]) -> bool:

@@ -103,9 +103,14 @@ def test_lut_kind_runs_any_elementwise_chain_bit_exact(target, dtype, zp):
     y = w.hard_swish(x, out_scale=0.04, out_zp=zp - 8)
     w.output(w.leaky_relu(y, 0.3, out_scale=0.03, out_zp=zp + 2))
     data = w.finish()
-    one = lambda op: is_op(op)(wildcard(), *[is_constant() for _ in range(4)])  # noqa: E731
-    register_pattern_table(target, lambda: [(f"{target}.hswish", one("qnn.hardswish")),
-                                            (f"{target}.leaky", one("qnn.leaky_relu"))])
+    # the importer's (TVM's) forms: dequantize → x·clip(x + 3, 0, 6)/6 → quantize, dequantize → leaky → quantize
+    def chain(body):
+        deq = is_op("qnn.dequantize")(wildcard(), is_constant(), is_constant())
+        return is_op("qnn.quantize")(body(deq), is_constant(), is_constant())
+    hswish = chain(lambda d: is_op("divide")(is_op("multiply")(d, is_op("clip")(is_op("add")(d, is_constant()))),
+                                             is_constant()))
+    leaky = chain(lambda d: is_op("nn.leaky_relu")(d))
+    register_pattern_table(target, lambda: [(f"{target}.hswish", hswish), (f"{target}.leaky", leaky)])
     register_simulator_codegen(target, {f"{target}.hswish": "lut", f"{target}.leaky": "lut"})
     mod, params = from_tflite(data)
     exe = byoc.build(byoc.partition_for(target, mod, params), target=f"{target},llvm")

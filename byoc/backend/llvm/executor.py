@@ -268,8 +268,10 @@ def compile_function(func: Function, externs: dict[str, Callable] | None = None,
     ``objects`` (symbol -> object code, from a trusted artifact built for this CPU and LLVM) is linked instead
     of compiling, for the symbols this function's kernels actually have (symbols are content hashes of the
     kernels' IR, regenerated here, so an object can only stand in for the kernel it was built from)."""
+    from ...transform.canonicalize_qnn import canonicalize_function
     externs = externs or {}
     cg = get_codegen()
+    func = canonicalize_function(func)  # TVM-form chains compile as their exact integer kernels
     check_supported(func, allow=lambda n: _is_extern_call(n, mod))
     groups = fuse_groups(func)
     library = cg.create_library("main")

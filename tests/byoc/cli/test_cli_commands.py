@@ -87,7 +87,9 @@ def test_partition_summary_macs_and_cpu_reasons(small_model):
     assert sum(r["macs"] for r in doc["summary"]) == sum(expected.values())
     # LiteRT semantics keep FULLY_CONNECTED (double-precision requantization) and SOFTMAX on the CPU, with reasons.
     cpu_ops = {(c["op"], c["name"]): c["reason"] for c in doc["cpu_ops"]}
-    assert ("qnn.softmax", "probabilities") in cpu_ops and ("qnn.dense", "logits") in cpu_ops
+    # SOFTMAX in TVM's form dequantize → nn.softmax → quantize; its end names the kernel it stands for
+    assert ("qnn.quantize", "probabilities") in cpu_ops and ("qnn.dense", "logits") in cpu_ops
+    assert "qnn.softmax form" in cpu_ops[("qnn.quantize", "probabilities")]
     assert all(reason for reason in cpu_ops.values())
     assert rows["cpu"]["macs"] == expected["logits"]
     text = run_cli("partition", small_model, "--report").stdout

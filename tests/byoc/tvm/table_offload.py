@@ -1,5 +1,6 @@
-"""How many convolutions, depthwise convolutions and fully connected layers TVM's own pattern tables offload
-on a model imported by byoc, and whether partitioning changed the result (it must not, bit for bit).
+"""How many convolutions, depthwise convolutions and fully connected layers — and quantized activations,
+softmaxes and means (``ACT_KINDS``) — TVM's own pattern tables offload on a model imported by byoc, and whether
+partitioning changed the result (it must not, bit for bit).
 
 Run as a script for the measurement table: ``python tests/byoc/tvm/table_offload.py MODEL.tflite ...``."""
 from __future__ import annotations
@@ -15,6 +16,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # this checkout's byoc, not an installed one
 
 KINDS = ("conv2d", "depthwise", "dense")
+# The float op of TVM's dequantize → f → quantize form (or cast → mean → requantize), or byoc's integer op.
+ACT_KINDS = ("softmax", "mean", "sigmoid", "tanh", "hard_swish", "leaky_relu")
+_ACT_OPS = {"nn.softmax": "softmax", "qnn.softmax": "softmax", "mean": "mean", "qnn.mean": "mean",
+            "sigmoid": "sigmoid", "qnn.sigmoid": "sigmoid", "tanh": "tanh", "qnn.tanh": "tanh",
+            "qnn.hardswish": "hard_swish", "nn.leaky_relu": "leaky_relu", "qnn.leaky_relu": "leaky_relu"}
 _HERE = Path(__file__).parent
 
 
@@ -27,7 +33,17 @@ def op_kind(node) -> str | None:
         return "depthwise" if int(node.attrs.groups) > 1 else "conv2d"
     if name in ("qnn.dense", "nn.dense"):
         return "dense"
-    return None
+    if name == "divide" and _is_hard_swish(node):
+        return "hard_swish"
+    return _ACT_OPS.get(name)
+
+
+def _is_hard_swish(div) -> bool:
+    """The divide(multiply(x, clip(add(x, 3))), 6) of TVM's HARD_SWISH form."""
+    from byoc.ir.expr import Call
+    m = div.args[0]
+    return isinstance(m, Call) and getattr(m.op, "name", "") == "multiply" and isinstance(m.args[1], Call) \
+        and getattr(m.args[1].op, "name", "") == "clip"
 
 
 def count_kinds(mod) -> tuple[Counter, Counter]:
@@ -130,11 +146,12 @@ def main(argv: list[str]) -> None:
     from tvm_tables import load_tables
     import tempfile
     mods = load_tables(Path(tempfile.mkdtemp(prefix="tvm_tables_")))
-    print("| model | table | conv2d | depthwise | dense | partitions | bit-identical |")
-    print("|---|---|---|---|---|---|---|")
+    kinds = KINDS + ACT_KINDS
+    print(f"| model | table | {' | '.join(kinds)} | partitions | bit-identical |")
+    print("|---|---|" + "---|" * len(kinds) + "---|---|")
     for path in argv:
         for r in measure(path, mods):
-            cells = [f"{r.offloaded[k]}/{r.total[k]}" for k in KINDS]
+            cells = [f"{r.offloaded[k]}/{r.total[k]}" if r.total[k] else "-" for k in kinds]
             print(f"| {Path(path).name} | {r.table} | {' | '.join(cells)} | {r.partitions} | "
                   f"{r.identical if not r.error else r.error[:60]} |")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from . import tvm_tables
-from .table_offload import KINDS, measure
+from .table_offload import ACT_KINDS, KINDS, measure
 from tests.shared_models import SHARED_MODELS
 
 pytestmark = pytest.mark.skipif(not tvm_tables.available(),
@@ -41,3 +41,43 @@ def test_ethosu_and_cmsisnn_offload_90_percent_bit_identically(tables, model):
         assert total > 0 and done >= 0.9 * total, (name, dict(r.offloaded), dict(r.total))
     acl = results["arm_compute_lib"]
     assert acl.offloaded["conv2d"] == 0 and acl.offloaded["depthwise"] == 0  # per-channel weights: refused
+
+
+# What TVM's tables have patterns for among the quantized activations / MEAN the importer now emits in TVM's forms
+# (Ethos-U: tanh, sigmoid, leaky_relu, hard_swish, softmax, mean; CMSIS-NN: softmax), and which their checks accept
+# on these models: CMSIS-NN's softmax wants output scale 1/256 with zero point −128 (every model here has it).
+ACTIVATIONS_OFFLOADED = {"ethos-u": ("softmax", "mean", "sigmoid", "tanh", "hard_swish", "leaky_relu"),
+                         "cmsis-nn": ("softmax",)}
+
+
+@pytest.mark.parametrize("model", [m for m in MODELS if m.stem != "ad01_int8"], ids=lambda p: p.stem)
+def test_tvm_tables_offload_the_activations_they_have_patterns_for(tables, model):
+    """The importer's TVM forms (dequantize → nn.softmax → quantize, cast → mean → requantize, ...) match TVM's own
+    patterns; before, byoc's integer ops (qnn.softmax, qnn.mean) matched none of them."""
+    if not model.is_file():
+        pytest.skip(f"{model} is not present")
+    results = {r.table: r for r in measure(model, tables)}
+    for name, kinds in ACTIVATIONS_OFFLOADED.items():
+        r = results[name]
+        assert r.identical is True, name
+        for k in kinds:
+            assert r.offloaded[k] == r.total[k], (name, k, r.offloaded[k], r.total[k])
+    assert any(results["ethos-u"].total[k] for k in ACT_KINDS)  # each of these models has a softmax or a mean
+
+
+def test_tvm_ethosu_table_offloads_lut_activations_bit_identically(tables, tmp_path):
+    """LOGISTIC, TANH, HARD_SWISH and LEAKY_RELU (no real model here has them): Ethos-U's sigmoid, tanh,
+    hard_swish and leaky_relu patterns take each one; the partitioned module's outputs equal the unpartitioned one's
+    (whose exactness against LiteRT tests/byoc/frontend/test_tflite_tvm_forms.py checks)."""
+    from byoc.testing import TFLiteWriter
+    w = TFLiteWriter()
+    x = w.input("x", (1, 8, 8, 16), "int8", scale=0.05, zero_point=-2)
+    y = w.tanh(w.logistic(x))
+    y = w.leaky_relu(w.hard_swish(y, out_scale=0.01, out_zp=-100), 0.2, out_scale=0.01, out_zp=-90)
+    w.output(y)
+    path = tmp_path / "activations.tflite"
+    path.write_bytes(w.finish())
+    r = {r.table: r for r in measure(path, tables)}["ethos-u"]
+    assert r.identical is True
+    for k in ("sigmoid", "tanh", "hard_swish", "leaky_relu"):
+        assert r.total[k] == 1 and r.offloaded[k] == 1, (k, dict(r.offloaded), dict(r.total))

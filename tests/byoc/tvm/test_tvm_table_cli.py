@@ -23,10 +23,18 @@ USER_ADDITION = '''
 
 # the user's own lines: run CMSIS-NN's composites on the NPU simulator
 from byoc.targets import register_simulator_codegen
-register_simulator_codegen("cmsis-nn", {
-    "cmsis-nn.qnn_conv2d": "conv2d", "cmsis-nn.qnn_fully_connected": "dense",
-    "cmsis-nn.qnn_avg_pool2d": "avg_pool2d", "cmsis-nn.qnn_max_pool2d": "max_pool2d",
-    "cmsis-nn.qnn_mul": "mul", "cmsis-nn.qnn_add": "add"})
+from npu_sim.layer_kinds import LAYER_KINDS
+kinds = {"cmsis-nn.qnn_conv2d": "conv2d", "cmsis-nn.qnn_fully_connected": "dense",
+         "cmsis-nn.qnn_avg_pool2d": "avg_pool2d", "cmsis-nn.qnn_max_pool2d": "max_pool2d",
+         "cmsis-nn.qnn_mul": "mul", "cmsis-nn.qnn_add": "add"}
+# CMSIS-NN's softmax pattern matches the importer's dequantize → nn.softmax → quantize (TVM's form): run it as the
+# simulator's softmax layer when there is one, else keep it on the CPU.
+if "softmax" in LAYER_KINDS:
+    kinds["cmsis-nn.qnn_softmax"] = "softmax"
+else:
+    _cmsis_table = pattern_table
+    register_pattern_table("cmsis-nn")(lambda: [e for e in _cmsis_table() if e[0] != "cmsis-nn.qnn_softmax"])
+register_simulator_codegen("cmsis-nn", kinds)
 '''
 
 

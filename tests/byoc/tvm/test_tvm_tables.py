@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from . import tvm_tables
-from .table_offload import measure
+from .table_offload import KINDS, measure
 from tests.shared_models import PERSON_DETECT as PERSON_DETECT_NAME, SHARED_MODELS
 
 pytestmark = pytest.mark.skipif(not tvm_tables.available(),
@@ -47,9 +47,10 @@ def test_partition_for_tables_on_kws(tables):
     for r in results.values():
         assert not r.error, r.error
         assert r.identical is True, r.table
-    # CMSIS-NN's checks do not depend on the weight layout: every conv, depthwise conv and FC is offloaded
+    # CMSIS-NN's checks do not depend on the weight layout: every conv, depthwise conv and FC is offloaded, and
+    # the softmax (TVM's dequantize → nn.softmax → quantize form)
     cm = results["cmsis-nn"]
-    assert cm.offloaded == cm.total and sum(cm.total.values()) == 10
+    assert cm.offloaded == cm.total and sum(cm.total[k] for k in KINDS) == 10 and cm.total["softmax"] == 1
     # the FC layer is offloaded by all three (its form matches TVM's importer)
     assert all(r.offloaded["dense"] == 1 for r in results.values())
 
