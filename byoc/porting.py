@@ -101,6 +101,13 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _yes("tvm.relay.var tvm.relay.const tvm.relay.Function tvm.relay.Call tvm.relay.Var tvm.relay.Constant "
            "tvm.relay.Tuple tvm.relay.TupleGetItem tvm.relay.Let tvm.relay.If tvm.relay.GlobalVar")
     + _yes("tvm.relay.expr.Call tvm.relay.expr.Constant tvm.relay.expr.Var tvm.relay.expr.const")
+    + _partial("tvm.relay.RefCreate", "references (mutable cells): typed, printed/parsed (ref, ref_read, "
+               "ref_write), annotated and partitioned as TVM does, run by the reference interpreter (byoc.evaluate, "
+               "create_executor(\"debug\")); the CPU build and the NPU refuse them (CodegenError / NPUError)")
+    + _partial("tvm.relay.RefRead", "as tvm.relay.RefCreate")
+    + _partial("tvm.relay.RefWrite", "as tvm.relay.RefCreate; evaluates to the empty tuple")
+    + _yes("tvm.relay.expr.RefCreate tvm.relay.expr.RefRead tvm.relay.expr.RefWrite tvm.relay.RefType "
+           "tvm.relay.RelayRefType")
     + _yes("tvm.relay.nn.upsampling tvm.relay.nn.matmul")
     + _yes("tvm.relay.nn.conv2d tvm.relay.nn.batch_norm tvm.relay.nn.relu tvm.relay.nn.dense "
            "tvm.relay.qnn.op.conv2d tvm.relay.qnn.op.requantize tvm.relay.qnn.op.quantize")
