@@ -12,8 +12,9 @@ function literals (``Primitive``/``Composite``), so composites stay direct call 
 untouched (TVM let-binds constants and every function); and a ``Let`` body continues its scope instead of
 opening a nested one, so ANF of a Let chain is a flat Let chain rather than Lets nested in Let values.
 
-ToGraphNormalForm substitutes every let-bound value for its variable and drops the Let. That is sound because
-the IR is pure (no references or side effects). A recursive binding (a value that mentions its own variable)
+ToGraphNormalForm substitutes every let-bound value for its variable and drops the Let. That is sound for pure
+values; a binding whose value reads or writes a reference (or, in a function that does, calls a function) is
+kept, so the effect still happens, in its order (TVM's pass would drop it). A recursive binding (a value that mentions its own variable)
 cannot be expressed in a DAG and is kept, as TVM keeps it.
 
 Later passes -- the pattern language, MergeComposite, AnnotateTarget, MergeCompilerRegions, PartitionGraph, the
@@ -30,6 +31,7 @@ from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tu
 from ..ir.module import IRModule
 from ..ir.scopes import Scope, lca
 from ..ir.traversal import children, let_value_first, post_order, rebuild
+from .dead_code import _impure_lets
 from .fold_constant import is_opaque_function
 from .pass_infra import FunctionPass, PassContext
 
@@ -43,12 +45,13 @@ def to_graph_normal_form(expr: Expr) -> Expr:
     """``expr`` with every non-recursive Let removed and its variable replaced by the bound value."""
     order = post_order(expr, child_fn=let_value_first)
     let_of_var = {id(n.var): n for n in order if isinstance(n, Let)}
-    recursive: set[int] = set()  # ids of Lets whose value mentions their own variable
+    # ids of Lets kept: recursive ones (whose value mentions their own variable) and effects
+    recursive: set[int] = _impure_lets(order, list(let_of_var.values()), False) if let_of_var else set()
     memo: dict[int, Expr] = {}
     for node in order:
         if isinstance(node, Var) and id(node) in let_of_var:
             let = let_of_var[id(node)]
-            if id(let.value) in memo:  # let_value_first: a non-recursive value is done before its variable
+            if id(let.value) in memo and id(let) not in recursive:  # let_value_first: a non-recursive value is done before its variable
                 memo[id(node)] = memo[id(let.value)]
                 continue
             recursive.add(id(let))

@@ -306,3 +306,18 @@ def test_npu_codegen_refuses_references_by_name():
     mod[gv] = ext
     with pytest.raises(ByocError, match="RefCreate nodes are not supported in an NPU function"):
         relay.build(transform.InferType()(mod), target="llvm")
+
+
+def test_graph_normal_form_keeps_effects_in_order():
+    from byoc.transform.normal_form import ToGraphNormalForm
+    x = relay.var("x", F32)
+    r, before, w = relay.var("r"), relay.var("before"), relay.var("w")
+    y = relay.const(np.array([3, 4], np.float32))
+    body = _lets((r, relay.RefCreate(x)), (before, relay.RefRead(r)), (w, relay.RefWrite(r, y)),
+                 relay.Tuple([before, relay.RefRead(r)]))
+    out = ToGraphNormalForm()(_typed(body, [x]))
+    lets = [n.var.name_hint for n in post_order(out["main"]) if isinstance(n, relay.Let)]
+    assert sorted(lets) == ["before", "w"]        # the cell itself is substituted (one node: one cell)
+    got = tvm.evaluate(out, {"x": np.array([1, 2], np.float32)})
+    np.testing.assert_array_equal(got[0], [1, 2])
+    np.testing.assert_array_equal(got[1], [3, 4])
