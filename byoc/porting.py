@@ -65,7 +65,8 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
                "first); each partition goes to the codegen its Compiler attribute names")
     + _yes("tvm.relay.build_module.build tvm.relay.build_module.bind_params_by_name tvm.relay.build_config")
     + _partial("tvm.relay.create_executor", "debug = reference interpreter; graph/vm/aot build for the CPU (vm "
-               "returns ADTs for tuples)")
+               "returns ADTs for tuples); evaluate(global var or function) returns a callable, evaluate(closed "
+               "expression) its value, as TVM")
     + _partial("tvm.relay.vm.compile", "builds as relay.build does; the VM runs that static-shape build (no "
                "dynamic shapes, control flow or Prelude ADTs)")
     + _yes("tvm.relay.vm.VMCompiler tvm.relay.vm.VMExecutor tvm.relay.backend.vm.compile")

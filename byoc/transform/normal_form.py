@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import REF_NODES, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.scopes import Scope, lca
 from ..ir.traversal import children, let_value_first, post_order, rebuild
@@ -181,7 +181,7 @@ def to_a_normal_form(expr: Expr) -> Expr:
             (body_scope,) = opened[id(node)]
             new = node.replace(body=body_scope.payload.wrap(atom[id(node.body)]))
         else:
-            assert isinstance(node, (Call, Tuple, TupleGetItem)), type(node)
+            assert isinstance(node, (Call, Tuple, TupleGetItem) + REF_NODES), type(node)
             new = rebuild(node, tuple(atom[id(c)] for c in children(node)))
         atom[id(node)] = bind(node, new)
     return scope[id(expr)].payload.wrap(atom[id(expr)]) if id(expr) in scope else expr

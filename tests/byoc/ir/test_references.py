@@ -321,3 +321,32 @@ def test_graph_normal_form_keeps_effects_in_order():
     got = tvm.evaluate(out, {"x": np.array([1, 2], np.float32)})
     np.testing.assert_array_equal(got[0], [1, 2])
     np.testing.assert_array_equal(got[1], [3, 4])
+
+
+def _three_with_ref():
+    # let i = ref(1); let iv = !i; let u = (i := 2); let uv = !i; iv + uv  -> 1 + 2
+    i, iv, u, uv = (relay.Var(n) for n in ("i", "iv", "u", "uv"))
+    return _lets((i, relay.RefCreate(relay.const(1))), (iv, relay.RefRead(i)), (u, relay.RefWrite(i, relay.const(2))),
+                 (uv, relay.RefRead(i)), relay.add(iv, uv))
+
+
+def test_a_normal_form_keeps_the_order_of_effects():
+    body = _three_with_ref()
+    anf = transform.ToANormalForm()(tvm.IRModule.from_expr(body))
+    assert int(tvm.evaluate(anf)[0]) == 3
+    lets = [n for n in post_order(anf["main"]) if isinstance(n, relay.Let)]
+    order = [type(n.value).__name__ for n in reversed(lets)]   # post-order meets the innermost let first
+    assert order[:4] == ["RefCreate", "RefRead", "RefWrite", "RefRead"]
+
+
+def test_executor_evaluates_globals_and_closed_expressions_as_tvm():
+    mod = tvm.IRModule()
+    gv = relay.GlobalVar("three_with_ref")
+    mod[gv] = relay.Function([], _three_with_ref())
+    run = relay.create_executor(mod=mod, device=tvm.cpu(), target="llvm").evaluate(gv)
+    assert int(run().numpy()) == 3
+    # a closed expression is evaluated at once; a function is returned to be called
+    assert int(relay.create_executor(device=tvm.cpu(), target="llvm").evaluate(_three_with_ref()).numpy()) == 3
+    x = relay.var("x", shape=(), dtype="int32")
+    f = relay.create_executor().evaluate(relay.Function([x], relay.add(x, relay.const(1))))
+    assert int(f(np.int32(4)).numpy()) == 5
