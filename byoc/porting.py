@@ -108,7 +108,7 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _partial("tvm.relay.RefRead", "as tvm.relay.RefCreate")
     + _partial("tvm.relay.RefWrite", "as tvm.relay.RefCreate; evaluates to the empty tuple")
     + _yes("tvm.relay.expr.RefCreate tvm.relay.expr.RefRead tvm.relay.expr.RefWrite tvm.relay.RefType "
-           "tvm.relay.RelayRefType")
+           "tvm.relay.RelayRefType tvm.relay.scalar_type tvm.relay.transform.InferTypeLocal")
     + _yes("tvm.relay.nn.upsampling tvm.relay.nn.matmul")
     + _yes("tvm.relay.nn.conv2d tvm.relay.nn.batch_norm tvm.relay.nn.relu tvm.relay.nn.dense "
            "tvm.relay.qnn.op.conv2d tvm.relay.qnn.op.requantize tvm.relay.qnn.op.quantize")

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..errors import IRError
 
-__all__ = ["Type", "TensorType", "TupleType", "FuncType", "RelayRefType", "RefType", "DTYPES", "normalize_dtype", "scalar_type"]
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "RelayRefType", "RefType", "DTYPES", "normalize_dtype",
+           "scalar_type"]
 
 DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "float32",
           "float64")

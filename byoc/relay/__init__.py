@@ -5,13 +5,13 @@ from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, R
                        Tuple, TupleGetItem, Var)
 from ..ir.expr import const as _const
 from ..ir.module import IRModule
-from ..ir.types import FuncType, RefType, RelayRefType, TensorType, TupleType, Type
+from ..ir.types import FuncType, RefType, RelayRefType, TensorType, TupleType, Type, scalar_type
 from . import analysis, image, nn, op, qnn
 from .op import *  # noqa: F401,F403 - relay.add, relay.clip, ...
 
 __all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Span", "Tuple", "TupleGetItem",
            "RefCreate", "RefRead", "RefWrite", "RefType", "RelayRefType", "Var", "IRModule", "FuncType", "TensorType",
-           "TupleType", "Type", "var", "const", "analysis", "image", "nn", "op", "qnn", "transform",
+           "TupleType", "Type", "scalar_type", "var", "const", "analysis", "image", "nn", "op", "qnn", "transform",
            "dataflow_pattern", "build_module"]
 
 

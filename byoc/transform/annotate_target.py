@@ -5,9 +5,10 @@ Relay semantics (annotate_target.cc): an op call is a candidate for every target
 ``Composite`` attribute; ``"default"`` (the CPU) comes last and the first candidate wins. Each argument edge gets
 ``compiler_end(arg, producer_target)`` (when the producer was annotated) then ``compiler_begin(·, target)``;
 inputs and constants get only the begin. Tuples, TupleGetItems and references (RefCreate/RefRead/RefWrite)
-take their arguments' common target (``include_non_call_ops=True``) or stay outside every region (``False``). If nodes, Let nodes and function
-literals are never in a region: their operands get ``compiler_end``. Annotated graphs can be annotated again
-(earlier non-default decisions are kept), so running for A then for B equals running for [A, B].
+take their arguments' common target (``include_non_call_ops=True``) or stay outside every region (``False``).
+If nodes, Let nodes and function literals are never in a region: their operands get ``compiler_end``.
+Annotated graphs can be annotated again (earlier non-default decisions are kept), so running for A then for B
+equals running for [A, B].
 
 One deliberate difference: Relay wraps a non-function Let value in a ``compiler_begin`` that no region can own
 (MergeCompilerRegions then fails); here the value gets a ``compiler_end`` like an If operand.

@@ -13,7 +13,7 @@ from ..ir.traversal import children, plain_on_calls, post_order
 from ..ir.types import FuncType, RelayRefType, TensorType, TupleType, Type
 from .pass_infra import ModulePass, PassContext
 
-__all__ = ["InferType", "infer_expr", "infer_module"]
+__all__ = ["InferType", "InferTypeLocal", "infer_expr", "infer_module"]
 
 
 @plain_on_calls
@@ -92,6 +92,12 @@ def _describe(node: Expr) -> str:
 def infer_expr(expr: Expr, global_types: dict[str, Type] | None = None, root: Expr | None = None) -> Type:
     """Type every node under ``expr``; ``global_types`` gives the types of called global functions."""
     return _infer_in_order(expr, post_order(expr, child_fn=_type_children), global_types, root)
+
+
+def InferTypeLocal(expr: Expr) -> Type:  # noqa: N802 - TVM's name
+    """``relay.transform.InferTypeLocal(expr)``: type ``expr`` in place (free variables need annotations) and
+    return its type."""
+    return infer_expr(expr)
 
 
 def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type] | None = None,

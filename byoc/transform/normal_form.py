@@ -14,8 +14,8 @@ opening a nested one, so ANF of a Let chain is a flat Let chain rather than Lets
 
 ToGraphNormalForm substitutes every let-bound value for its variable and drops the Let. That is sound for pure
 values; a binding whose value reads or writes a reference (or, in a function that does, calls a function) is
-kept, so the effect still happens, in its order (TVM's pass would drop it). A recursive binding (a value that mentions its own variable)
-cannot be expressed in a DAG and is kept, as TVM keeps it.
+kept, so the effect still happens, in its order (TVM's pass would drop it). A recursive binding (a value that
+mentions its own variable) cannot be expressed in a DAG and is kept, as TVM keeps it.
 
 Later passes -- the pattern language, MergeComposite, AnnotateTarget, MergeCompilerRegions, PartitionGraph, the
 CPU backend -- match and rewrite dataflow and expect graph normal form: a let-bound operand would hide the
@@ -51,7 +51,8 @@ def to_graph_normal_form(expr: Expr) -> Expr:
     for node in order:
         if isinstance(node, Var) and id(node) in let_of_var:
             let = let_of_var[id(node)]
-            if id(let.value) in memo and id(let) not in recursive:  # let_value_first: a non-recursive value is done before its variable
+            # let_value_first: a non-recursive value is done before its variable
+            if id(let.value) in memo and id(let) not in recursive:
                 memo[id(node)] = memo[id(let.value)]
                 continue
             recursive.add(id(let))

@@ -2,8 +2,8 @@
 union-find instead of linear region scans.
 
 Rules (annotated_region_set.cc): every ``compiler_begin`` opens a new region; any other node joins the regions of
-its operands that are not ``compiler_end`` (merging them; references too); a ``compiler_end`` joins its operand's region and is
-one of the region's outputs. If, Let, Function, Var and Constant nodes never belong to a region.
+its operands that are not ``compiler_end`` (merging them; references too); a ``compiler_end`` joins its
+operand's region and is one of the region's outputs. If, Let, Function, Var and Constant nodes never belong to a region.
 """
 from __future__ import annotations
 

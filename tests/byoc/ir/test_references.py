@@ -54,6 +54,11 @@ def test_typing_rules():
         _typed(relay.RefWrite(r, relay.cast(x, "int32")), [x])
     with pytest.raises(TypeInferenceError, match="expected a reference"):
         _typed(relay.RefRead(x), [x])
+    # TVM's local spelling: types an expression with free variables in place
+    s = relay.var("s", "int8")
+    cell = relay.RefCreate(s)
+    assert transform.InferTypeLocal(cell) == relay.RefType(relay.scalar_type("int8")) == cell.checked_type
+    assert transform.InferTypeLocal(relay.RefWrite(cell, s)) == relay.TupleType([])
 
 
 def test_structural_equality_and_hash():
