@@ -7,6 +7,11 @@ bit-exact definition every backend is compared against.
 A closure captures only the values of its function's free variables, and a call's frame holds only the
 callee's parameters and let bindings (looked up before the captured values): a call costs O(parameters), never
 O(size of the caller's environment), so A-normal-form programs with many closure calls stay linear.
+
+References (``RefCreate`` / ``RefRead`` / ``RefWrite``) are mutable cells. Evaluation order is Relay's: operands
+left to right, a let's value before its body, an if's condition before the branch taken. A node shared by several
+users is evaluated once per function activation, at its first use (the graph's meaning, as ``ToANormalForm``
+binds it once): bind a reference with ``let`` to read it again after a write.
 """
 from __future__ import annotations
 
@@ -17,11 +22,13 @@ import numpy as np
 
 from .errors import ByocError, ExecutionError
 from .ir.analysis import free_vars
-from .ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
+                      TupleGetItem, Var)
+from .ir.traversal import children
 from .ir.module import IRModule
 from .ir.types import TensorType
 
-__all__ = ["evaluate", "Interpreter", "Closure", "check_inputs"]
+__all__ = ["evaluate", "Interpreter", "Closure", "RefValue", "check_inputs"]
 
 
 @dataclass(eq=False)
@@ -29,6 +36,12 @@ class Closure:
     """A function value: ``env`` maps (by variable id) the function's free variables to their values."""
     func: Function
     env: dict[int, Any]
+
+
+@dataclass(eq=False)
+class RefValue:
+    """A reference cell (Relay's ``RefValue``): ``RefWrite`` changes ``value`` in place."""
+    value: Any
 
 
 _NO_ENV: dict[int, Any] = {}  # the captured environment of a closed function (never written)
@@ -110,6 +123,7 @@ class Interpreter:
                     stack.append(("finish", node, fr, None))
                     kids = node.fields if isinstance(node, Tuple) else (
                         (node.tuple_value,) if isinstance(node, TupleGetItem) else
+                        children(node) if isinstance(node, (RefCreate, RefRead, RefWrite)) else
                         (node.args if isinstance(node.op, Op) else (node.op,) + node.args))
                     for k in reversed(kids):
                         if id(k) not in memo:
@@ -139,6 +153,18 @@ class Interpreter:
                     memo[key] = tuple(memo[id(f)] for f in node.fields)
                 elif isinstance(node, TupleGetItem):
                     memo[key] = memo[id(node.tuple_value)][node.index]
+                elif isinstance(node, RefCreate):
+                    memo[key] = RefValue(memo[id(node.value)])
+                elif isinstance(node, (RefRead, RefWrite)):
+                    cell = memo[id(node.ref)]
+                    if not isinstance(cell, RefValue):
+                        raise ExecutionError(f"{type(node).__name__} of a value that is not a reference "
+                                             f"({type(cell).__name__})", hint="run InferType to find the error")
+                    if isinstance(node, RefRead):
+                        memo[key] = cell.value
+                    else:
+                        cell.value = memo[id(node.value)]
+                        memo[key] = ()
                 elif isinstance(node.op, Op):
                     memo[key] = self._apply_op(node, [memo[id(a)] for a in node.args])
                 else:
@@ -206,6 +232,10 @@ def _flatten(value) -> list[np.ndarray]:
         v = stack.pop()
         if isinstance(v, tuple):
             stack.extend(reversed(v))
+        elif isinstance(v, (RefValue, Closure)):
+            raise ExecutionError(f"main returns a {'reference' if isinstance(v, RefValue) else 'function'}, "
+                                 "not tensors", hint="return RefRead(ref) to get the value a reference holds"
+                                 if isinstance(v, RefValue) else "return the result of calling it")
         else:
             out.append(np.asarray(v))
     return out

@@ -67,7 +67,8 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
                "first); each partition goes to the codegen its Compiler attribute names")
     + _yes("tvm.relay.build_module.build tvm.relay.build_module.bind_params_by_name tvm.relay.build_config")
     + _partial("tvm.relay.create_executor", "debug = reference interpreter; graph/vm/aot build for the CPU (vm "
-               "returns ADTs for tuples)")
+               "returns ADTs for tuples); evaluate(global var or function) returns a callable, evaluate(closed "
+               "expression) its value, as TVM")
     + _partial("tvm.relay.vm.compile", "builds as relay.build does; the VM runs that static-shape build (no "
                "dynamic shapes, control flow or Prelude ADTs)")
     + _yes("tvm.relay.vm.VMCompiler tvm.relay.vm.VMExecutor tvm.relay.backend.vm.compile")
@@ -103,6 +104,13 @@ TVM_API: tuple[ApiEntry, ...] = tuple(
     + _yes("tvm.relay.var tvm.relay.const tvm.relay.Function tvm.relay.Call tvm.relay.Var tvm.relay.Constant "
            "tvm.relay.Tuple tvm.relay.TupleGetItem tvm.relay.Let tvm.relay.If tvm.relay.GlobalVar")
     + _yes("tvm.relay.expr.Call tvm.relay.expr.Constant tvm.relay.expr.Var tvm.relay.expr.const")
+    + _partial("tvm.relay.RefCreate", "references (mutable cells): typed, printed/parsed (ref, ref_read, "
+               "ref_write), annotated and partitioned as TVM does, run by the reference interpreter (byoc.evaluate, "
+               "create_executor(\"debug\")); the CPU build and the NPU refuse them (CodegenError / NPUError)")
+    + _partial("tvm.relay.RefRead", "as tvm.relay.RefCreate")
+    + _partial("tvm.relay.RefWrite", "as tvm.relay.RefCreate; evaluates to the empty tuple")
+    + _yes("tvm.relay.expr.RefCreate tvm.relay.expr.RefRead tvm.relay.expr.RefWrite tvm.relay.RefType "
+           "tvm.relay.RelayRefType tvm.relay.scalar_type tvm.relay.transform.InferTypeLocal")
     + _yes("tvm.relay.nn.upsampling tvm.relay.nn.matmul")
     + _yes("tvm.relay.nn.conv2d tvm.relay.nn.batch_norm tvm.relay.nn.relu tvm.relay.nn.dense "
            "tvm.relay.qnn.op.conv2d tvm.relay.qnn.op.requantize tvm.relay.qnn.op.quantize")

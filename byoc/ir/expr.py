@@ -19,7 +19,7 @@ from ..nd import NDArray
 
 __all__ = [
     "Span", "Expr", "Op", "Var", "Constant", "Call", "Tuple", "TupleGetItem", "Let", "If", "Function",
-    "GlobalVar", "const",
+    "GlobalVar", "const", "RefCreate", "RefRead", "RefWrite",
 ]
 
 
@@ -438,6 +438,53 @@ class GlobalVar(Expr):
 
     def __repr__(self) -> str:
         return f"GlobalVar({self.name_hint})"
+
+
+def _check_operands(node: Expr, names: tuple[str, ...]) -> None:
+    for name in names:
+        v = getattr(node, name)
+        if not isinstance(v, Expr):
+            raise IRError(f"{type(node).__name__}.{name} must be an Expr, got {type(v).__name__}",
+                          hint="wrap Python values with relay.const(...)")
+
+
+# References (Relay's mutable cells). Each node is an effect: evaluating it twice is not evaluating it once, so
+# passes that merge, drop or fold pure nodes leave these alone (see docs/porting-from-tvm.md, "References").
+@dataclass(frozen=True, slots=True, eq=False)
+class RefCreate(Expr):
+    """A new mutable cell holding ``value`` (type ``Ref[T]``)."""
+    value: Expr
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        _check_operands(self, ("value",))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefRead(Expr):
+    """The value a cell holds now."""
+    ref: Expr
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        _check_operands(self, ("ref",))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefWrite(Expr):
+    """Store ``value`` in cell ``ref``; evaluates to the empty tuple."""
+    ref: Expr
+    value: Expr
+    span: Span | None = field(default=None, repr=False)
+    _checked_type: Type | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        _check_operands(self, ("ref", "value"))
+
+
+REF_NODES = (RefCreate, RefRead, RefWrite)
 
 
 def tuple_type_of(t: Type) -> TupleType:

@@ -14,7 +14,8 @@ import hashlib
 from typing import Any
 
 from .analysis import bound_vars
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
+                   TupleGetItem, Var)
 from .module import IRModule
 from .traversal import children, post_order
 
@@ -56,6 +57,8 @@ def _local(node: Expr, kids: tuple, bound: set[int], map_free_vars: bool) -> tup
         return ("GV", node.name_hint)
     if isinstance(node, Op):
         return ("Op", node.name)
+    if isinstance(node, (RefCreate, RefRead, RefWrite)):
+        return (type(node).__name__, kids)
     raise TypeError(f"unknown node {type(node).__name__}")
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
+                   TupleGetItem, Var)
 
 __all__ = ["children", "post_order", "rebuild", "ExprRewriter", "rewrite_post_order", "users_map",
            "let_value_first", "plain_on_calls"]
@@ -34,6 +35,12 @@ def children(node: Expr) -> tuple[Expr, ...]:
         return (node.cond, node.true_branch, node.false_branch)
     if isinstance(node, Function):
         return node.params + (node.body,)
+    if isinstance(node, RefCreate):
+        return (node.value,)
+    if isinstance(node, RefRead):
+        return (node.ref,)
+    if isinstance(node, RefWrite):
+        return (node.ref, node.value)
     return ()
 
 
@@ -145,6 +152,12 @@ def rebuild(node: Expr, new_children: tuple[Expr, ...], keep_ret_type: bool = Fa
                 and body._checked_type != ret_type:  # type: ignore[attr-defined]
             ret_type = None
         return node.replace(params=tuple(new_children[:n]), body=body, ret_type=ret_type)
+    if isinstance(node, RefCreate):
+        return node.replace(value=new_children[0])
+    if isinstance(node, RefRead):
+        return node.replace(ref=new_children[0])
+    if isinstance(node, RefWrite):
+        return node.replace(ref=new_children[0], value=new_children[1])
     return node
 
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..errors import IRError
 
-__all__ = ["Type", "TensorType", "TupleType", "FuncType", "DTYPES", "normalize_dtype", "scalar_type"]
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "RelayRefType", "RefType", "DTYPES", "normalize_dtype",
+           "scalar_type"]
 
 DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "float32",
           "float64")
@@ -100,6 +101,22 @@ class FuncType(Type):
 
     def __str__(self) -> str:
         return f"fn ({', '.join(str(a) for a in self.arg_types)}) -> {self.ret_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class RelayRefType(Type):
+    """The type of a mutable cell holding a ``value`` (TVM's ``RelayRefType``, spelt ``RefType`` too)."""
+    value: Type
+
+    def __post_init__(self):
+        if not isinstance(self.value, Type):
+            raise IRError(f"RefType needs a Type, got {type(self.value).__name__}")
+
+    def __str__(self) -> str:
+        return f"ref({self.value})"
+
+
+RefType = RelayRefType
 
 
 def scalar_type(dtype: str) -> TensorType:

@@ -1,16 +1,18 @@
 """``from byoc import relay``: TVM Relay's Python spelling over this project's IR."""
 from __future__ import annotations
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Span, Tuple, TupleGetItem, Var
+from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, RefCreate, RefRead, RefWrite, Span,
+                       Tuple, TupleGetItem, Var)
 from ..ir.expr import const as _const
 from ..ir.module import IRModule
-from ..ir.types import FuncType, TensorType, TupleType, Type
+from ..ir.types import FuncType, RefType, RelayRefType, TensorType, TupleType, Type, scalar_type
 from . import analysis, image, nn, op, qnn
 from .op import *  # noqa: F401,F403 - relay.add, relay.clip, ...
 
 __all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Span", "Tuple", "TupleGetItem",
-           "Var", "IRModule", "FuncType", "TensorType", "TupleType", "Type", "var", "const", "analysis", "image", "nn",
-           "op", "qnn", "transform", "dataflow_pattern", "build_module"]
+           "RefCreate", "RefRead", "RefWrite", "RefType", "RelayRefType", "Var", "IRModule", "FuncType", "TensorType",
+           "TupleType", "Type", "scalar_type", "var", "const", "analysis", "image", "nn", "op", "qnn", "transform",
+           "dataflow_pattern", "build_module"]
 
 
 def var(name_hint: str, type_annotation=None, shape=None, dtype: str = "float32", span=None) -> Var:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedAPIError
-from ..ir.expr import Expr
+from ..errors import ExecutionError, UnsupportedAPIError
+from ..ir.analysis import free_vars
+from ..ir.expr import Expr, Function, GlobalVar
 from ..ir.module import IRModule
 from ..nd import as_ndarray
 
@@ -21,7 +22,21 @@ class Executor:
         self.mod = IRModule.from_expr(mod) if isinstance(mod, Expr) else mod
 
     def evaluate(self, expr=None):
+        """As TVM: no expression, a function or a global gives a function to call; any other closed expression
+        is evaluated at once (as the body of a function without parameters)."""
+        if isinstance(expr, GlobalVar):
+            if self.mod is None or expr.name_hint not in self.mod:
+                raise ExecutionError(f"evaluate: @{expr.name_hint} is not a function of the executor's module")
+            mod = self.mod.copy()
+            mod["main"] = self.mod[expr.name_hint]
+            return self._runner(mod)
+        if isinstance(expr, Expr) and not isinstance(expr, Function) and not free_vars(expr):
+            mod = IRModule.from_expr(Function([], expr)) if self.mod is None else _with_main(self.mod, expr)
+            return self._runner(mod)()
         mod = IRModule.from_expr(expr) if isinstance(expr, Expr) else self.mod
+        return self._runner(mod)
+
+    def _runner(self, mod):
         names = [p.name_hint for p in mod["main"].params]
         if self.kind == "debug":
             from ..interpreter import evaluate, bind_params
@@ -48,6 +63,13 @@ class Executor:
             outs = [m.get_output(i) for i in range(m.get_num_outputs())]
             return outs[0] if len(outs) == 1 else outs
         return run_built
+
+
+def _with_main(mod: IRModule, expr: Expr) -> IRModule:
+    """``mod`` with ``expr`` as the body of a parameterless main (its other functions stay callable)."""
+    out = mod.copy()
+    out["main"] = Function([], expr)
+    return out
 
 
 def _vm_with_params(mod, target, params):

@@ -1,13 +1,11 @@
 """``relay.expr``: the expression node classes under TVM's module name."""
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, const
+from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
+                       TupleGetItem, Var, const)
 
-__all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "Tuple", "TupleGetItem", "Var",
-           "const"]
+__all__ = ["Call", "Constant", "Expr", "Function", "GlobalVar", "If", "Let", "Op", "RefCreate", "RefRead", "RefWrite",
+           "Tuple", "TupleGetItem", "Var", "const"]
 
 _NOT_PROVIDED = {
-    "RefCreate": "references (mutable cells) have no counterpart in this dataflow IR",
-    "RefRead": "references (mutable cells) have no counterpart in this dataflow IR",
-    "RefWrite": "references (mutable cells) have no counterpart in this dataflow IR",
     "Match": "the Relay Prelude's ADTs and pattern matching are not provided",
     "Clause": "the Relay Prelude's ADTs and pattern matching are not provided",
 }

@@ -109,6 +109,15 @@ class ExprFunctor:
     def visit_constant(self, const):
         raise NotImplementedError
 
+    def visit_ref_create(self, ref):
+        raise NotImplementedError
+
+    def visit_ref_read(self, ref):
+        raise NotImplementedError
+
+    def visit_ref_write(self, ref):
+        raise NotImplementedError
+
 
 _REF_VISITS = {"RefCreate": "visit_ref_create", "RefRead": "visit_ref_read", "RefWrite": "visit_ref_write"}
 

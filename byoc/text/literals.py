@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.gc_pause import gc_paused  # noqa: F401 - used by the printer and parser
-from ..ir.types import DTYPES, FuncType, TensorType, TupleType, Type
+from ..ir.types import DTYPES, FuncType, RelayRefType, TensorType, TupleType, Type
 
 __all__ = ["gc_paused", "type_text", "scalar_literal", "parse_number", "attr_text", "attr_defaults", "same_value",
            "NO_DEFAULT", "encode_metadata", "decode_constant", "IDENT_RE", "quote_name", "DTYPE_SUFFIX",
@@ -53,6 +53,8 @@ def type_text(t: Type | None) -> str:
         return f"({inner},)" if len(t.fields) == 1 else f"({inner})"
     if isinstance(t, FuncType):
         return f"fn ({', '.join(type_text(a) for a in t.arg_types)}) -> {type_text(t.ret_type)}"
+    if isinstance(t, RelayRefType):
+        return f"ref({type_text(t.value)})"
     return "?" if t is None else str(t)
 
 

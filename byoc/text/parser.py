@@ -20,9 +20,10 @@ import numpy as np
 
 from ..errors import IRError, ParseError
 from ..ir.attrs import FrozenDict
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, RefCreate, RefRead, RefWrite, Tuple,
+                       TupleGetItem, Var)
 from ..ir.module import IRModule
-from ..ir.types import DTYPES, FuncType, TensorType, TupleType, Type
+from ..ir.types import DTYPES, FuncType, RelayRefType, TensorType, TupleType, Type
 from ..ops.registry import get_op_def
 from .lexer import EOF, SourceMap, split_metadata, token_offset, tokenize
 from .literals import attr_defaults, decode_constant, gc_paused, parse_number
@@ -35,6 +36,7 @@ _TUPLE_INDEX_PAIR = re.compile(r"(\d+)\.(\d+)\Z")
 _NUMBER_START = frozenset("0123456789-")
 _ARG_END = frozenset((",", ")"))
 _BLOCK_START = frozenset(("fn", "if", "{"))
+_REF_FORMS = {"ref": (RefCreate, 1), "ref_read": (RefRead, 1), "ref_write": (RefWrite, 2)}
 
 
 def parse(text: str) -> IRModule:
@@ -358,6 +360,8 @@ class _Parser:
             if tok in ("let", "free_var", "def", "else"):
                 raise self.error(f"unexpected '{tok}' inside an expression",
                                  hint="let and free_var are statements of a block; wrap in { ... } if needed")
+            if tok in _REF_FORMS and self.toks[i + 1] == "(":
+                return self._ref_form()
             return self._op_call()
         if c == "@" and len(tok) > 1:
             self.i = i + 1
@@ -458,6 +462,17 @@ class _Parser:
                 self.i -= 1
                 raise self.error(f"expected ',' or ')' in the argument list, found {self.found()}")
             return args, attrs
+
+    def _ref_form(self) -> Expr:
+        """``ref(%v)``, ``ref_read(%r)``, ``ref_write(%r, %v)``: TVM's spelling of the reference nodes."""
+        at = self.i
+        name = self.toks[at]
+        node_type, arity = _REF_FORMS[name]
+        self.i += 2
+        args, _ = self._arguments(allow_attrs=False)
+        if len(args) != arity:
+            raise self.error(f"{name} takes {arity} operand{'s' if arity > 1 else ''}, found {len(args)}", at)
+        return node_type(*args)
 
     def _op_call(self) -> Expr:
         at = self.i
@@ -611,6 +626,10 @@ class _Parser:
                     self.expect(")", "',' or ')' in the tuple type")
                     break
             t: Type = fields[0] if len(fields) == 1 and not trailing_comma else TupleType(tuple(fields))
+        elif tok == "ref" and toks[i + 1] == "(":   # a reference type: ref(T)
+            self.i += 2
+            t = RelayRefType(self.parse_type())
+            self.expect(")", "')' to close ref(...)")
         elif tok == "fn":
             self.i += 1
             self.expect("(", "'(' after fn in a function type")

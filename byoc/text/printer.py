@@ -28,7 +28,8 @@ import re
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
+                       TupleGetItem, Var)
 from ..ir.module import IRModule
 from ..ir.traversal import children, post_order
 from .literals import (IDENT_RE, NO_DEFAULT, attr_defaults, attr_text, encode_metadata, gc_paused, quote_name,
@@ -50,7 +51,8 @@ _FLAT = 3    # a tail Let: `let %v = value;` statements continuing the enclosing
 
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _LEAF_TYPES = frozenset((Var, Constant, GlobalVar, Op))
-_COMPOUND_TYPES = frozenset((Tuple, TupleGetItem, Let, If, Function))  # and Call
+_REF_TYPES = frozenset((RefCreate, RefRead, RefWrite))   # printed as TVM does: ref(v), ref_read(r), ref_write(r, v)
+_COMPOUND_TYPES = frozenset((Tuple, TupleGetItem, Let, If, Function)) | _REF_TYPES  # and Call
 _MISSING = object()
 
 
@@ -71,7 +73,7 @@ def _uses(node: Expr) -> list[tuple[Expr, int]]:
         return [(node.cond, _OPERAND), (node.true_branch, _TAIL), (node.false_branch, _TAIL)]
     if isinstance(node, Function):
         return [(node.body, _TAIL)]
-    return []
+    return [(c, _OPERAND) for c in children(node)]   # references: operands only
 
 
 class _Output:
@@ -218,6 +220,10 @@ class _RootPrinter:
                             settle(c, h)
                 if t is Call and type(node.op) not in leaf_types:
                     settle(node.op, h)
+            elif t in _REF_TYPES:
+                for c in children(node):
+                    if type(c) not in leaf_types:
+                        settle(c, h)
             elif t is Let:
                 s = h if mode[node] == _FLAT else new_scope(h, node.body)
                 owned[node] = (s,)
@@ -334,6 +340,12 @@ class _RootPrinter:
             return f"({inner},)" if len(node.fields) == 1 else f"({inner})"
         if t is TupleGetItem:
             return f"{ref(node.tuple_value)}.{node.index}"
+        if t is RefCreate:
+            return f"ref({ref(node.value)})"
+        if t is RefRead:
+            return f"ref_read({ref(node.ref)})"
+        if t is RefWrite:
+            return f"ref_write({ref(node.ref)}, {ref(node.value)})"
         return ref(node)
 
     def signature(self, func: Function) -> str:
@@ -395,7 +407,7 @@ class _RootPrinter:
                     out.append(("t", head + self.ref(value) + ";", node))
             else:
                 t = type(node)
-                if t is Call or t is Tuple or t is TupleGetItem:  # the common single-line case
+                if t is Call or t is Tuple or t is TupleGetItem or t in _REF_TYPES:  # the single-line case
                     out.append(("t", f"{pad}{refs[node]} = {self.expr_text(node)}{self.ty(node)};", node))
                 else:
                     self._expr_items(out, node, f"{pad}{refs[node]} = ", ";", depth)

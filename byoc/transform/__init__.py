@@ -1,7 +1,7 @@
 """Passes (``relay.transform``)."""
 from .pass_infra import (FunctionPass, ModulePass, Pass, PassContext, PassInfo, PassInstrument, PassTimingInstrument,
                          PrintAfter, PrintBefore, Sequential, function_pass, module_pass)
-from .infer_type import InferType
+from .infer_type import InferType, InferTypeLocal
 from .bind import bind, bind_params_by_name
 from .fold_constant import FoldConstant
 from .dead_code import DeadCodeElimination
@@ -32,7 +32,7 @@ from .canonicalize_cast import CanonicalizeCast
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfter", "PrintBefore", "Sequential", "function_pass", "module_pass",
-           "InferType", "bind", "bind_params_by_name",
+           "InferType", "InferTypeLocal", "bind", "bind_params_by_name",
            "FoldConstant", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyInference", "ToANormalForm",
            "ToGraphNormalForm",
            "MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph", "AlterOpLayout", "Inline",

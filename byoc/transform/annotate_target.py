@@ -4,10 +4,11 @@ Relay semantics (annotate_target.cc): an op call is a candidate for every target
 ``target.<t>`` predicate accepts it; a composite call for the target named before the first ``.`` of its
 ``Composite`` attribute; ``"default"`` (the CPU) comes last and the first candidate wins. Each argument edge gets
 ``compiler_end(arg, producer_target)`` (when the producer was annotated) then ``compiler_begin(·, target)``;
-inputs and constants get only the begin. Tuples and TupleGetItems take their arguments' common target
-(``include_non_call_ops=True``) or stay outside every region (``False``). If nodes, Let nodes and function
-literals are never in a region: their operands get ``compiler_end``. Annotated graphs can be annotated again
-(earlier non-default decisions are kept), so running for A then for B equals running for [A, B].
+inputs and constants get only the begin. Tuples, TupleGetItems and references (RefCreate/RefRead/RefWrite)
+take their arguments' common target (``include_non_call_ops=True``) or stay outside every region (``False``).
+If nodes, Let nodes and function literals are never in a region: their operands get ``compiler_end``.
+Annotated graphs can be annotated again (earlier non-default decisions are kept), so running for A then for B
+equals running for [A, B].
 
 One deliberate difference: Relay wraps a non-function Let value in a ``compiler_begin`` that no region can own
 (MergeCompilerRegions then fails); here the value gets a ``compiler_end`` like an If operand.
@@ -15,7 +16,7 @@ One deliberate difference: Relay wraps a non-function Let value in a ``compiler_
 from __future__ import annotations
 
 from ..errors import PassError
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import REF_NODES, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.traversal import children, plain_on_calls, post_order, rebuild
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END, CompilerAttrs
@@ -121,7 +122,7 @@ class _Annotator:
         if t is None:
             return e
         # An empty tuple, like a call without operands, is left alone (TVM).
-        if isinstance(e, TupleGetItem) or (isinstance(e, (Tuple, Call)) and children(e)):
+        if isinstance(e, (TupleGetItem,) + REF_NODES) or (isinstance(e, (Tuple, Call)) and children(e)):
             end = compiler_end(e, t)
             self.target_of[id(end)] = t
             return end
@@ -155,6 +156,16 @@ class _Annotator:
                     self.target_of[id(out)] = t
                 else:
                     out = typed_like(n.replace(tuple_value=self.end_of(kids[0])), n)
+                new[id(n)] = out
+                continue
+            if isinstance(n, REF_NODES):
+                # References are non-call ops (TVM): they take their operands' common target, or close them.
+                if self.include_non_call_ops:
+                    t, operands = self.annotate_args(kids, None)
+                    out = typed_like(rebuild(n, operands), n)
+                    self.target_of[id(out)] = t
+                else:
+                    out = typed_like(rebuild(n, tuple(self.end_of(k) for k in kids)), n)
                 new[id(n)] = out
                 continue
             post = typed_like(rebuild(n, kids), n)

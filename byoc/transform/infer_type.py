@@ -6,13 +6,14 @@ is checked. Like the type memo it is filled in place: it is a pure function of t
 from __future__ import annotations
 
 from ..errors import ByocError, TypeInferenceError
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, RefCreate, RefRead, RefWrite, Tuple,
+                       TupleGetItem, Var)
 from ..ir.module import IRModule
 from ..ir.traversal import children, plain_on_calls, post_order
-from ..ir.types import FuncType, TensorType, TupleType, Type
+from ..ir.types import FuncType, RelayRefType, TensorType, TupleType, Type
 from .pass_infra import ModulePass, PassContext
 
-__all__ = ["InferType", "infer_expr", "infer_module"]
+__all__ = ["InferType", "InferTypeLocal", "infer_expr", "infer_module"]
 
 
 @plain_on_calls
@@ -91,6 +92,12 @@ def _describe(node: Expr) -> str:
 def infer_expr(expr: Expr, global_types: dict[str, Type] | None = None, root: Expr | None = None) -> Type:
     """Type every node under ``expr``; ``global_types`` gives the types of called global functions."""
     return _infer_in_order(expr, post_order(expr, child_fn=_type_children), global_types, root)
+
+
+def InferTypeLocal(expr: Expr) -> Type:  # noqa: N802 - TVM's name
+    """``relay.transform.InferTypeLocal(expr)``: type ``expr`` in place (free variables need annotations) and
+    return its type."""
+    return infer_expr(expr)
 
 
 def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type] | None = None,
@@ -315,7 +322,30 @@ def _infer_node(node: Expr, global_types, let_value, touched: list | None = None
         if node.name_hint in global_types:
             return global_types[node.name_hint]
         raise TypeInferenceError(f"reference to unknown global function @{node.name_hint}")
+    if isinstance(node, (RefCreate, RefRead, RefWrite)):
+        return _ref_type(node)
     raise TypeInferenceError(f"cannot type node {type(node).__name__}")
+
+
+def _ref_type(node: Expr) -> Type:
+    """Relay's rules: ``RefCreate(v: T)`` is ``Ref[T]``, ``RefRead(r: Ref[T])`` is ``T``, ``RefWrite(r: Ref[T],
+    v: T)`` is the empty tuple."""
+    name = type(node).__name__
+    for k in children(node):
+        if _pending(k.checked_type):
+            raise _early_use(k.checked_type, f"an operand of {name}")
+    if isinstance(node, RefCreate):
+        return RelayRefType(node.value.checked_type)
+    rt = node.ref.checked_type
+    if not isinstance(rt, RelayRefType):
+        raise TypeInferenceError(f"{name}: the reference operand has type {rt}, expected a reference (ref(T))",
+                                 hint="make the reference with relay.RefCreate(value)")
+    if isinstance(node, RefRead):
+        return rt.value
+    vt = node.value.checked_type
+    if vt != rt.value:
+        raise TypeInferenceError(f"RefWrite: the cell holds {rt.value}, the value written has type {vt}")
+    return TupleType(())
 
 
 def _early_use(t: _RecursiveResult, where: str) -> TypeInferenceError:

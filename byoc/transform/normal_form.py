@@ -12,9 +12,10 @@ function literals (``Primitive``/``Composite``), so composites stay direct call 
 untouched (TVM let-binds constants and every function); and a ``Let`` body continues its scope instead of
 opening a nested one, so ANF of a Let chain is a flat Let chain rather than Lets nested in Let values.
 
-ToGraphNormalForm substitutes every let-bound value for its variable and drops the Let. That is sound because
-the IR is pure (no references or side effects). A recursive binding (a value that mentions its own variable)
-cannot be expressed in a DAG and is kept, as TVM keeps it.
+ToGraphNormalForm substitutes every let-bound value for its variable and drops the Let. That is sound for pure
+values; a binding whose value reads or writes a reference (or, in a function that does, calls a function) is
+kept, so the effect still happens, in its order (TVM's pass would drop it). A recursive binding (a value that
+mentions its own variable) cannot be expressed in a DAG and is kept, as TVM keeps it.
 
 Later passes -- the pattern language, MergeComposite, AnnotateTarget, MergeCompilerRegions, PartitionGraph, the
 CPU backend -- match and rewrite dataflow and expect graph normal form: a let-bound operand would hide the
@@ -26,10 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.expr import REF_NODES, Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.module import IRModule
 from ..ir.scopes import Scope, lca
 from ..ir.traversal import children, let_value_first, post_order, rebuild
+from .dead_code import _impure_lets
 from .fold_constant import is_opaque_function
 from .pass_infra import FunctionPass, PassContext
 
@@ -43,12 +45,14 @@ def to_graph_normal_form(expr: Expr) -> Expr:
     """``expr`` with every non-recursive Let removed and its variable replaced by the bound value."""
     order = post_order(expr, child_fn=let_value_first)
     let_of_var = {id(n.var): n for n in order if isinstance(n, Let)}
-    recursive: set[int] = set()  # ids of Lets whose value mentions their own variable
+    # ids of Lets kept: recursive ones (whose value mentions their own variable) and effects
+    recursive: set[int] = _impure_lets(order, list(let_of_var.values()), False) if let_of_var else set()
     memo: dict[int, Expr] = {}
     for node in order:
         if isinstance(node, Var) and id(node) in let_of_var:
             let = let_of_var[id(node)]
-            if id(let.value) in memo:  # let_value_first: a non-recursive value is done before its variable
+            # let_value_first: a non-recursive value is done before its variable
+            if id(let.value) in memo and id(let) not in recursive:
                 memo[id(node)] = memo[id(let.value)]
                 continue
             recursive.add(id(let))
@@ -178,7 +182,7 @@ def to_a_normal_form(expr: Expr) -> Expr:
             (body_scope,) = opened[id(node)]
             new = node.replace(body=body_scope.payload.wrap(atom[id(node.body)]))
         else:
-            assert isinstance(node, (Call, Tuple, TupleGetItem)), type(node)
+            assert isinstance(node, (Call, Tuple, TupleGetItem) + REF_NODES), type(node)
             new = rebuild(node, tuple(atom[id(c)] for c in children(node)))
         atom[id(node)] = bind(node, new)
     return scope[id(expr)].payload.wrap(atom[id(expr)]) if id(expr) in scope else expr

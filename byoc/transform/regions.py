@@ -2,13 +2,13 @@
 union-find instead of linear region scans.
 
 Rules (annotated_region_set.cc): every ``compiler_begin`` opens a new region; any other node joins the regions of
-its operands that are not ``compiler_end`` (merging them); a ``compiler_end`` joins its operand's region and is
-one of the region's outputs. If, Let, Function, Var and Constant nodes never belong to a region.
+its operands that are not ``compiler_end`` (merging them; references too); a ``compiler_end`` joins its
+operand's region and is one of the region's outputs. If, Let, Function, Var and Constant nodes never belong to a region.
 """
 from __future__ import annotations
 
 from ..errors import PartitionError
-from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem
+from ..ir.expr import REF_NODES, Call, Expr, Function, Op, Tuple, TupleGetItem
 from ..ir.traversal import children, plain_on_calls, post_order, rebuild
 from ..ops.annotation import COMPILER_BEGIN, COMPILER_END
 
@@ -46,6 +46,8 @@ def region_operands(n: Expr) -> tuple[Expr, ...] | None:
         return n.fields
     if isinstance(n, TupleGetItem):
         return (n.tuple_value,)
+    if isinstance(n, REF_NODES):  # non-call ops, as tuples (AnnotateTarget's include_non_call_ops)
+        return children(n)
     return None
 
 

@@ -60,5 +60,5 @@ def test_what_is_not_provided_raises_a_named_error():
         relay.testing.run_opt_pass(relay.const(1.0), relay.transform.InferType(), import_prelude=True)
     with pytest.raises(UnsupportedAPIError, match="DictAttrs"):
         tvm.ir.make_node("relay.attrs.Conv2DAttrs")
-    with pytest.raises(UnsupportedAPIError, match="RefCreate"):
-        relay.expr.RefCreate  # noqa: B018
+    with pytest.raises(UnsupportedAPIError, match="Match"):
+        relay.expr.Match  # noqa: B018

@@ -80,8 +80,10 @@ def check_supported(func: Function, allow=None) -> None:
             other.append(f"{type(node).__name__} node")
     problems = [f"{op} ({n}x)" for op, n in missing.items()] + list(dict.fromkeys(other))
     if problems:
-        raise CodegenError("the CPU backend cannot lower: " + ", ".join(problems),
-                           hint="ops need a lowering in byoc/backend/llvm/lower_*.py")
+        refs = [p for p in problems if p.startswith("Ref")]
+        hint = ("references (RefCreate/RefRead/RefWrite) run only in the reference interpreter: byoc.evaluate or "
+                "relay.create_executor('debug')" if refs else "ops need a lowering in byoc/backend/llvm/lower_*.py")
+        raise CodegenError("the CPU backend cannot lower: " + ", ".join(problems), hint=hint)
 
 
 def _output_ids(body: Expr) -> set[int]:
