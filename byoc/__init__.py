@@ -28,6 +28,7 @@ _LAZY = {
     "nd": ("byoc.nd", None),
     "target": ("byoc.target", None),
     "tir": ("byoc.tir", None),
+    "script": ("byoc.script", None),
     "runtime": ("byoc.runtime", None),
     "contrib": ("byoc.contrib", None),
     "_ffi": ("byoc._ffi", None),
