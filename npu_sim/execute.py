@@ -244,7 +244,12 @@ class Machine:
             acc = np.add(src, bias, dtype=np.int32).astype(np.int64)   # wrapping int32 bias add
             if zp_in:
                 acc -= zp_in
-            if c.rounding == Rounding.TFLITE and simple and not zp_in:
+            if c.rounding == Rounding.FLOAT32_HALF_EVEN:
+                # the table's mult holds float32 scale bits; acc − zp is rounded to float32 first (as MLAS)
+                scale = np.asarray(m, np.int64).astype(np.int32).view(np.float32)
+                v = acc.astype(np.float32) * scale
+                y = np.rint(np.clip(v, np.float32(-2.0 ** 40), np.float32(2.0 ** 40))).astype(np.int64)
+            elif c.rounding == Rounding.TFLITE and simple and not zp_in:
                 h = acc
                 h *= m
                 h += 1 << 30

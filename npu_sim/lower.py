@@ -382,9 +382,12 @@ def _requant_tables(body: _Body, rq: Call, channels: int) -> tuple[np.ndarray, n
                         "fixed-point; the NPU's PPU cannot reproduce it",
                         hint="import with TFLite-Micro fixed-point FC requantization (rounding 'TFLITE') or keep "
                              "this layer on the CPU")
-    if rounding not in Rounding.__members__:
+    if rounding == "ONNX":
+        rounding = Rounding.FLOAT32_HALF_EVEN.name   # the float32 output stage (compiler checks ppu.float_scale)
+    elif rounding not in Rounding.__members__ or rounding == Rounding.FLOAT32_HALF_EVEN.name:
         raise body.fail(f"qnn.requantize rounding {rounding!r} is not implemented by the NPU's PPU",
-                        hint=f"supported: {', '.join(Rounding.__members__)}; keep this layer on the CPU")
+                        hint="supported: TFLITE, UPWARD, TONEAREST, and ONNX on a float32 output stage; keep "
+                             "this layer on the CPU")
     s_in = np.asarray(body.const(rq.args[1], "requantize input_scale"), np.float64).reshape(-1)
     zp_rq = _scalar_int(body.const(rq.args[2], "requantize input_zero_point"), "requantize input zero point",
                         body.name)
@@ -392,7 +395,12 @@ def _requant_tables(body: _Body, rq: Call, channels: int) -> tuple[np.ndarray, n
     zp_out = _scalar_int(body.const(rq.args[4], "requantize output_zero_point"), "output zero point", body.name)
     if s_in.size not in (1, channels):
         raise body.fail(f"requantize input_scale has {s_in.size} values for {channels} channels")
-    m, s = qp.requant_params(s_in, s_out)
+    if rounding == Rounding.FLOAT32_HALF_EVEN.name:
+        # onnxruntime's scale: float32(float32(s_in) / float32(s_out)), carried as its float32 bits
+        real = (s_in.astype(np.float32) / np.float32(np.asarray(s_out).reshape(-1)[0])).astype(np.float32)
+        m, s = real.view(np.int32).astype(np.int64), np.zeros(real.size, np.int64)
+    else:
+        m, s = qp.requant_params(s_in, s_out)
     if m.size == 1:
         m, s = np.repeat(m, channels), np.repeat(s, channels)
     return m.astype(np.int64), s.astype(np.int64), zp_rq, zp_out, rounding
