@@ -190,10 +190,19 @@ def _broadcast_shapes(ctx):
     return None
 
 
-@rule("the arithmetic is TFLite's (rounding 'TFLITE'; other frontends' float rescaling is not fixed-point)")
+@rule("the arithmetic is TFLite's (rounding 'TFLITE'), or ONNX's float32 one (rounding 'ONNX') on same-shape "
+      "operands with a float32 output stage (ppu.float_scale)")
 def _tflite_arithmetic(ctx):
     mode = ctx["core"].attrs.rounding
-    return None if mode == "TFLITE" else f"found rounding {mode!r}"
+    if mode == "TFLITE":
+        return None
+    if mode != "ONNX":
+        return f"found rounding {mode!r}"
+    a, b = ttype(ctx["core"].args[0]), ttype(ctx["core"].args[1])
+    if a is None or b is None or tuple(a.shape) != tuple(b.shape):
+        return f"found rounding 'ONNX' on operands {a.shape if a else None} and {b.shape if b else None}"
+    ok, cfg = _float_stage()
+    return None if ok else f"found rounding 'ONNX'; {cfg!r} has no float32 output stage (ppu.float_scale = false)"
 
 
 def _binary_check(what: str) -> Check:

@@ -163,3 +163,29 @@ def test_compare_says_match_on_a_quantized_onnx_model(tmp_path, capsys):
     rc = cli_main(["compare", str(path), "--target", "npu"])
     out = capsys.readouterr().out
     assert rc == 0 and "MATCH" in out
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("dt", [TensorProto.UINT8, TensorProto.INT8])
+def test_qlinear_add_and_mul_on_the_float32_stage_over_all_input_pairs(op, dt):
+    """com.microsoft QLinearAdd / QLinearMul over every pair of 8-bit inputs, on the NPU, against onnxruntime."""
+    npdt = np.uint8 if dt == TensorProto.UINT8 else np.int8
+    zps = (131, 97, 118) if dt == TensorProto.UINT8 else (3, -31, -10)
+    inits = [helper.make_tensor("sa", TensorProto.FLOAT, [], [0.0371]), helper.make_tensor("za", dt, [], [zps[0]]),
+             helper.make_tensor("sb", TensorProto.FLOAT, [], [0.0213]), helper.make_tensor("zb", dt, [], [zps[1]]),
+             helper.make_tensor("sc", TensorProto.FLOAT, [], [0.0459 if op == "QLinearAdd" else 0.21]),
+             helper.make_tensor("zc", dt, [], [zps[2]])]
+    node = helper.make_node(op, ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["c"], domain="com.microsoft")
+    shape = [1, 256, 256, 1]
+    g = helper.make_graph([node], "pairs", [helper.make_tensor_value_info(n, dt, shape) for n in ("a", "b")],
+                          [helper.make_tensor_value_info("c", dt, shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    mod, _ = from_onnx(m)
+    part = byoc.partition_for("npu", mod)
+    assert any(f.attrs.get("Compiler") == "npu" for _, f in part.items())
+    info = np.iinfo(npdt)
+    v = np.arange(info.min, info.max + 1)
+    a = np.broadcast_to(v[:, None], (256, 256)).reshape(shape).astype(npdt)
+    b = np.broadcast_to(v[None, :], (256, 256)).reshape(shape).astype(npdt)
+    ref = _sess(m).run(None, {"a": a, "b": b})[0]
+    np.testing.assert_array_equal(byoc.build(part, target="npu,llvm").run({"a": a, "b": b})[0], ref)
