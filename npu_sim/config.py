@@ -262,7 +262,8 @@ def _costs(**kw: float) -> tuple[tuple[str, float], ...]:
 
 KIB = 1024
 
-# "ethos-u55-256-like" is kept as the name of ethos-u55-256 (below) that older configs and programs use.
+# "ethos-u55-256-like" is kept as the name of ethos-u55-256 (below) that older configs and programs use; as the
+# generic ``npu`` target's default it also has a float32 output stage (ppu.float_scale), which Ethos-U has not.
 # Arm's default U55-256 system (vela.ini Ethos_U55_High_End_Embedded + Shared_Sram), npu-model.md §3.6/§5.3.
 # PPU costs are Vela's AO table (0.25/element for int8 MAC outputs, 0.75 for Add, 0.375 for Mul, 0.125 for
 # pooling). MEAN runs on Ethos-U as a depthwise pass over 1×1 output blocks, bound by the 32-cycle weight-buffer
