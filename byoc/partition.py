@@ -271,6 +271,20 @@ def _no_cycle_collection():
             gc.enable()
 
 
+def _desired_layouts(target: str, mod: IRModule) -> IRModule:
+    """The target's declared layouts (``patterns.set_desired_layouts``): ONNX's NCHW convolutions become NHWC
+    chains (ConvertLayout, then SinkLayoutTransform keeps conv → bias_add → requantize together)."""
+    from patterns import desired_layouts
+    layouts = desired_layouts(target)
+    if not layouts:
+        return mod
+    from .transform.convert_layout import ConvertLayout
+    from .transform.sink_layout_transform import SinkLayoutTransform
+    outer = PassContext.current()
+    with PassContext(opt_level=3, instruments=outer.instruments, config=outer.config):
+        return Sequential([ConvertLayout(layouts), SinkLayoutTransform()], name="desired_layouts")(mod)
+
+
 def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str = "default",
                   min_partition_size: int = 1, inline_non_mac: bool = False, merge_regions: bool = True,
                   fold_constants: bool = True, bind_constants: bool = True, return_report: bool = False,
@@ -320,6 +334,7 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     if params:
         mod = mod.copy()
         mod["main"] = bind_params_by_name(mod["main"], params)
+    mod = _desired_layouts(target, mod)
     passes = []
     if fold_constants:
         try:

@@ -396,6 +396,11 @@ class _Codegen:
         w_per_oc = kh * kw * (1 if dw_op else ifm.hwc[2])
         in_dt, w_dt, out_dt = dtype_code(ifm.dtype), dtype_code(str(L.weights.dtype)), dtype_code(L.out_dtype)
         rounding = int(Rounding[L.rounding])
+        if rounding == Rounding.FLOAT32_HALF_EVEN and not self.cfg.ppu.float_scale:
+            raise NPUError(f"layer {L.name!r}: ONNX's float32 requantization needs a float32 output stage; "
+                           f"{self.cfg.name!r} has ppu.float_scale = false",
+                           hint="use a configuration whose PPU scales in float32 (ethos-n78-like, "
+                                "ethos-u55-256-like) or keep this layer on the CPU")
         ppu_params = _ppu_params(PpuOp.REQUANT, dict(zp_in=L.zp_rq, zp_out=L.zp_out, act_min=L.act_min,
                                                      act_max=L.act_max))
         spatial = [(y, x, min(plan.bh, OH - y), min(plan.bw, OW - x))
@@ -509,6 +514,11 @@ class _Codegen:
         else:
             pad_value = int(p.get("pad_value", 0))
         rounding = int(Rounding[p.get("rounding", "TFLITE")])
+        if rounding == Rounding.FLOAT32_HALF_EVEN and not self.cfg.ppu.float_scale:
+            raise NPUError(f"layer {L.name!r}: ONNX's float32 requantization needs a float32 output stage; "
+                           f"{self.cfg.name!r} has ppu.float_scale = false",
+                           hint="use a configuration whose PPU scales in float32 (ethos-n78-like, "
+                                "ethos-u55-256-like) or keep this layer on the CPU")
         bcast = int(p.get("bcast", 0)) if len(L.inputs) > 1 else 0
         oy, ox, oc = L.out_origin or (0, 0, 0)
         iy, ix, ic0 = L.in_origin or (0, 0, 0)   # a window copy's start in its input

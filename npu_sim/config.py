@@ -62,6 +62,9 @@ class PostProcessing:
     command_overhead: int = 0          # cycles added to every PPU command (Ethos-N: 10 per block)
     shares_mac_engine: bool = False    # VTA: the tensor ALU and the GEMM core are one unit
     pool_on_mac: bool = False          # Ethos-U: pooling runs on the MAC engine per micro-block (cost.pool_cycles)
+    # The output stage scales in float32 (many NPUs do; Ethos-U's is fixed-point only): it then runs ONNX's
+    # requantization (Rounding.FLOAT32_HALF_EVEN), charged like the fixed-point requantize.
+    float_scale: bool = False
 
     def cost(self, op: str) -> float:
         for name, value in self.cycles_per_element:
@@ -259,7 +262,8 @@ def _costs(**kw: float) -> tuple[tuple[str, float], ...]:
 
 KIB = 1024
 
-# "ethos-u55-256-like" is kept as the name of ethos-u55-256 (below) that older configs and programs use.
+# "ethos-u55-256-like" is kept as the name of ethos-u55-256 (below) that older configs and programs use; as the
+# generic ``npu`` target's default it also has a float32 output stage (ppu.float_scale), which Ethos-U has not.
 # Arm's default U55-256 system (vela.ini Ethos_U55_High_End_Embedded + Shared_Sram), npu-model.md §3.6/§5.3.
 # PPU costs are Vela's AO table (0.25/element for int8 MAC outputs, 0.75 for Add, 0.375 for Mul, 0.125 for
 # pooling). MEAN runs on Ethos-U as a depthwise pass over 1×1 output blocks, bound by the 32-cycle weight-buffer
@@ -271,7 +275,8 @@ _U55_256 = NPUConfig(
                  pool_tap_cycles=4),
     ppu=PostProcessing(cycles_per_element=_costs(requant=0.25, add=0.75, mul=0.375, max_pool_tap=0.125,
                                                  avg_pool_tap=0.125, mean_input=1.0, lut=1.0, copy=0.125),
-                       channel_quantum=8, elementwise_quantum=16, command_overhead=0, pool_on_mac=True),
+                       channel_quantum=8, elementwise_quantum=16, command_overhead=0, pool_on_mac=True,
+                       float_scale=True),
     local_buffers=(LocalBuffer("shram", 46 * KIB, ("ifm", "acc", "ofm")),
                    LocalBuffer("weight_buffer", 256 * KIB, ("weight", "table"))),
     memory_areas=(MemoryArea("sram", 8.0, 32, 32, 32), MemoryArea("flash", 1.0, 64, 64, 128)),
@@ -302,7 +307,7 @@ _N78 = NPUConfig(
     ppu=PostProcessing(cycles_per_element=_costs(requant=6 / 32, add=35 / 32, mul=35 / 32, max_pool_tap=37 / 288,
                                                  avg_pool_tap=97 / 288, mean_input=37 / 1568, lut=41 / 32,
                                                  copy=6 / 32),
-                       channel_quantum=2, command_overhead=10),
+                       channel_quantum=2, command_overhead=10, float_scale=True),
     local_buffers=(LocalBuffer("sram", 448 * KIB, TILE_KINDS),),
     memory_areas=(MemoryArea("dram", 16.0, 100, 100, 64),),
     placement=Placement(feature_maps="dram", weights="dram"),
@@ -323,7 +328,8 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
     them to DRAM)."""
     h, w, c = ublock
     base = _U55_256
-    ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element))
+    ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element),
+                  float_scale=False)   # Ethos-U's output stage is fixed-point only
     mac = replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c)
     if h * w * c == 4:
         # Vela: the 32-MAC U55 pools one cycle per tap whatever the element size and waits 3 cycles per step

@@ -244,7 +244,12 @@ class Machine:
             acc = np.add(src, bias, dtype=np.int32).astype(np.int64)   # wrapping int32 bias add
             if zp_in:
                 acc -= zp_in
-            if c.rounding == Rounding.TFLITE and simple and not zp_in:
+            if c.rounding == Rounding.FLOAT32_HALF_EVEN:
+                # the table's mult holds float32 scale bits; acc − zp is rounded to float32 first (as MLAS)
+                scale = np.asarray(m, np.int64).astype(np.int32).view(np.float32)
+                v = acc.astype(np.float32) * scale
+                y = np.rint(np.clip(v, np.float32(-2.0 ** 40), np.float32(2.0 ** 40))).astype(np.int64)
+            elif c.rounding == Rounding.TFLITE and simple and not zp_in:
                 h = acc
                 h *= m
                 h += 1 << 30
@@ -267,14 +272,17 @@ class Machine:
             b = self.tile(c.src1_buf, c.src1_off, i).reshape(
                 src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)).astype(np.int64)
             a_, b_ = x - c.param("zp_a"), b - c.param("zp_b")
-            if op == PpuOp.ADD:
+            if c.rounding == Rounding.FLOAT32_HALF_EVEN:
+                y = _onnx_binary(c, x, b, a_ * b_)
+            elif op == PpuOp.ADD:
                 ls = c.param("left_shift")
                 a_ = rdbpot(srdhm(a_ << ls, c.param("m_a")), -c.param("e_a"))
                 b_ = rdbpot(srdhm(b_ << ls, c.param("m_b")), -c.param("e_b"))
                 y = rdbpot(srdhm(a_ + b_, c.param("m_out")), -c.param("e_out"))
             else:
                 y = mbqm(wrap32(a_ * b_), c.param("m_out"), c.param("e_out"))
-            y = y + c.param("zp_out")
+            if c.rounding != Rounding.FLOAT32_HALF_EVEN:
+                y = y + c.param("zp_out")
         elif op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
             kh, kw, sh, sw, dh, dw = (c.param(k) for k in ("kh", "kw", "sh", "sw", "dh", "dw"))
             taps = [x[ky * dh:ky * dh + (c.oh - 1) * sh + 1:sh, kx * dw:kx * dw + (c.ow - 1) * sw + 1:sw]
@@ -374,3 +382,21 @@ def run_functional(prog: Program, inputs: dict) -> list[np.ndarray]:
     with single_threaded_blas():
         m.run()
     return m.read_outputs()
+
+
+def _f32_param(c: Ppu, name: str) -> np.float32:
+    return np.array(c.param(name), np.int64).astype(np.int32).view(np.float32)[()]
+
+
+def _onnx_binary(c: Ppu, a: np.ndarray, b: np.ndarray, prod: np.ndarray) -> np.ndarray:
+    """onnxruntime's QLinearAdd (MLAS AVX2: fma(a, r_a, fma(b, r_b, fixed))) and QLinearMul
+    (rne(float32(prod) · ratio + zc)) on the float32 output stage; the ratios and the add's folded zero points
+    arrive as float32 bits, same-shape operands only (the lowering refuses broadcasting)."""
+    from byoc.quant.onnxrt import fma_f32
+    if c.op == PpuOp.ADD:
+        bf = np.broadcast_to(b, a.shape).astype(np.float32)
+        v = fma_f32(a.astype(np.float32), _f32_param(c, "m_a"),
+                    fma_f32(bf, _f32_param(c, "m_b"), _f32_param(c, "m_out")))
+    else:
+        v = (prod.astype(np.float32) * _f32_param(c, "m_out")).astype(np.float32) + np.float32(c.param("zp_out"))
+    return np.rint(np.clip(v, np.float32(-2.0 ** 20), np.float32(2.0 ** 20))).astype(np.int64)

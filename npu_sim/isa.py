@@ -67,6 +67,9 @@ class Rounding(enum.IntEnum):
     TFLITE = 0       # double rounding (SRDHM + RDBPOT)
     UPWARD = 1       # single rounding, ties up (TVM)
     TONEAREST = 2    # single rounding, ties away from zero (TVM)
+    # float32 output stage (ppu.float_scale): float32(acc − zp) × float32 scale, round half to even — ONNX's
+    # requantization as onnxruntime's MLAS computes it; the table's mult field holds the scale's float32 bits
+    FLOAT32_HALF_EVEN = 3
 
 
 # IFM2 broadcast flags of an elementwise PPU command (Ethos-U's IFM2_BROADCAST register): each set bit makes

@@ -382,9 +382,12 @@ def _requant_tables(body: _Body, rq: Call, channels: int) -> tuple[np.ndarray, n
                         "fixed-point; the NPU's PPU cannot reproduce it",
                         hint="import with TFLite-Micro fixed-point FC requantization (rounding 'TFLITE') or keep "
                              "this layer on the CPU")
-    if rounding not in Rounding.__members__:
+    if rounding == "ONNX":
+        rounding = Rounding.FLOAT32_HALF_EVEN.name   # the float32 output stage (compiler checks ppu.float_scale)
+    elif rounding not in Rounding.__members__ or rounding == Rounding.FLOAT32_HALF_EVEN.name:
         raise body.fail(f"qnn.requantize rounding {rounding!r} is not implemented by the NPU's PPU",
-                        hint=f"supported: {', '.join(Rounding.__members__)}; keep this layer on the CPU")
+                        hint="supported: TFLITE, UPWARD, TONEAREST, and ONNX on a float32 output stage; keep "
+                             "this layer on the CPU")
     s_in = np.asarray(body.const(rq.args[1], "requantize input_scale"), np.float64).reshape(-1)
     zp_rq = _scalar_int(body.const(rq.args[2], "requantize input_zero_point"), "requantize input zero point",
                         body.name)
@@ -392,7 +395,12 @@ def _requant_tables(body: _Body, rq: Call, channels: int) -> tuple[np.ndarray, n
     zp_out = _scalar_int(body.const(rq.args[4], "requantize output_zero_point"), "output zero point", body.name)
     if s_in.size not in (1, channels):
         raise body.fail(f"requantize input_scale has {s_in.size} values for {channels} channels")
-    m, s = qp.requant_params(s_in, s_out)
+    if rounding == Rounding.FLOAT32_HALF_EVEN.name:
+        # onnxruntime's scale: float32(float32(s_in) / float32(s_out)), carried as its float32 bits
+        real = (s_in.astype(np.float32) / np.float32(np.asarray(s_out).reshape(-1)[0])).astype(np.float32)
+        m, s = real.view(np.int32).astype(np.int64), np.zeros(real.size, np.int64)
+    else:
+        m, s = qp.requant_params(s_in, s_out)
     if m.size == 1:
         m, s = np.repeat(m, channels), np.repeat(s, channels)
     return m.astype(np.int64), s.astype(np.int64), zp_rq, zp_out, rounding
@@ -481,15 +489,36 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     low.layers.append(layer)
 
 
+def _f32_bits(v) -> int:
+    return int(np.asarray(v, np.float32).reshape(()).view(np.int32))
+
+
+def _onnx_binary_params(opname: str, sa, sb, sc, za: int, zb: int, zc: int) -> dict[str, Any]:
+    """MLAS's float32 constants of QLinearAdd (r_a, r_b, zc − fma(r_a, za, r_b·zb)) or QLinearMul (s_a·s_b / s_c)."""
+    from byoc.quant.onnxrt import fma_f32
+    f32 = np.float32
+    if opname == "qnn.add":
+        ra, rb = f32(sa / sc), f32(sb / sc)
+        fixed = f32(f32(zc) - fma_f32(ra, f32(za), f32(rb * f32(zb))))
+        return dict(m_a=_f32_bits(ra), m_b=_f32_bits(rb), m_out=_f32_bits(fixed), rounding="FLOAT32_HALF_EVEN")
+    return dict(m_out=_f32_bits(f32(f32(sa * sb) / sc)), rounding="FLOAT32_HALF_EVEN")
+
+
 def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     opname = "qnn.add" if comp == "npu.qnn_add" else "qnn.mul"
     chain = body.chain()
     ops = body.expect(chain, [(opname, False), ("clip", True)])
     core = ops[opname]
-    if core.attrs.rounding != "TFLITE":
+    onnx = core.attrs.rounding == "ONNX"
+    if core.attrs.rounding != "TFLITE" and not onnx:
         raise body.fail(f"{opname} rounding {core.attrs.rounding!r} is not implemented by the NPU's PPU",
-                        hint="only TFLite's fixed-point arithmetic ('TFLITE') runs on the NPU")
+                        hint="TFLite's fixed-point arithmetic ('TFLITE') or ONNX's float32 one ('ONNX') runs on "
+                             "the NPU")
     a_t, b_t, out_t = _tensor_type(core.args[0]), _tensor_type(core.args[1]), _tensor_type(body.call)
+    if onnx and tuple(a_t.shape) != tuple(b_t.shape):
+        raise body.fail(f"{opname} rounding 'ONNX' with operands {tuple(a_t.shape)} and {tuple(b_t.shape)}",
+                        hint="onnxruntime's broadcasting kernels order their float32 steps differently; only "
+                             "same-shape operands run on the NPU")
     order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
     out_shape = tuple(out_t.shape)
     a = body.tensor(core.args[0], "lhs")
@@ -508,7 +537,10 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
             raise body.fail(f"{what} must be per-tensor")
     lo, hi = _clamp(body, ops, out_t.dtype)
     params: dict[str, Any] = dict(zp_a=zp_a, zp_b=zp_b, zp_out=zp_o, act_min=lo, act_max=hi)
-    if opname == "qnn.add":
+    if onnx:
+        params.update(_onnx_binary_params(opname, *(np.float32(_vec(c[i])[0]) for i in (0, 2, 4)), zp_a, zp_b, zp_o))
+        op = "add" if opname == "qnn.add" else "mul"
+    elif opname == "qnn.add":
         p = qp.add_params(c[0], c[2], c[4])
         params.update(left_shift=p.left_shift, m_a=int(p.lhs_multiplier[0]), e_a=int(p.lhs_shift[0]),
                       m_b=int(p.rhs_multiplier[0]), e_b=int(p.rhs_shift[0]), m_out=int(p.output_multiplier[0]),

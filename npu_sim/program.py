@@ -29,9 +29,10 @@ from .isa import (BCAST_ALL, DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"NPUSIMP\0"
-FORMAT_VERSION = 5  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
+FORMAT_VERSION = 6  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
 # encoded weight ratio and the config's weight encoding and timing fields; v5: the config's per-block floor, step
-# delay, pooling step cost and I/O placement (a v4 config would take them from a preset)
+# delay, pooling step cost and I/O placement (a v4 config would take them from a preset); v6: PPU rounding
+# FLOAT32_HALF_EVEN (its table's mult field holds float32 bits) and the config's ppu.float_scale
 _HEAD = struct.Struct("<8sHHIIII")
 
 
@@ -324,6 +325,9 @@ def _static_problems(prog: Program) -> list[str]:
                         not 0 <= c.out_dtype < (3 if wide_out else 2) or c.rounding not in Rounding._value2member_map_:
                     out.append(f"#{i}: unknown PPU op, rounding or dtype in {disassemble_command(c)}")
                     continue
+                if c.rounding == Rounding.FLOAT32_HALF_EVEN and not prog.config.ppu.float_scale:
+                    out.append(f"#{i}: rounding FLOAT32_HALF_EVEN on {prog.config.name!r}, whose PPU has no "
+                               "float32 scaling (ppu.float_scale = false)")
                 if min(c.oh, c.ow, c.oc, c.ih, c.iw, c.ic) <= 0:
                     out.append(f"#{i}: zero-sized PPU tile")
                     continue

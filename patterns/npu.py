@@ -21,7 +21,7 @@ from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 from .common import (batch_one_rule, capture, clip_range_rule, const_value, conv_chain, dtype_rule,
                      fixed_point_rule, input_of, layout_rule, not_a_chain_end, on_integer_op, optional_clip,
                      per_tensor_rule, quantized_activation, quantized_mean, reduced_axes, root, ttype)
-from .registry import CompositePattern, register_op_predicate, register_pattern_table
+from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_desired_layouts
 
 __all__ = ["pattern_table", "KERNEL_SIZES", "MAX_PAD", "MAX_CHANNELS"]
 
@@ -111,17 +111,40 @@ def _channels(ctx):
     return None if c <= MAX_CHANNELS else f"found {c}"
 
 
+def _float_stage() -> tuple[bool, str]:
+    """Whether the ``npu`` target's configuration scales in float32 at its output stage (ppu.float_scale)."""
+    from runtime.npu_codegen import resolve_npu_config, simulator_codegen_for
+    cg = simulator_codegen_for("npu")
+    cfg = cg.config() if cg is not None else resolve_npu_config(None)
+    return cfg.ppu.float_scale, cfg.name
+
+
+def _requant_rule(name: str) -> Rule:
+    """TFLite's fixed-point requantization, or ONNX's float32 one where the configuration's PPU scales in float32."""
+    fixed = fixed_point_rule(name)
+
+    def test(ctx: MatchContext):
+        rq = ctx.get(name)
+        if rq is None or rq.attrs.rounding != "ONNX":
+            return fixed.test(ctx)
+        ok, cfg = _float_stage()
+        return None if ok else (f"found ONNX's float32 requantization; {cfg!r} has no float32 output stage "
+                                "(ppu.float_scale = false)")
+    return Rule("the requantization is fixed-point (TFLITE, UPWARD or TONEAREST), or ONNX's float32 one "
+                "(rounding ONNX) on a configuration whose output stage scales in float32 (ppu.float_scale)", test)
+
+
 _QUANT_CONV = per_tensor_rule("the input zero point, kernel zero point and requantize zero points",
                               [input_of("conv", 2), input_of("conv", 3), input_of("rq", 2), input_of("rq", 4)])
 _IO_DTYPES = dtype_rule("input and output", [capture("data"), root])
 _COMMON_CONV = [_IO_DTYPES, batch_one_rule(capture("data")), _dilation, _padding, _kernel_sizes, _strides,
-                _QUANT_CONV, fixed_point_rule("rq"), _channels, clip_range_rule()]
+                _QUANT_CONV, _requant_rule("rq"), _channels, clip_range_rule()]
 
 CONV_CHECK = Check((_ordinary, layout_rule("conv", "data_layout", ("NHWC",)),
                     layout_rule("conv", "kernel_layout", ("HWIO", "OHWI", "OIHW")), *_COMMON_CONV),
                    summary="2-D convolution with bias, requantization and optional activation")
 DEPTHWISE_CHECK = Check((_depthwise, layout_rule("conv", "data_layout", ("NHWC",)),
-                         layout_rule("conv", "kernel_layout", ("HWOI", "HWIO")), _depth_multiplier, *_COMMON_CONV),
+                         layout_rule("conv", "kernel_layout", ("HWOI", "HWIO", "OIHW")), _depth_multiplier, *_COMMON_CONV),
                         summary="depthwise convolution")
 
 
@@ -135,7 +158,7 @@ DENSE_CHECK = Check((_dense_input, _IO_DTYPES,
                      per_tensor_rule("the input zero point, kernel zero point and requantize zero points",
                                      [input_of("conv", 2), input_of("conv", 3), input_of("rq", 2),
                                       input_of("rq", 4)]),
-                     fixed_point_rule("rq"), _channels, clip_range_rule()),
+                     _requant_rule("rq"), _channels, clip_range_rule()),
                     summary="fully connected layer")
 
 
@@ -167,10 +190,19 @@ def _broadcast_shapes(ctx):
     return None
 
 
-@rule("the arithmetic is TFLite's (rounding 'TFLITE'; other frontends' float rescaling is not fixed-point)")
+@rule("the arithmetic is TFLite's (rounding 'TFLITE'), or ONNX's float32 one (rounding 'ONNX') on same-shape "
+      "operands with a float32 output stage (ppu.float_scale)")
 def _tflite_arithmetic(ctx):
     mode = ctx["core"].attrs.rounding
-    return None if mode == "TFLITE" else f"found rounding {mode!r}"
+    if mode == "TFLITE":
+        return None
+    if mode != "ONNX":
+        return f"found rounding {mode!r}"
+    a, b = ttype(ctx["core"].args[0]), ttype(ctx["core"].args[1])
+    if a is None or b is None or tuple(a.shape) != tuple(b.shape):
+        return f"found rounding 'ONNX' on operands {a.shape if a else None} and {b.shape if b else None}"
+    ok, cfg = _float_stage()
+    return None if ok else f"found rounding 'ONNX'; {cfg!r} has no float32 output stage (ppu.float_scale = false)"
 
 
 def _binary_check(what: str) -> Check:
@@ -320,7 +352,7 @@ def _rq_axis(ctx):
 
 
 REQUANTIZE_CHECK = Check((dtype_rule("input", [input_of("rq", 0)], ("int8", "uint8", "int16", "int32")),
-                          dtype_rule("output", [root]), fixed_point_rule("rq"), _rq_axis, not_a_chain_end("rq"),
+                          dtype_rule("output", [root]), _requant_rule("rq"), _rq_axis, not_a_chain_end("rq"),
                           per_tensor_rule("zero points", [input_of("rq", 2), input_of("rq", 4)]),
                           clip_range_rule()), summary="requantization")
 CLIP_CHECK = Check((dtype_rule("input", [input_of("clip", 0)]), clip_range_rule()), summary="clamp (ReLU/ReLU6)")
@@ -381,6 +413,8 @@ def pattern_table() -> list[CompositePattern]:
 
 for _op in ("reshape", "squeeze", "expand_dims"):
     register_op_predicate("npu", _op, _MOVE_CHECK)
+# ONNX's NCHW convolutions are converted to the NHWC the NPU runs (byoc.partition_for)
+set_desired_layouts("npu", {"qnn.conv2d": ["NHWC", "default"]})
 
 
 # -- copies: slice, split, pad, depth_to_space (npu_sim/lower_move.py) ------------------------------------------

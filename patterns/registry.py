@@ -152,6 +152,27 @@ def preferred_semantics(target: str) -> str | None:
     return _PREFERRED_SEMANTICS.get(target)
 
 
+_DESIRED_LAYOUTS: dict[str, dict[str, list[str]]] = {}
+
+
+def set_desired_layouts(target: str, layouts: dict[str, list[str]]) -> None:
+    """The layouts ``target``'s hardware runs ops in (ConvertLayout's ``desired_layouts``, e.g. ``{"qnn.conv2d":
+    ["NHWC", "default"]}``): ``partition_for`` converts a model's other layouts (ONNX's NCHW) first."""
+    if not isinstance(layouts, dict):
+        raise PatternError(f"target {target!r}: desired layouts must be a dict of op name -> [data, kernel layout]")
+    _DESIRED_LAYOUTS[target] = {k: list(v) for k, v in layouts.items()}
+
+
+def desired_layouts(target: str) -> dict[str, list[str]] | None:
+    """The layouts ``target`` declared (its table is loaded first), or None."""
+    if target not in _DESIRED_LAYOUTS and target not in _TABLE_FUNCS:
+        try:
+            get_pattern_table(target)
+        except PatternError:
+            return None
+    return _DESIRED_LAYOUTS.get(target)
+
+
 @dataclass(frozen=True)
 class RuleText:
     """What the CLI prints: one composite (or single op) and its rules in words."""

@@ -109,8 +109,16 @@ def test_weight_encoding_and_brick_depth_are_checked_in_toml():
 
 
 def test_the_old_preset_name_is_the_ethos_u55_256_configuration():
+    # ... but for the float32 output stage the generic ``npu`` target's preset has and Ethos-U has not
     old, new = npu_sim.preset("ethos-u55-256-like"), npu_sim.preset("ethos-u55-256")
-    assert dataclasses.replace(old, name=new.name) == new
+    assert old.ppu.float_scale and not new.ppu.float_scale
+    assert dataclasses.replace(old, name=new.name, ppu=dataclasses.replace(old.ppu, float_scale=False)) == new
+
+
+def test_only_the_generic_presets_scale_in_float32():
+    assert {n for n, c in npu_sim.PRESETS.items() if c.ppu.float_scale} == {"ethos-u55-256-like", "ethos-n78-like"}
+    cfg = config_from_dict({"base": "ethos-u55-256", "ppu": {"float_scale": True}})
+    assert cfg.ppu.float_scale
 
 
 def test_zero_or_nan_bandwidth_and_bad_new_fields_name_the_field():

@@ -1,0 +1,51 @@
+"""SinkLayoutTransform moves the transform back to NCHW below bias_add / requantize / clip (their axis permuted),
+cancels inverse transform pairs, and leaves values unchanged (reference interpreter before and after)."""
+from __future__ import annotations
+
+import numpy as np
+
+import byoc
+from byoc import relay
+from byoc.ir.expr import Call, Op
+from byoc.ir.traversal import post_order
+from byoc.transform.convert_layout import ConvertLayout
+from byoc.transform.sink_layout_transform import SinkLayoutTransform
+
+
+def _chain():
+    rng = np.random.default_rng(0)
+    x = relay.var("x", shape=(1, 3, 6, 6), dtype="uint8")
+    w = relay.const(rng.integers(0, 256, (4, 3, 3, 3)).astype("uint8"))
+    y = relay.qnn.op.conv2d(x, w, relay.const(120), relay.const(128), relay.const(0.02), relay.const(0.01),
+                            padding=(1, 1), channels=4, kernel_size=(3, 3), out_dtype="int32")
+    y = relay.nn.bias_add(y, relay.const(rng.integers(-500, 500, 4).astype("int32")), axis=1)
+    y = relay.qnn.op.requantize(y, relay.const(np.array([2e-4, 3e-4, 1e-4, 5e-4], "float32")), relay.const(0),
+                                relay.const(0.05), relay.const(100), axis=1, out_dtype="uint8", rounding="ONNX")
+    y = relay.clip(y, 100, 255)
+    return byoc.IRModule.from_expr(relay.Function([x], y))
+
+
+def _ops(mod):
+    return [n.op.name for n in post_order(mod["main"].body) if isinstance(n, Call) and isinstance(n.op, Op)]
+
+
+def test_nhwc_chain_stays_together_with_the_same_values():
+    mod = _chain()
+    x = np.random.default_rng(1).integers(0, 256, (1, 3, 6, 6)).astype("uint8")
+    before = byoc.evaluate(mod, {"x": x})[0]
+    with byoc.transform.PassContext(opt_level=3):
+        out = byoc.transform.Sequential([ConvertLayout({"qnn.conv2d": ["NHWC", "default"]}),
+                                         SinkLayoutTransform()])(mod)
+    assert _ops(out) == ["layout_transform", "qnn.conv2d", "nn.bias_add", "qnn.requantize", "clip",
+                         "layout_transform"]
+    rq = next(n for n in post_order(out["main"].body) if isinstance(n, Call) and n.op.name == "qnn.requantize")
+    assert rq.attrs.axis == 3
+    np.testing.assert_array_equal(byoc.evaluate(out, {"x": x})[0], before)
+
+
+def test_inverse_pair_cancels():
+    x = relay.var("x", shape=(1, 2, 3, 4), dtype="int8")
+    y = relay.layout_transform(relay.layout_transform(x, "NCHW", "NHWC"), "NHWC", "NCHW")
+    mod = byoc.IRModule.from_expr(relay.Function([x], relay.clip(y, -5, 5)))
+    out = byoc.transform.Sequential([SinkLayoutTransform()])(mod)
+    assert _ops(out) == ["clip"]
