@@ -119,9 +119,11 @@ def _name(op: str, call: Call) -> str:
 
 
 def npu_partition(mod) -> tuple[Function, Var, Call]:
-    """(the Compiler="npu" function, main's value feeding it, that value's call) for a single-input chain model."""
+    """(the Compiler="npu" function, main's value feeding it, that value's call) for a single-input chain model.
+    TVM-form chains (MEAN as cast → mean → requantize) are read as their integer ops first."""
+    from byoc.transform.canonicalize_qnn import canonicalize_module
     from byoc.transform.infer_type import infer_expr
-    main = mod["main"]
+    main = canonicalize_module(mod)["main"]
     infer_expr(main)
     users = users_map(main.body)
     order = post_order(main.body, enter_functions=False)
