@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..ir.expr import Call, Expr, Function
-from ..ir.module import IRModule
 from ..ir.traversal import children, post_order, rebuild
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 from .scale_axis import (Message, conv_channel_info, expand_to_axis, is_all_nonnegative_constant,
                          match_broadcast_to_left_axes, op_call, op_name, squeezed_scale, tensor_type)
 
@@ -153,10 +152,7 @@ class BackwardFoldScaleAxis(FunctionPass):
 
     name: ClassVar[str] = "BackwardFoldScaleAxis"
     opt_level: ClassVar[int] = 3
-
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
+    typed: ClassVar[bool] = True
 
     def transform_function(self, func: Function, mod, ctx) -> Function:
         return backward_fold_scale_axis(func)

@@ -8,10 +8,9 @@ from typing import ClassVar
 import numpy as np
 
 from ..ir.expr import Call, Expr, Function, Op
-from ..ir.module import IRModule
 from ..ir.traversal import rewrite_post_order
 from ..ops.registry import FusionKind, get_op_def
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 from .scale_axis import op_name, tensor_type
 
 __all__ = ["CanonicalizeCast"]
@@ -53,10 +52,7 @@ class CanonicalizeCast(FunctionPass):
 
     name: ClassVar[str] = "CanonicalizeCast"
     opt_level: ClassVar[int] = 3
-
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
+    typed: ClassVar[bool] = True
 
     def transform_function(self, func: Function, mod, ctx) -> Function:
         return canonicalize_cast(func)

@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..ir.expr import Call, Expr, Function, Op
-from ..ir.module import IRModule
 from ..ir.traversal import rewrite_post_order
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 
 __all__ = ["CanonicalizeOps"]
 
@@ -36,10 +35,7 @@ class CanonicalizeOps(FunctionPass):
 
     name: ClassVar[str] = "CanonicalizeOps"
     opt_level: ClassVar[int] = 3
-
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
+    typed: ClassVar[bool] = True
 
     def transform_function(self, func: Function, mod, ctx) -> Function:
         out = rewrite_post_order(func, _bias_add)

@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import ClassVar, Sequence
 
 from ..ir.expr import Call, Expr, Function, Tuple
-from ..ir.module import IRModule
 from .parallel_branches import Branch, Combiner, combine_parallel
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 from .scale_axis import op_call, tensor_type
 
 __all__ = ["CombineParallelBatchMatmul"]
@@ -61,13 +60,11 @@ class CombineParallelBatchMatmul(FunctionPass):
 
     name: ClassVar[str] = "CombineParallelBatchMatmul"
     opt_level: ClassVar[int] = 4
+    typed: ClassVar[bool] = True
 
     def __init__(self, min_num_branches: int = 3):
         self.min_num_branches = int(min_num_branches)
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
 
     def transform_function(self, func: Function, mod, ctx) -> Function:
         return combine_parallel(func, _BatchMatmulCombiner(), self.min_num_branches)

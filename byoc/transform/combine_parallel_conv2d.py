@@ -9,9 +9,8 @@ import dataclasses
 from typing import ClassVar, Sequence
 
 from ..ir.expr import Call, Expr, Function, Tuple
-from ..ir.module import IRModule
 from .parallel_branches import Branch, Combiner, combine_parallel
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 from .scale_axis import op_call, tensor_type
 
 __all__ = ["CombineParallelConv2D"]
@@ -97,13 +96,11 @@ class CombineParallelConv2D(FunctionPass):
 
     name: ClassVar[str] = "CombineParallelConv2d"  # TVM's registered spelling
     opt_level: ClassVar[int] = 4
+    typed: ClassVar[bool] = True
 
     def __init__(self, min_num_branches: int = 3):
         self.min_num_branches = int(min_num_branches)
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
 
     def transform_function(self, func: Function, mod, ctx) -> Function:
         return combine_parallel(func, _Conv2DCombiner(), self.min_num_branches)

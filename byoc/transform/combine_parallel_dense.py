@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import ClassVar, Sequence
 
 from ..ir.expr import Call, Expr, Function, Tuple, TupleGetItem
-from ..ir.module import IRModule
 from .parallel_branches import Branch, Combiner, combine_parallel
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 from .scale_axis import op_call, tensor_type
 
 __all__ = ["CombineParallelDense"]
@@ -129,14 +128,12 @@ class CombineParallelDense(FunctionPass):
 
     name: ClassVar[str] = "CombineParallelDense"
     opt_level: ClassVar[int] = 4
+    typed: ClassVar[bool] = True
 
     def __init__(self, min_num_branches: int = 3, to_batch: bool = True):
         self.min_num_branches = int(min_num_branches)
         self.to_batch = bool(to_batch)
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
 
     def transform_function(self, func: Function, mod, ctx) -> Function:
         c = _DenseToBatch() if self.to_batch else _DenseToDense()

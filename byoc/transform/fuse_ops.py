@@ -112,10 +112,7 @@ class FuseOps(FunctionPass):
 
     name: ClassVar[str] = "FuseOps"
     opt_level: ClassVar[int] = 0
-
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
+    typed: ClassVar[bool] = True
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         if int(func.attrs.get("Primitive", 0) or 0):

@@ -183,11 +183,18 @@ class FunctionPass(Pass):
     """Applies ``transform_function`` to every function; functions with ``Compiler`` are left alone."""
 
     skip_external: ClassVar[bool] = True
+    typed: ClassVar[bool] = False    # True: types are inferred before (the rewrite reads them) and after
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         raise NotImplementedError
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        if self.typed:
+            from .infer_type import infer_module
+            return infer_module(self._transform_all(infer_module(mod), ctx))
+        return self._transform_all(mod, ctx)
+
+    def _transform_all(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod.copy()
         for gv, func in mod.items():
             if self.skip_external and any(k in func.attrs for k in ("Compiler", "Extern", "SkipOptimization")):

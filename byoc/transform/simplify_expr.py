@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..ir.expr import Call, Expr, Function, Op, Var
-from ..ir.module import IRModule
 from ..ir.traversal import children, post_order, rebuild
-from .pass_infra import FunctionPass, PassContext
+from .pass_infra import FunctionPass
 from .simplify_rules import POST_ALTER_OP_RULES, SIMPLIFY_EXPR_RULES
 
 __all__ = ["SimplifyExpr", "SimplifyExprPostAlterOp", "simplify_expr"]
@@ -89,11 +88,9 @@ class SimplifyExpr(FunctionPass):
 
     name: ClassVar[str] = "SimplifyExpr"
     opt_level: ClassVar[int] = 0
+    typed: ClassVar[bool] = True
     rules: ClassVar[tuple] = SIMPLIFY_EXPR_RULES
 
-    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .infer_type import infer_module
-        return infer_module(super().run(infer_module(mod), ctx))
 
     def transform_function(self, func: Function, mod, ctx) -> Function:
         return simplify_expr(func, self.rules)

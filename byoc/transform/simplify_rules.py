@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Op
+from ..ir.expr import Call, Constant, Expr
 from ..ir.types import TensorType
 from .scale_axis import op_call, op_name
 
