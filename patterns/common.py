@@ -50,6 +50,19 @@ def reduced_axes(call, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(int(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
 
 
+def hw_mean_input(ctx: MatchContext):
+    """(input type, problem) of the ``core`` MEAN: the problem is None when it reduces height and width (axes 1
+    and 2, not ``exclude``) of a 4-D tensor, the one mean the NPU simulator lowers."""
+    core = ctx["core"]
+    t = ttype(core.args[0])
+    if t is None or t.ndim != 4:
+        return t, f"found input {t.shape if t else None}"
+    axes = reduced_axes(core, 4)
+    if axes != (1, 2) or core.attrs.exclude:
+        return t, f"found axes {axes}"
+    return t, None
+
+
 def capture(name: str) -> Getter:
     return lambda ctx: ctx.get(name)
 

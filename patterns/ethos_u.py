@@ -24,8 +24,8 @@ from byoc.relay.dataflow_pattern.check import Check, Rule, rule
 
 from . import npu as _npu
 from .common import (QUANT_DTYPES, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule,
-                     input_of, layout_rule, on_integer_op, optional_clip, per_tensor_rule, quantized_activation,
-                     quantized_mean, reduced_axes, root, ttype)
+                     hw_mean_input, input_of, layout_rule, on_integer_op, optional_clip, per_tensor_rule,
+                     quantized_activation, quantized_mean, root, ttype)
 from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_preferred_semantics
 
 __all__ = ["pattern_table", "TARGET", "ETHOS_U_LOWERING", "ETHOS_U_PRESET", "PREFERRED_SEMANTICS",
@@ -301,13 +301,9 @@ MAX_POOL_CHECK = Check((dtype_rule("input and output", [input_of("pool", 0), roo
       f"simulator lowers only this one); the reduced area is at most 2^24 (int8) / 2^23 (uint8) and the width "
       f"at most {MEAN_AXIS_MAX}")
 def _mean_axes(ctx):
-    core = ctx["core"]
-    t = ttype(core.args[0])
-    if t is None or t.ndim != 4:
-        return f"found input {t.shape if t else None}"
-    axes = reduced_axes(core, 4)
-    if axes != (1, 2) or core.attrs.exclude:
-        return f"found axes {axes}"
+    t, problem = hw_mean_input(ctx)
+    if problem:
+        return problem
     if t.shape[2] > MEAN_AXIS_MAX or t.shape[1] * t.shape[2] > MEAN_PRODUCT_MAX.get(t.dtype, 2 ** 16):
         return f"found {t.shape[1]}x{t.shape[2]} {t.dtype}"
     return None
@@ -315,7 +311,7 @@ def _mean_axes(ctx):
 
 MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
                     _batch_one(root, "the output"),
-                    per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
+                     per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
                     clip_range_rule()), summary="MEAN")
 
 

@@ -18,9 +18,9 @@ from byoc.ops.transform_ops import strided_slice_indices
 from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 
-from .common import (batch_one_rule, capture, clip_range_rule, const_value, conv_chain, dtype_rule,
-                     fixed_point_rule, input_of, layout_rule, not_a_chain_end, on_integer_op, optional_clip,
-                     per_tensor_rule, quantized_activation, quantized_mean, reduced_axes, root, ttype)
+from .common import (batch_one_rule, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule,
+                     hw_mean_input, input_of, layout_rule, not_a_chain_end, on_integer_op, optional_clip,
+                     per_tensor_rule, quantized_activation, quantized_mean, root, ttype)
 from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_desired_layouts
 
 __all__ = ["pattern_table", "KERNEL_SIZES", "MAX_PAD", "MAX_CHANNELS"]
@@ -262,19 +262,15 @@ MAX_POOL_CHECK = Check((dtype_rule("input and output", [input_of("pool", 0), roo
 
 @rule("it reduces height and width (axes 1 and 2) of a 4-D NHWC tensor, at most 65536 elements per channel")
 def _mean_axes(ctx):
-    core = ctx["core"]
-    t = ttype(core.args[0])
-    if t is None or t.ndim != 4:
-        return f"found input {t.shape if t else None}"
-    axes = reduced_axes(core, 4)
-    if axes != (1, 2) or core.attrs.exclude:
-        return f"found axes {axes}"
+    t, problem = hw_mean_input(ctx)
+    if problem:
+        return problem
     return None if t.shape[1] * t.shape[2] <= 65536 else f"found {t.shape[1]}x{t.shape[2]}"
 
 
 MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
                     batch_one_rule(root, "the output"),
-                    per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
+                     per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
                     clip_range_rule()), summary="mean over height and width (global pool)")
 
 
