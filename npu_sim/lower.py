@@ -930,3 +930,7 @@ def lower_function(func: Function, name: str = "npu_func", composites: dict[str,
     except ByocError as e:
         raise NPUError(f"type inference of {name!r} failed before NPU compilation: {e.message}") from e
     return _Lowerer(func, str(func.attrs.get("global_symbol", name)), composites).run()
+
+from .lower_qdq import QDQ_COMPOSITES  # noqa: E402 - ONNX's quantized groups as onnxruntime computes them
+
+_COMPOSITES.update(QDQ_COMPOSITES)

@@ -21,6 +21,7 @@ from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 from .common import (batch_one_rule, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule,
                      hw_mean_input, input_of, layout_rule, not_a_chain_end, on_integer_op, optional_clip,
                      per_tensor_rule, quantized_activation, quantized_mean, root, ttype)
+from . import npu_qdq
 from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_desired_layouts
 
 __all__ = ["pattern_table", "KERNEL_SIZES", "MAX_PAD", "MAX_CHANNELS"]
@@ -401,6 +402,9 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern("npu.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
                          on_integer_op(_lut_check("sigmoid"))),
         CompositePattern("npu.qnn_tanh", quantized_activation("tanh", "qnn.tanh"), on_integer_op(_lut_check("tanh"))),
+        CompositePattern("npu.qnn_global_avg_pool", npu_qdq.global_avg_pool(), npu_qdq.GLOBAL_AVG_POOL_CHECK),
+        CompositePattern("npu.qdq_resize", npu_qdq.qdq_resize(), npu_qdq.QDQ_RESIZE_CHECK),
+        CompositePattern("npu.qdq_elementwise", npu_qdq.qdq_elementwise(), npu_qdq.QDQ_ELEMENTWISE_CHECK),
         CompositePattern("npu.qnn_requantize", rq, REQUANTIZE_CHECK),
         CompositePattern("npu.qnn_clip", clip, CLIP_CHECK),
     ]
@@ -409,6 +413,8 @@ def pattern_table() -> list[CompositePattern]:
 
 for _op in ("reshape", "squeeze", "expand_dims"):
     register_op_predicate("npu", _op, _MOVE_CHECK)
+for _op, _check in npu_qdq.CPU_ONLY.items():   # ONNX's float groups: kept on the CPU, with the reason
+    register_op_predicate("npu", _op, _check)
 # ONNX's NCHW convolutions are converted to the NHWC the NPU runs (byoc.partition_for)
 set_desired_layouts("npu", {"qnn.conv2d": ["NHWC", "default"]})
 
