@@ -3,8 +3,8 @@ values on a permuted tensor.
 
 * ``nn.bias_add``, ``qnn.requantize``, ``qnn.dequantize`` and ``qnn.quantize`` (by their ``axis``):
   ``op(layout_transform(x, S, D), axis=a)`` becomes ``layout_transform(op(x, axis=S.index(D[a])), S, D)``;
-* elementwise ops (``clip``, ``cast``, ``multiply``, ``add``, ...) whose other operands are single constant values,
-  or whose operands all come through the same transform;
+* elementwise ops (``clip``, ``cast``, ``multiply``, ``qnn.add``, ...) whose other operands are single constant
+  values or come through the same transform;
 * an integer ``sum`` with ``keepdims`` (its axes permuted; integer sums do not depend on the order, float ones
   do, so those stay put) and ``image.resize2d`` (run in the source layout: each output value is computed the same
   way in either layout);
@@ -85,14 +85,15 @@ def _sink(old: Expr, new: Expr) -> Expr | None:
     elif name == "image.resize2d" and new.attrs.layout == dst:
         inner = make_call(name, [x], {**attrs, "layout": src})
     elif _elementwise(new.op) and name != "layout_transform":
-        rest = new.args[1:]
-        same = [a for a in rest if _permuting(a) and (a.attrs.src_layout, a.attrs.dst_layout) == (src, dst)]
-        if all(_scalar_const(a) for a in rest):
-            inner = make_call(name, [x, *rest], attrs)
-        elif len(same) == len(rest):
-            inner = make_call(name, [x, *(a.args[0] for a in rest)], attrs)
-        else:
-            return None
+        rest = []
+        for a in new.args[1:]:
+            if _permuting(a) and (a.attrs.src_layout, a.attrs.dst_layout) == (src, dst):
+                rest.append(a.args[0])
+            elif _scalar_const(a):
+                rest.append(a)
+            else:
+                return None
+        inner = make_call(name, [x, *rest], attrs)
     else:
         return None
     return make_call("layout_transform", [inner], {"src_layout": src, "dst_layout": dst})
