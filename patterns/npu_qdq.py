@@ -87,9 +87,10 @@ QDQ_ELEMENTWISE_CHECK = Check((dtype_rule("input and output", [_in, root]), _sam
                                       "...) by lookup table")
 
 
-@rule("nearest-neighbour resizing (onnxruntime interpolates a bilinear Resize between DequantizeLinear and "
-      "QuantizeLinear on the 8-bit values with its own integer kernel, which byoc's import does not reproduce: "
-      "it stays on the CPU)")
+@rule("nearest-neighbour resizing (onnxruntime runs a bilinear Resize between DequantizeLinear and QuantizeLinear "
+      "in float32, in NHWC after its layout transformer; at 2x about one output in four falls on a rounding tie "
+      "that its float32 order decides, which byoc's import does not reproduce yet and integer interpolation cannot "
+      "for every input: it stays on the CPU)")
 def _nearest(ctx):
     m = ctx["resize"].attrs.method
     return None if m == "nearest_neighbor" else f"found method {m!r}"
