@@ -56,6 +56,18 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
               "any chain of elementwise ops on one input, every other operand one constant value (e.g. "
               "TVM's hard-swish and leaky-relu forms qnn.dequantize → … → qnn.quantize, qnn.hardswish)",
               "PPU lookup table: the chain evaluated on all 256 values; int8 → int8 or uint8 → uint8, same shape"),
+    LayerKind("qdq_elementwise", "npu.qdq_elementwise",
+              "qnn.dequantize → elementwise ops whose other operands are the input or single constant values → "
+              "qnn.quantize → [clip] (ONNX's HardSwish / HardSigmoid between DequantizeLinear and QuantizeLinear)",
+              "PPU lookup table: the group evaluated on all 256 values; int8 → int8 or uint8 → uint8, same shape"),
+    LayerKind("qdq_resize", "npu.qdq_resize",
+              "qnn.dequantize → image.resize2d (nearest_neighbor, NHWC) → qnn.quantize → [clip]",
+              "PPU RESIZE on the integers (index maps equal to one of its three modes), then a lookup table of "
+              "quantize(dequantize(v)) when that is not the identity; batch 1, upscaling"),
+    LayerKind("global_avg_pool", "npu.qnn_global_avg_pool",
+              "cast(int32) → sum (axes 1 and 2, keepdims) → qnn.requantize → [clip] (QLinearGlobalAveragePool)",
+              "MAC array (depthwise convolution with an all-ones H×W kernel: the exact int32 sum) + PPU "
+              "requantization (float32 for rounding ONNX); NHWC, batch 1"),
     LayerKind("softmax", "softmax", "qnn.softmax (axis −1, rounding TFLITE)",
               "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8 or uint8 → uint8; "
               "charged as Vela's 30-operation sequence (cost.softmax_cycles)"),

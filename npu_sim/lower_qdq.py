@@ -27,7 +27,8 @@ from byoc.ops.image import nearest_indices
 from byoc.ops.registry import FusionKind
 
 from .execute import RESIZE_MODES
-from .lower import ConvLayer, PpuLayer, _Body, _clamp, _Lowerer, _requant_tables, _scalar_int, _tensor_type
+from .lower import (ConvLayer, PpuLayer, _Body, _clamp, _elementwise_lut_composite, _Lowerer, _requant_tables,
+                    _tensor_type)
 
 __all__ = ["qdq_table", "requantize_table", "nearest_code", "QDQ_COMPOSITES"]
 
@@ -210,4 +211,6 @@ def _global_avg_pool(low: _Lowerer, body: _Body, comp: str) -> None:
 
 
 QDQ_COMPOSITES = {"npu.qdq_elementwise": _qdq_elementwise, "npu.qdq_resize": _qdq_resize,
-                  "npu.qnn_global_avg_pool": _global_avg_pool}
+                  "npu.qnn_global_avg_pool": _global_avg_pool,
+                  # QLinearLeakyRelu (qnn.leaky_relu, or TVM's dequantize → leaky_relu → quantize): its table
+                  "npu.qnn_leaky_relu": _elementwise_lut_composite}

@@ -23,6 +23,7 @@ from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, Rule, rule
 
 from . import npu as _npu
+from . import npu_qdq as _qdq
 from .common import (QUANT_DTYPES, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule,
                      hw_mean_input, input_of, layout_rule, on_integer_op, optional_clip, per_tensor_rule,
                      quantized_activation, quantized_mean, root, ttype)
@@ -468,6 +469,52 @@ RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
                      summary="RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR, as Vela's upscaling average pools")
 
 
+# -- ONNX's QDQ groups (patterns/npu_qdq.py), where Vela's rules for the TFLite op they stand for allow ----------
+
+_HARD_OPS = {"qnn.dequantize", "multiply", "add", "clip", "qnn.quantize"}
+
+
+@rule("its float ops are those of ONNX's HardSwish or HardSigmoid (multiply, add, clip between the dequantize "
+      "and the quantize), which Vela runs as HARD_SWISH / a lookup-table activation")
+def _hard_activation(ctx):
+    found = _qdq.group_ops(ctx["core"], ctx["dq"].args[0])
+    return None if found <= _HARD_OPS else f"found {', '.join(sorted(found - _HARD_OPS))}"
+
+
+@rule("the dequantize and quantize parameters give back every value (quantize(dequantize(v)) = v: Vela's RESIZE "
+      "keeps its input's quantization)")
+def _same_quant(ctx):
+    from npu_sim.lower_qdq import requantize_table
+    t = ttype(ctx["dq"].args[0])
+    if t is None or t.dtype not in QUANT_DTYPES:
+        return None
+    table = requantize_table(ctx["dq"], ctx["core"], t.dtype, lambda e, what: e.data)
+    if isinstance(table, str):
+        return table
+    info = np.iinfo(t.dtype)
+    moved = int(np.count_nonzero(table != np.arange(int(info.min), int(info.max) + 1)))
+    return None if moved == 0 else f"found {moved} of 256 values changed"
+
+
+def _on_resize(r: Rule) -> Rule:
+    from byoc.relay.dataflow_pattern.check import MatchContext
+    return Rule(r.description, lambda ctx: r.test(MatchContext(ctx["resize"], ctx.captures)), r.guard)
+
+
+QDQ_ELEMENTWISE_CHECK = Check((*_qdq.QDQ_ELEMENTWISE_CHECK.rules[:2], _hard_activation,
+                               *_qdq.QDQ_ELEMENTWISE_CHECK.rules[2:], _tens_dims),
+                              summary="HARD_SWISH (ONNX's dequantize → HardSwish → quantize) by lookup table")
+QDQ_RESIZE_CHECK = Check((*_qdq.QDQ_RESIZE_CHECK.rules, _same_quant, _on_resize(_resize_scale), _tens_dims),
+                         summary="RESIZE_NEAREST_NEIGHBOR (ONNX's dequantize → Resize → quantize) on the integers")
+GLOBAL_AVG_POOL_CHECK = Check((_qdq.GLOBAL_AVG_POOL_CHECK.rules[0], dtype_rule("output", [root]),
+                               _batch_one(root, "the output"),
+                               per_tensor_rule("requantize scales and zero points",
+                                               [input_of("rq", i) for i in range(1, 5)]),
+                               fixed_point_rule("rq"), clip_range_rule(), _tens_dims),
+                              summary="MEAN over height and width (QLinearGlobalAveragePool), as Vela's depthwise "
+                                      "convolution")
+
+
 @register_pattern_table(TARGET)
 def pattern_table() -> list[CompositePattern]:
     def binary(op_name: str):
@@ -501,6 +548,9 @@ def pattern_table() -> list[CompositePattern]:
                          on_integer_op(_lut("HARD_SWISH"))),
         CompositePattern(f"{t}.qnn_leaky_relu", quantized_activation("nn.leaky_relu", "qnn.leaky_relu"),
                          on_integer_op(_lut("LEAKY_RELU"))),
+        CompositePattern(f"{t}.qnn_global_avg_pool", _qdq.global_avg_pool(), GLOBAL_AVG_POOL_CHECK),
+        CompositePattern(f"{t}.qdq_resize", _qdq.qdq_resize(), QDQ_RESIZE_CHECK),
+        CompositePattern(f"{t}.qdq_elementwise", _qdq.qdq_elementwise(), QDQ_ELEMENTWISE_CHECK),
         CompositePattern(f"{t}.qnn_requantize", rq, Check(_npu.REQUANTIZE_CHECK.rules + (_tens_dims,),
                                                           summary="QUANTIZE / requantization")),
         CompositePattern(f"{t}.qnn_clip", clip, Check(_npu.CLIP_CHECK.rules + (_tens_dims,),
@@ -518,6 +568,8 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
     f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
+    f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
+    f"{TARGET}.qdq_elementwise": "qdq_elementwise",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).

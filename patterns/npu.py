@@ -402,6 +402,8 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern("npu.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
                          on_integer_op(_lut_check("sigmoid"))),
         CompositePattern("npu.qnn_tanh", quantized_activation("tanh", "qnn.tanh"), on_integer_op(_lut_check("tanh"))),
+        CompositePattern("npu.qnn_leaky_relu", quantized_activation("nn.leaky_relu", "qnn.leaky_relu"),
+                         on_integer_op(_lut_check("leaky ReLU"))),
         CompositePattern("npu.qnn_global_avg_pool", npu_qdq.global_avg_pool(), npu_qdq.GLOBAL_AVG_POOL_CHECK),
         CompositePattern("npu.qdq_resize", npu_qdq.qdq_resize(), npu_qdq.QDQ_RESIZE_CHECK),
         CompositePattern("npu.qdq_elementwise", npu_qdq.qdq_elementwise(), npu_qdq.QDQ_ELEMENTWISE_CHECK),

@@ -19,8 +19,8 @@ from byoc.relay.dataflow_pattern.check import Check, MatchContext, Rule, rule
 from .common import (batch_one_rule, clip_range_rule, dtype_rule, input_of, optional_clip, per_tensor_rule, root,
                      ttype)
 
-__all__ = ["qdq_elementwise", "qdq_resize", "global_avg_pool", "QDQ_ELEMENTWISE_CHECK", "QDQ_RESIZE_CHECK",
-           "GLOBAL_AVG_POOL_CHECK", "CPU_ONLY"]
+__all__ = ["qdq_elementwise", "qdq_resize", "global_avg_pool", "group_ops", "QDQ_ELEMENTWISE_CHECK", "QDQ_RESIZE_CHECK",
+           "GLOBAL_AVG_POOL_CHECK", "CPU_ONLY", "EXACT_FLOAT_OPS"]
 
 
 # -- patterns -----------------------------------------------------------------------------------------------------
@@ -58,6 +58,20 @@ def _in(ctx: MatchContext):
     return ctx["dq"].args[0]
 
 
+def group_ops(root, stop) -> set[str]:
+    """Names of the ops from ``root`` down to ``stop`` (exclusive), walking only calls in between."""
+    from byoc.ir.expr import Call, Op
+    seen, names, stack = set(), set(), [root]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen or e is stop or not isinstance(e, Call) or not isinstance(e.op, Op):
+            continue
+        seen.add(id(e))
+        names.add(e.op.name)
+        stack.extend(e.args)
+    return names
+
+
 @rule("the input and output have the same 8-bit type and shape")
 def _same_type_shape(ctx):
     a, b = ttype(_in(ctx)), ttype(ctx.root)
@@ -78,11 +92,25 @@ def _tabulates(ctx):
     return table if isinstance(table, str) else None
 
 
+# float32 ops IEEE 754 rounds exactly (one correctly rounded result each), so byoc's float32 arithmetic is
+# onnxruntime's; exp, tanh, erf, ... are approximations (MLAS's polynomials) that the table would not reproduce.
+EXACT_FLOAT_OPS = frozenset({"qnn.dequantize", "qnn.quantize", "multiply", "add", "subtract", "divide", "clip",
+                             "maximum", "minimum", "negative", "abs", "nn.relu", "sqrt", "floor", "ceil", "round"})
+
+
+@rule("its float ops are ones IEEE 754 rounds exactly (" + ", ".join(sorted(EXACT_FLOAT_OPS - {"qnn.dequantize",
+      "qnn.quantize"})) + "), so their float32 results are onnxruntime's; approximated ones (exp, tanh, erf, "
+      "...) stay on the CPU")
+def _exact_ops(ctx):
+    found = group_ops(ctx["core"], _in(ctx)) - EXACT_FLOAT_OPS
+    return f"found {', '.join(sorted(found))}" if found else None
+
+
 _QDQ_PARAMS = per_tensor_rule("dequantize and quantize scales and zero points",
                               [input_of("dq", 1), input_of("dq", 2), input_of("core", 1), input_of("core", 2)])
 
 QDQ_ELEMENTWISE_CHECK = Check((dtype_rule("input and output", [_in, root]), _same_type_shape, _QDQ_PARAMS,
-                               _tabulates, clip_range_rule()),
+                               _exact_ops, _tabulates, clip_range_rule()),
                               summary="dequantize → float elementwise ops → quantize (ONNX HardSwish, HardSigmoid, "
                                       "...) by lookup table")
 

@@ -76,7 +76,7 @@ def _conv_transpose(i, o):
 
 
 def _composites(part) -> collections.Counter:
-    return collections.Counter(n.op.attrs["Composite"] for _, f in part.items() if f.attrs.get("Compiler") == "npu"
+    return collections.Counter(n.op.attrs["Composite"] for _, f in part.items() if f.attrs.get("Compiler")
                                for n in post_order(f) if isinstance(n, Call) and isinstance(n.op, Function))
 
 
@@ -125,6 +125,9 @@ def _qdq_only(op_type: str, dt, s_in, z_in, s_out, z_out, shape, **attrs) -> onn
              helper.make_tensor("so", TensorProto.FLOAT, [], [s_out]), helper.make_tensor("zo", dt, [], [z_out])]
     out_shape = list(shape)
     extra = []
+    if op_type == "Div":
+        inits.append(helper.make_tensor("k", TensorProto.FLOAT, [], [0.37]))
+        extra = ["k"]
     if op_type == "Resize":
         inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"))
         extra = ["", "scales"]
@@ -147,11 +150,14 @@ def _every_value(npdt, shape):
     (TensorProto.UINT8, np.uint8, (0.0448, 120, 0.0252, 15)),
     (TensorProto.INT8, np.int8, (0.1, 3, 0.02, -100)),
     (TensorProto.UINT8, np.uint8, (0.0371, 131, 0.0459, 9))])
-def test_hardswish_table_equals_onnxruntime_on_all_256_inputs(dt, npdt, params):
-    m = _qdq_only("HardSwish", dt, *params, shape=(1, 4, 8, 8))
+@pytest.mark.parametrize("op, composite", [("HardSwish", "npu.qdq_elementwise"),
+                                           ("HardSigmoid", "npu.qdq_elementwise"),
+                                           ("LeakyRelu", "npu.qnn_leaky_relu")])   # QLinearLeakyRelu
+def test_activation_table_equals_onnxruntime_on_all_256_inputs(op, composite, dt, npdt, params):
+    m = _qdq_only(op, dt, *params, shape=(1, 4, 8, 8))
     mod, _ = from_onnx(m)
     part = byoc.partition_for("npu", mod)
-    assert _composites(part)["npu.qdq_elementwise"] == 1
+    assert _composites(part)[composite] == 1
     x = _every_value(npdt, (1, 4, 8, 8))
     ref = _sess(m).run(None, {"x": x})[0]
     np.testing.assert_array_equal(byoc.build(part, target="npu,llvm").run({"x": x})[0], ref)
@@ -205,3 +211,40 @@ def test_float_group_stays_on_the_cpu_with_its_reason(tmp_path, name, op, ch, mi
     assert _composites(part)["npu.qnn_conv2d"] == 2        # the convolutions around it are offloaded
     if name != "resize_linear":   # byoc's CPU import of a QDQ bilinear Resize is not bit-exact yet (docs)
         _check_bit_exact(q, mod, part, runs=2)
+
+
+# -- ethos-u: where Vela's rules for the TFLite op the group stands for allow ------------------------------------
+
+@pytest.mark.parametrize("dt, npdt, params", [(TensorProto.INT8, np.int8, (0.0448, -8, 0.0252, -113)),
+                                              (TensorProto.UINT8, np.uint8, (0.0448, 120, 0.0252, 15))])
+def test_ethos_u_runs_onnx_hardswish_as_its_lookup_table(dt, npdt, params):
+    m = _qdq_only("HardSwish", dt, *params, shape=(1, 4, 8, 8))
+    mod, _ = from_onnx(m)
+    part = byoc.partition_for("ethos-u", mod)
+    assert _composites(part)["ethos-u.qdq_elementwise"] == 1
+    x = _every_value(npdt, (1, 4, 8, 8))
+    ref = _sess(m).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(byoc.build(part, target="ethos-u,llvm").run({"x": x})[0], ref)
+
+
+def test_ethos_u_keeps_other_elementwise_groups_and_onnx_global_pools_on_the_cpu(tmp_path):
+    # DQ → Div → Q: a table on the npu target (bit-exact, every value); not an activation Vela runs as a table
+    m = _qdq_only("Div", TensorProto.INT8, 0.05, 3, 0.03, -100, shape=(1, 4, 8, 8))
+    mod, _ = from_onnx(m)
+    part = byoc.partition_for("npu", mod)
+    assert _composites(part)["npu.qdq_elementwise"] == 1
+    x = _every_value(np.int8, (1, 4, 8, 8))
+    np.testing.assert_array_equal(byoc.build(part, target="npu,llvm").run({"x": x})[0],
+                                  _sess(m).run(None, {"x": x})[0])
+    _, rep = byoc.partition_for("ethos-u", mod, return_report=True)
+    assert any("HardSwish or HardSigmoid" in n.reason and "found divide" in n.reason for n in rep.cpu_ops())
+    q = quantize(_sandwich(_gap, 8, (1, 1)), tmp_path, act="uint8", per_channel=True)
+    mod, _ = from_onnx(q)
+    from byoc.transform.convert_layout import ConvertLayout
+    from byoc.transform.pass_infra import PassContext, Sequential
+    from byoc.transform.sink_layout_transform import SinkLayoutTransform
+    with PassContext(opt_level=3):
+        nhwc = Sequential([ConvertLayout({"qnn.conv2d": ["NHWC", "default"]}), SinkLayoutTransform()])(mod)
+    _, rep = byoc.partition_for("ethos-u", nhwc, return_report=True)
+    reasons = [n.reason for n in rep.cpu_ops() if n.op == "sum"]
+    assert reasons and all("ethos-u.qnn_global_avg_pool" in r and "rounding 'ONNX'" in r for r in reasons), reasons
