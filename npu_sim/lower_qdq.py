@@ -30,7 +30,7 @@ from .execute import RESIZE_MODES
 from .lower import (ConvLayer, PpuLayer, _Body, _clamp, _elementwise_lut_composite, _Lowerer, _requant_tables,
                     _tensor_type)
 
-__all__ = ["qdq_table", "requantize_table", "nearest_code", "QDQ_COMPOSITES"]
+__all__ = ["qdq_table", "requantize_table", "nearest_code", "global_pool_fits", "QDQ_COMPOSITES"]
 
 _ELEMENTWISE = (FusionKind.ELEMWISE, FusionKind.BROADCAST)
 
@@ -102,6 +102,19 @@ def nearest_code(attrs, in_hw: tuple[int, int], out_hw: tuple[int, int]) -> int 
             return code
     return (f"its source indices ({attrs.coordinate_transformation_mode}, {attrs.rounding_method or 'default'} "
             f"rounding, {in_hw[0]}x{in_hw[1]} → {out_hw[0]}x{out_hw[1]}) are none of the NPU's three modes")
+
+
+def global_pool_fits(cfg, h: int, w: int, c: int, in_dtype: str) -> str | None:
+    """Why the depthwise all-ones H×W convolution does not fit ``cfg``'s local SRAM (its smallest block reads the
+    whole H×W plane and holds an H×W kernel per channel), or None."""
+    from .isa import PpuOp
+    from .tiling import Geometry, fitting_plans
+    g = Geometry("depthwise", PpuOp.REQUANT, (1, 1, c), (h, w, c), (h, w), (1, 1), (1, 1), 1, 1,
+                 np.dtype(in_dtype).itemsize, 1, True, True)
+    if fitting_plans(cfg, g, 0, 0):
+        return None
+    return (f"{cfg.name!r}'s local SRAM does not hold an {h}x{w} plane of one channel block twice "
+            f"({', '.join(f'{b.name} {b.size_bytes} B' for b in cfg.local_buffers)})")
 
 
 def _consts(body: _Body):

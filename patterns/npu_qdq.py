@@ -168,13 +168,26 @@ def _sum_hw(ctx):
     return None if t.shape[1] * t.shape[2] <= 65536 else f"found {t.shape[1]}x{t.shape[2]}"
 
 
+@rule("one block of channels of the H×W plane (and its all-ones H×W kernel) fits the local SRAM of the npu "
+      "target's configuration twice (each output reads the whole plane)")
+def _pool_fits(ctx):
+    from npu_sim.lower_qdq import global_pool_fits
+    from runtime.npu_codegen import resolve_npu_config, simulator_codegen_for
+    t = ttype(ctx["cast"].args[0])
+    if t is None or t.ndim != 4 or t.dtype not in ("int8", "uint8"):
+        return None   # the sum rule names it
+    cg = simulator_codegen_for("npu")
+    cfg = cg.config() if cg is not None else resolve_npu_config(None)
+    return global_pool_fits(cfg, t.shape[1], t.shape[2], t.shape[3], t.dtype)
+
+
 def _requant(ctx):
     from .npu import _requant_rule
     return _requant_rule("rq").test(ctx)
 
 
 GLOBAL_AVG_POOL_CHECK = Check(
-    (_sum_hw, dtype_rule("output", [root]), batch_one_rule(root, "the output"),
+    (_sum_hw, dtype_rule("output", [root]), batch_one_rule(root, "the output"), _pool_fits,
      per_tensor_rule("requantize scales and zero points", [input_of("rq", i) for i in range(1, 5)]),
      Rule("the requantization is fixed-point (TFLITE, UPWARD or TONEAREST), or ONNX's float32 one (rounding ONNX) "
           "on a configuration whose output stage scales in float32 (ppu.float_scale)", _requant),

@@ -248,3 +248,15 @@ def test_ethos_u_keeps_other_elementwise_groups_and_onnx_global_pools_on_the_cpu
     _, rep = byoc.partition_for("ethos-u", nhwc, return_report=True)
     reasons = [n.reason for n in rep.cpu_ops() if n.op == "sum"]
     assert reasons and all("ethos-u.qnn_global_avg_pool" in r and "rounding 'ONNX'" in r for r in reasons), reasons
+
+
+def test_global_pool_too_large_for_the_local_sram_stays_on_the_cpu(tmp_path):
+    """A 60x60 plane of one 8-channel block does not fit ethos-u55-256-like's 46 KiB SHRAM twice: refused by the
+    table (not a compile error), bit-exact on the CPU."""
+    q = quantize(_sandwich(_gap, 8, (1, 1), in_hw=(60, 60)), tmp_path, act="uint8", per_channel=True)
+    mod, _ = from_onnx(q)
+    part, rep = byoc.partition_for("npu", mod, return_report=True)
+    assert "npu.qnn_global_avg_pool" not in _composites(part)
+    reasons = [n.reason for n in rep.cpu_ops() if n.op == "sum"]
+    assert reasons and all("local SRAM" in r and "60x60" in r for r in reasons), reasons
+    _check_bit_exact(q, mod, part, runs=1)
