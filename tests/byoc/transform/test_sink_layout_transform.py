@@ -49,3 +49,46 @@ def test_inverse_pair_cancels():
     mod = byoc.IRModule.from_expr(relay.Function([x], relay.clip(y, -5, 5)))
     out = byoc.transform.Sequential([SinkLayoutTransform()])(mod)
     assert _ops(out) == ["clip"]
+
+
+def _evaluate_same(mod, x):
+    before = byoc.evaluate(mod, {"x": x})[0]
+    out = byoc.transform.Sequential([SinkLayoutTransform()])(mod)
+    np.testing.assert_array_equal(byoc.evaluate(out, {"x": x})[0], before)
+    return out
+
+
+def test_sinks_through_an_onnx_hardswish_group_and_a_nearest_resize():
+    """dequantize → x·clip(x/6 + 0.5, 0, 1) → quantize (ONNX's HardSwish) and a nearest resize run on the NHWC
+    tensor; the one transform back to NCHW ends up last."""
+    x = relay.var("x", shape=(1, 4, 5, 3), dtype="int8")
+    d = relay.qnn.op.dequantize(relay.layout_transform(x, "NHWC", "NCHW"), relay.const(0.05), relay.const(-3))
+    hs = relay.multiply(d, relay.clip(relay.add(relay.multiply(d, relay.const(np.float32(1 / 6))),
+                                                relay.const(np.float32(0.5))), 0.0, 1.0))
+    r = relay.image.resize2d(hs, size=(8, 10), method="nearest_neighbor",
+                             coordinate_transformation_mode="asymmetric", rounding_method="floor")
+    y = relay.qnn.op.quantize(r, relay.const(0.03), relay.const(5), out_dtype="int8")
+    mod = byoc.IRModule.from_expr(relay.Function([x], y))
+    xv = np.random.default_rng(2).integers(-128, 128, (1, 4, 5, 3)).astype("int8")
+    out = _evaluate_same(mod, xv)
+    ops = _ops(out)
+    assert ops.count("layout_transform") == 1 and ops[-1] == "layout_transform", ops
+    rs = next(n for n in post_order(out["main"].body) if isinstance(n, Call) and n.op.name == "image.resize2d")
+    assert rs.attrs.layout == "NHWC"
+
+
+def test_sinks_through_an_integer_sum_only():
+    """QLinearGlobalAveragePool's integer sum moves (its axes permuted); a float sum's order would change, so the
+    transform stays above it."""
+    x = relay.var("x", shape=(1, 4, 5, 3), dtype="int8")
+    nchw = relay.layout_transform(x, "NHWC", "NCHW")
+    s = relay.sum(relay.cast(nchw, "int32"), axis=[2, 3], keepdims=True)
+    mod = byoc.IRModule.from_expr(relay.Function([x], s))
+    xv = np.random.default_rng(3).integers(-128, 128, (1, 4, 5, 3)).astype("int8")
+    out = _evaluate_same(mod, xv)
+    assert _ops(out) == ["cast", "sum", "layout_transform"]
+    total = next(n for n in post_order(out["main"].body) if isinstance(n, Call) and n.op.name == "sum")
+    assert list(total.attrs.axis) == [1, 2]
+    f = relay.sum(relay.cast(nchw, "float32"), axis=[2, 3], keepdims=True)
+    out = _evaluate_same(byoc.IRModule.from_expr(relay.Function([x], f)), xv)
+    assert _ops(out) == ["cast", "layout_transform", "sum"]
