@@ -6,8 +6,8 @@ values on a permuted tensor.
 * elementwise ops (``clip``, ``cast``, ``multiply``, ``qnn.add``, ...) whose other operands are single constant
   values or come through the same transform;
 * an integer ``sum`` with ``keepdims`` (its axes permuted; integer sums do not depend on the order, float ones
-  do, so those stay put) and ``image.resize2d`` (run in the source layout: each output value is computed the same
-  way in either layout);
+  do, so those stay put), ``image.resize2d``, ``nn.max_pool2d`` and an integer ``nn.avg_pool2d`` (run in the
+  source layout: each output value is computed the same way in either layout);
 * a pair ``layout_transform(layout_transform(x, A, B), B, A)`` becomes ``x``.
 
 After ConvertLayout has put a quantized convolution in NHWC, this keeps ONNX's conv → bias_add → requantize chain
@@ -27,6 +27,7 @@ from .pass_infra import ModulePass, PassContext
 __all__ = ["SinkLayoutTransform"]
 
 _AXIS_OPS = ("nn.bias_add", "qnn.requantize", "qnn.dequantize", "qnn.quantize")
+_POOLS = ("nn.max_pool2d", "nn.avg_pool2d")
 
 
 def _permuting(e: Expr) -> bool:
@@ -84,6 +85,9 @@ def _sink(old: Expr, new: Expr) -> Expr | None:
         axes = [src.index(dst[int(a) % len(dst)]) for a in new.attrs.axis]
         inner = make_call(name, [x], {**attrs, "axis": sorted(axes)})
     elif name == "image.resize2d" and new.attrs.layout == dst:
+        inner = make_call(name, [x], {**attrs, "layout": src})
+    elif name in _POOLS and new.attrs.layout == dst and not new.attrs.out_layout \
+            and (name == "nn.max_pool2d" or _integer(old.args[0])):
         inner = make_call(name, [x], {**attrs, "layout": src})
     elif _elementwise(new.op) and name != "layout_transform":
         rest = []

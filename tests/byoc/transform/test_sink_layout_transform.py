@@ -92,3 +92,18 @@ def test_sinks_through_an_integer_sum_only():
     f = relay.sum(relay.cast(nchw, "float32"), axis=[2, 3], keepdims=True)
     out = _evaluate_same(byoc.IRModule.from_expr(relay.Function([x], f)), xv)
     assert _ops(out) == ["cast", "layout_transform", "sum"]
+
+
+def test_sinks_through_max_pool_and_an_integer_average_pool_only():
+    x = relay.var("x", shape=(1, 6, 6, 3), dtype="int8")
+    nchw = relay.layout_transform(x, "NHWC", "NCHW")
+    mp = relay.nn.max_pool2d(nchw, pool_size=(2, 2), strides=(2, 2))
+    xv = np.random.default_rng(4).integers(-128, 128, (1, 6, 6, 3)).astype("int8")
+    out = _evaluate_same(byoc.IRModule.from_expr(relay.Function([x], mp)), xv)
+    assert _ops(out) == ["nn.max_pool2d", "layout_transform"]
+    ap = relay.nn.avg_pool2d(relay.cast(nchw, "int32"), pool_size=(2, 2), strides=(2, 2))
+    out = _evaluate_same(byoc.IRModule.from_expr(relay.Function([x], ap)), xv)
+    assert _ops(out) == ["cast", "nn.avg_pool2d", "layout_transform"]
+    fp = relay.nn.avg_pool2d(relay.cast(nchw, "float32"), pool_size=(2, 2), strides=(2, 2))
+    out = _evaluate_same(byoc.IRModule.from_expr(relay.Function([x], fp)), xv)
+    assert _ops(out) == ["cast", "layout_transform", "nn.avg_pool2d"]
