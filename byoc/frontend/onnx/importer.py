@@ -141,6 +141,7 @@ class Importer:
                     self.producer[o] = i
         from .ort_fusion import s8_to_u8_quantize_nodes
         self.ort_u8 = s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
+        self._refuse_matmul_nbits(nodes)
         for i, node in enumerate(nodes):
             if i in self.absorbed:
                 continue
@@ -178,6 +179,38 @@ class Importer:
             raise ModelError(f"the imported graph does not type-check: {e.message}", hint=e.hint,
                              notes=e.notes) from e
         return mod
+
+    def _refuse_matmul_nbits(self, nodes) -> None:
+        """onnxruntime rewrites DequantizeLinear(constant 8/4-bit weight) → MatMul/Gemm on a float (or 16-bit
+        QDQ) activation into MatMulNBits, which quantizes the activation to int8 per block of 32 inside the kernel
+        (accuracy level 4). byoc does not reproduce that kernel's arithmetic, so it refuses those nodes, all at
+        once, rather than compute a different float result."""
+        from .ort_fusion import matmul_nbits_nodes
+
+        def dq_type(name):
+            i = self.producer.get(name)
+            if i is None or nodes[i].op_type != "DequantizeLinear" or nodes[i].domain not in ("", "ai.onnx"):
+                return None
+            v = self.values.get(nodes[i].input[0])
+            if isinstance(v, np.ndarray):
+                return v.dtype.name
+            if isinstance(v, Var):
+                return v.type_annotation.dtype
+            j = self.producer.get(nodes[i].input[0])
+            if j is not None and nodes[j].op_type == "QuantizeLinear" and len(nodes[j].input) > 2:
+                z = self.values.get(nodes[j].input[2])
+                return z.dtype.name if isinstance(z, np.ndarray) else None
+            return "uint8" if j is not None and nodes[j].op_type == "QuantizeLinear" else None
+        hits = matmul_nbits_nodes(nodes, self.consumers, self.graph_outputs, self.values, dq_type)
+        if hits:
+            names = [node_label(nodes[i]) for i in hits]
+            raise UnsupportedOpsError(
+                f"{len(hits)} MatMul/Gemm node(s) read a DequantizeLinear weight that onnxruntime rewrites into "
+                f"com.microsoft MatMulNBits (the activation quantized to int8 per block of 32, accuracy level 4), "
+                f"whose arithmetic byoc does not reproduce:\n  " + "\n  ".join(names[:20])
+                + ("\n  ..." if len(names) > 20 else ""),
+                hint="quantize the activations to 8 bits (QDQ uint8 / int8), or keep the weight in float; "
+                     "see docs/onnx-import.md, 'Known differences'")
 
     def _check_supported(self, float_conv, qop_conv, reasons: dict[str, str]) -> None:
         """Every unsupported op type and every out-of-limit size attribute of the graph, in one error."""
