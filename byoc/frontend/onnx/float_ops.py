@@ -240,6 +240,9 @@ def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0, mlas=False):
 
 def _gemm(imp, node, attrs):
     ins = _inputs(imp, node, 2, 3)
+    exact = _mlas_gemm(imp, node, attrs, ins)
+    if exact is not None:
+        return exact
     a = imp.expr(ins[0])
     if attrs.get("transA", 0):
         a = _call("transpose", (a,), {"axes": (1, 0)}, node)
@@ -254,11 +257,72 @@ def _gemm(imp, node, attrs):
     return _dense(imp, node, a, b, bias, float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0)))
 
 
+def _mlas_gemm(imp, node, attrs, ins):
+    """onnxruntime's float Gemm: Y = C, then MlasGemm adds every K block onto it (``nn.mlas_gemm``). An
+    initializer B is prepacked (FMA kernel, K blocks of 256); any other B (a DequantizeLinear output: the float
+    path of a QDQ Gemm onnxruntime does not fuse, or a graph input) is not, and one row takes the M = 1 kernels
+    (SgemmKernelM1TransposeB with transB). Only for alpha 1, beta 1 (or no C) and A not transposed; None
+    otherwise (then plain float32, within 1e-5)."""
+    has_c = len(ins) > 2 and bool(ins[2])
+    if (attrs.get("transA", 0) or float(attrs.get("alpha", 1.0)) != 1.0
+            or (has_c and float(attrs.get("beta", 1.0)) != 1.0)):
+        return None
+    packed = isinstance(imp.values.get(ins[1]), np.ndarray)
+    a = imp.expr(ins[0])
+    ash = imp.shape_of(a)
+    if imp.dtype_of(a) != "float32" or len(ash) != 2:
+        return None
+    trans_b = bool(attrs.get("transB", 0))
+    bval = imp.constant_value(ins[1])
+    if isinstance(bval, np.ndarray):
+        if bval.dtype != np.float32 or bval.ndim != 2:
+            return None
+        w = Constant(np.ascontiguousarray(bval if trans_b else bval.T))
+    else:
+        w = imp.expr(ins[1])
+        if imp.dtype_of(w) != "float32" or len(imp.shape_of(w)) != 2:
+            return None
+        if not trans_b:
+            w = _call("transpose", (w,), {"axes": (1, 0)}, node)
+    n, k = imp.shape_of(w)
+    if k != ash[1]:
+        raise ModelError(f"{node_label(node)}: Gemm shapes {list(ash)} and B {list(imp.shape_of(w))} do not match")
+    out = (ash[0], n)
+    cval = imp.constant_value(ins[2]) if has_c else np.array(-0.0, np.float32)  # −0.0: the additive identity
+    if isinstance(cval, np.ndarray):
+        if cval.dtype != np.float32:
+            return None
+        try:
+            c = Constant(np.ascontiguousarray(np.broadcast_to(cval, out)))
+        except ValueError as e:
+            raise ModelError(f"{node_label(node)}: C of shape {list(cval.shape)} does not broadcast to "
+                             f"{list(out)}") from e
+    else:
+        c = imp.expr(ins[2])
+        if imp.dtype_of(c) != "float32":
+            return None
+        if tuple(imp.shape_of(c)) != out:
+            c = _call("broadcast_to", (c,), {"shape": out}, node)
+    return _call("nn.mlas_gemm", (a, w, c), {"trans_b": trans_b, "packed_b": packed}, node)
+
+
 def _matmul(imp, node, attrs):
     _inputs(imp, node, 2)
     a = imp.expr(node.input[0])
     b = imp.constant_value(node.input[1])
     ash = imp.shape_of(a)
+    raw = imp.values.get(node.input[1])
+    if isinstance(raw, np.ndarray) and raw.ndim == 2 and raw.dtype == np.float32 and \
+            imp.dtype_of(a) == "float32" and ash and ash[-1] == raw.shape[0]:
+        # an initializer B is prepacked by onnxruntime (MlasGemmPackB): the FMA kernel in K blocks of 256 over
+        # all rows of A at once
+        k, n = raw.shape
+        rows = int(np.prod(ash[:-1], dtype=np.int64)) if len(ash) > 1 else 1
+        a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, k)}, node)
+        out = _call("nn.mlas_gemm", (a2, Constant(np.ascontiguousarray(raw.T)),
+                                     Constant(np.full((rows, n), -0.0, np.float32))),
+                    {"trans_b": False, "packed_b": True}, node)
+        return out if len(ash) == 2 else _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
     if isinstance(b, np.ndarray) and b.ndim == 2 and len(ash) >= 2:
         if ash[-1] != b.shape[0]:
             raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")
