@@ -55,12 +55,10 @@ def _spatial_attrs(node, attrs, rank_needed=2):
 
 
 def _not_folded_by_ort(imp, name: str) -> bool:
-    """Whether onnxruntime sees this tensor as a non-constant: a graph input, or a DequantizeLinear output (its
-    constant folding leaves DequantizeLinear nodes alone so that QDQ groups stay recognisable)."""
-    if name in imp.graph_input_names:
-        return True
-    i = imp.producer.get(name)
-    return i is not None and imp.graph.node[i].op_type == "DequantizeLinear"
+    """Whether onnxruntime sees this tensor as a non-constant: a graph input, a DequantizeLinear output (its
+    constant folding leaves DequantizeLinear nodes alone so that QDQ groups stay recognisable), or anything
+    computed from one (``Importer.ort_runtime``)."""
+    return name in imp.ort_runtime
 
 
 def conv_2d(imp, node, attrs, x, w):
@@ -75,16 +73,25 @@ def conv_2d(imp, node, attrs, x, w):
     pad = conv_padding(node, attrs, xs[2:], ws[2:], strides, dil)
     # A weight that is not an initializer (DequantizeLinear of one: the float fallback of a QDQ group) keeps
     # onnxruntime off its NCHWc kernels: MlasConv's im2col GEMM runs it, whose float32 order byoc follows.
+    # float16: onnxruntime's CPU provider has no float16 Conv on x86; its InsertCastTransformer runs it in float32
+    # between Casts (the weight cast at run time unless it is a constant)
+    half = imp.dtype_of(x) == "float16" and imp.dtype_of(w) == "float16"
+    if half:
+        x = _call("cast", (x,), {"dtype": "float32"}, node)
+        w = _call("cast", (w,), {"dtype": "float32"}, node)
     mlas = imp.dtype_of(x) == "float32" and _not_folded_by_ort(imp, ins[1])
     wc = imp.constant_value(ins[1]) if mlas else None
     if isinstance(wc, np.ndarray) and wc.shape == tuple(ws):
-        w = Constant(wc)  # DequantizeLinear of a constant, as onnxruntime computes it: the CPU kernel's constant
+        # DequantizeLinear of a constant, as onnxruntime computes it: the CPU kernel's constant
+        w = Constant(wc.astype(np.float32) if half else wc)
     out = _call("nn.conv2d", (x, w), dict(strides=strides, padding=pad, dilation=dil, groups=group,
                                           channels=ws[0], kernel_size=ws[2:], data_layout="NCHW",
                                           kernel_layout="OIHW", accumulation="mlas" if mlas else ""), node)
     if len(ins) > 2 and ins[2]:
-        out = _call("nn.bias_add", (out, imp.expr(ins[2])), {"axis": 1}, node)
-    return out
+        b = imp.expr(ins[2])
+        out = _call("nn.bias_add", (out, _call("cast", (b,), {"dtype": "float32"}, node) if half else b),
+                    {"axis": 1}, node)
+    return _call("cast", (out,), {"dtype": "float16"}, node) if half else out
 
 
 def _batch_norm(imp, node, attrs):
@@ -267,7 +274,9 @@ def _mlas_gemm(imp, node, attrs, ins):
     if (attrs.get("transA", 0) or float(attrs.get("alpha", 1.0)) != 1.0
             or (has_c and float(attrs.get("beta", 1.0)) != 1.0)):
         return None
-    packed = isinstance(imp.values.get(ins[1]), np.ndarray)
+    packed = not _not_folded_by_ort(imp, ins[1])
+    if packed and not isinstance(imp.values.get(ins[1]), np.ndarray):
+        return None  # a constant onnxruntime folds and byoc does not: its value is not known here
     a = imp.expr(ins[0])
     ash = imp.shape_of(a)
     if imp.dtype_of(a) != "float32" or len(ash) != 2:
@@ -312,7 +321,8 @@ def _matmul(imp, node, attrs):
     b = imp.constant_value(node.input[1])
     ash = imp.shape_of(a)
     raw = imp.values.get(node.input[1])
-    if isinstance(raw, np.ndarray) and raw.ndim == 2 and raw.dtype == np.float32 and \
+    if isinstance(raw, np.ndarray) and not _not_folded_by_ort(imp, node.input[1]) and raw.ndim == 2 and \
+            raw.dtype == np.float32 and \
             imp.dtype_of(a) == "float32" and ash and ash[-1] == raw.shape[0]:
         # an initializer B is prepacked by onnxruntime (MlasGemmPackB): the FMA kernel in K blocks of 256 over
         # all rows of A at once

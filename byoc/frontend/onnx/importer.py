@@ -116,6 +116,8 @@ class Importer:
         self.producer: dict[str, int] = {}
         self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8
         self.group_output = ""  # the QuantizeLinear output of the QDQ group being fused
+        self.ort_runtime: set[str] = set()  # tensors onnxruntime computes at run time (not constant-folded)
+        self.four_bit: dict[str, str] = {}  # INT4 / UINT4 initializers (held unpacked as int8 / uint8) → type
 
     # ---------------------------------------------------------------------------------------------- driver
     def run(self) -> IRModule:
@@ -124,8 +126,11 @@ class Importer:
         from .qlinear_ops import QLINEAR_CONVERTERS, UNSUPPORTED_REASONS
         qop_conv = {**QOPERATOR_CONVERTERS, **QLINEAR_CONVERTERS}
         self._check_supported(FLOAT_CONVERTERS, qop_conv, UNSUPPORTED_REASONS)
+        from .model import FOUR_BIT
         for t in self.graph.initializer:
             self.values[t.name] = tensor_to_numpy(t, f"initializer {t.name!r}")
+            if t.data_type in FOUR_BIT:
+                self.four_bit[t.name] = FOUR_BIT[t.data_type][0]
         params = []
         for name, shp, dtype in input_types(self.graph, set(self.values), self.shape_override):
             v = Var(_sanitize(name), TensorType(shp, dtype), Span(name))
@@ -139,9 +144,15 @@ class Importer:
             for o in n.output:
                 if o:
                     self.producer[o] = i
+        self.ort_runtime = set(self.graph_input_names)
+        for n in nodes:  # topological order: DequantizeLinear outputs and whatever reads a run-time tensor
+            if n.op_type == "DequantizeLinear" or any(i in self.ort_runtime for i in n.input if i):
+                self.ort_runtime.update(o for o in n.output if o)
         from .ort_fusion import s8_to_u8_quantize_nodes
-        self.ort_u8 = s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
+        self.ort_u8 = {i for i in s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
+                       if not self.four_bit_params(nodes[i])}  # onnxruntime's rule is for int8, not int4
         self._refuse_matmul_nbits(nodes)
+        self._refuse_float16_dq_into_float_ops(nodes)
         for i, node in enumerate(nodes):
             if i in self.absorbed:
                 continue
@@ -189,7 +200,7 @@ class Importer:
 
         def dq_type(name):
             i = self.producer.get(name)
-            if i is None or nodes[i].op_type != "DequantizeLinear" or nodes[i].domain not in ("", "ai.onnx"):
+            if i is None or nodes[i].op_type != "DequantizeLinear" or nodes[i].domain not in _QDQ_DOMAINS:
                 return None
             v = self.values.get(nodes[i].input[0])
             if isinstance(v, np.ndarray):
@@ -211,6 +222,31 @@ class Importer:
                 + ("\n  ..." if len(names) > 20 else ""),
                 hint="quantize the activations to 8 bits (QDQ uint8 / int8), or keep the weight in float; "
                      "see docs/onnx-import.md, 'Known differences'")
+
+    def _refuse_float16_dq_into_float_ops(self, nodes) -> None:
+        """A DequantizeLinear with float16 scales outputs float16. Read by a Cast, a QuantizeLinear or as a graph
+        output, byoc computes what onnxruntime does; read by an op onnxruntime's CPU provider has no float16
+        kernel for, onnxruntime inserts float32 Casts and may fold them into the DequantizeLinear (skipping the
+        float16 rounding), which byoc does not reproduce: refused, all at once."""
+        bad = []
+        for i, n in enumerate(nodes):
+            if n.op_type != "DequantizeLinear" or n.domain not in _QDQ_DOMAINS or len(n.input) < 2:
+                continue
+            sc = self.values.get(n.input[1])
+            half = sc.dtype == np.float16 if isinstance(sc, np.ndarray) else \
+                isinstance(sc, Var) and sc.type_annotation.dtype == "float16"
+            if not half or not n.output or not n.output[0]:
+                continue
+            users = [nodes[j] for j in self.consumers.get(n.output[0], [])]
+            if any(u.op_type not in ("Cast", "QuantizeLinear") for u in users):
+                bad.append(node_label(n) + " → " + ", ".join(sorted({u.op_type for u in users})))
+        if bad:
+            raise UnsupportedOpsError(
+                f"{len(bad)} DequantizeLinear node(s) with float16 scales feed float16 ops onnxruntime runs in "
+                f"float32 between inserted Casts (folded into the DequantizeLinear), which byoc does not "
+                f"reproduce:\n  " + "\n  ".join(bad[:20]) + ("\n  ..." if len(bad) > 20 else ""),
+                hint="float16 scales are supported where the DequantizeLinear output is Cast to float32, "
+                     "re-quantized or a graph output; or quantize a float32 model")
 
     def _check_supported(self, float_conv, qop_conv, reasons: dict[str, str]) -> None:
         """Every unsupported op type and every out-of-limit size attribute of the graph, in one error."""
@@ -313,8 +349,20 @@ class Importer:
             i = self.producer.get(nodes[i].input[0])
         return "uint8" if i is not None and i in self.ort_u8 and dtype == "int8" else dtype
 
+    def four_bit_params(self, qnode) -> str | None:
+        """"int4" / "uint4" when a Quantize/DequantizeLinear node's data or zero point is a 4-bit initializer."""
+        for name in (qnode.input[0], qnode.input[2] if len(qnode.input) > 2 else ""):
+            if name in self.four_bit:
+                return self.four_bit[name]
+        return None
+
     def _ort_fuses(self, node, nodes, q_index: int, out_q) -> bool:
         from .ort_fusion import group_fuses
+        # onnxruntime's CPU QDQ selectors take no 4-bit tensor (weights included): such groups run in float
+        dqs = [nodes[self.producer[n]] for n in node.input if n and isinstance(self.values.get(n), Dequantized)
+               and n in self.producer]
+        if self.four_bit_params(nodes[q_index]) or any(self.four_bit_params(d) for d in dqs):
+            return False
         in_types = [self.ort_type(n, self.values[n].q.dtype) for n in node.input
                     if n and isinstance(self.values.get(n), Dequantized)]
         return group_fuses(node.op_type, in_types, self.ort_type(nodes[q_index].output[0], out_q[3]))
@@ -334,7 +382,7 @@ class Importer:
         users = self.consumers.get(node.output[0], [])
         for j in users:
             q = nodes[j]
-            if q.op_type != "QuantizeLinear" or q.domain not in ("", "ai.onnx") or q.input[0] != node.output[0]:
+            if q.op_type != "QuantizeLinear" or q.domain not in _QDQ_DOMAINS or q.input[0] != node.output[0]:
                 return []
         return users
 
@@ -446,6 +494,11 @@ def _infer_new(e: Expr):
             if n._checked_type is None:  # type: ignore[attr-defined]
                 n._set_checked_type(_infer_node(n, {}, {}))
     return e.checked_type
+
+
+# onnxruntime's QDQ matching takes com.microsoft Quantize/DequantizeLinear (what onnxruntime.quantization writes for
+# 4-bit types below opset 21) as it takes the default-domain ones
+_QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
 
 
 def _same_qparams(a, b) -> bool:

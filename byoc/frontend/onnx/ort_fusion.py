@@ -35,7 +35,9 @@ _DEFAULT = ("", "ai.onnx")
 
 
 def _is(node, op) -> bool:
-    return node.op_type == op and node.domain in _DEFAULT
+    # onnxruntime matches com.microsoft Quantize/DequantizeLinear as QDQ nodes too
+    return node.op_type == op and (node.domain in _DEFAULT or (
+        node.domain == "com.microsoft" and op in ("QuantizeLinear", "DequantizeLinear")))
 
 
 def s8_to_u8_quantize_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: set[str], values) -> set[int]:
