@@ -274,14 +274,20 @@ def _mlas_gemm(imp, node, attrs, ins):
     if (attrs.get("transA", 0) or float(attrs.get("alpha", 1.0)) != 1.0
             or (has_c and float(attrs.get("beta", 1.0)) != 1.0)):
         return None
-    packed = not _not_folded_by_ort(imp, ins[1])
-    if packed and not isinstance(imp.values.get(ins[1]), np.ndarray):
+    return gemm_call(imp, node, imp.expr(ins[0]), ins[1], bool(attrs.get("transB", 0)), ins[2] if has_c else "")
+
+
+def gemm_call(imp, node, a, b_name: str, trans_b: bool, c_name: str):
+    """``nn.mlas_gemm`` of A (a 2-D float32 expression), the tensor ``b_name`` and C (``c_name``, or none);
+    None where byoc cannot follow onnxruntime's kernel choice."""
+    packed = not _not_folded_by_ort(imp, b_name)
+    if packed and not isinstance(imp.values.get(b_name), np.ndarray):
         return None  # a constant onnxruntime folds and byoc does not: its value is not known here
-    a = imp.expr(ins[0])
     ash = imp.shape_of(a)
     if imp.dtype_of(a) != "float32" or len(ash) != 2:
         return None
-    trans_b = bool(attrs.get("transB", 0))
+    has_c = bool(c_name)
+    ins = ("", b_name, c_name)
     bval = imp.constant_value(ins[1])
     if isinstance(bval, np.ndarray):
         if bval.dtype != np.float32 or bval.ndim != 2:
@@ -315,8 +321,52 @@ def _mlas_gemm(imp, node, attrs, ins):
     return _call("nn.mlas_gemm", (a, w, c), {"trans_b": trans_b, "packed_b": packed}, node)
 
 
+def _matmul_add_fusion(imp, node):
+    """onnxruntime's MatMulAddFusion (level 1): a MatMul whose only consumer is an Add becomes a Gemm with the
+    Add's other input as C (A of another rank reshaped to 2-D and back), so C enters before the first K block
+    (``nn.mlas_gemm``). The C shapes it fuses, measured with onnxruntime 1.32: [N], [1, N], and for a 2-D A also
+    [M, N] and [M, 1]; not a scalar. Returns (Add node index, result) or None."""
+    out = node.output[0]
+    users = imp.consumers.get(out, [])
+    if len(users) != 1 or out in imp.graph_outputs:
+        return None
+    add = imp.graph.node[users[0]]
+    if add.op_type != "Add" or add.domain not in ("", "ai.onnx") or len(add.input) != 2 or \
+            list(add.input).count(out) != 1 or not add.output or not add.output[0]:
+        return None
+    c_name = add.input[1] if add.input[0] == out else add.input[0]
+    if c_name not in imp.values:  # produced after the MatMul: left to the Add (the importer's order)
+        return None
+    a = imp.expr(node.input[0])
+    ash = tuple(imp.shape_of(a))
+    bv = imp.values.get(node.input[1])
+    bsh = tuple(bv.shape) if isinstance(bv, np.ndarray) else tuple(imp.shape_of(imp.expr(node.input[1])))
+    cv = imp.values.get(c_name)
+    csh = tuple(cv.shape) if isinstance(cv, np.ndarray) else tuple(imp.shape_of(imp.expr(c_name)))
+    if not ash or len(bsh) != 2 or ash[-1] != bsh[0] or imp.dtype_of(a) != "float32":
+        return None
+    n = bsh[1]
+    rows = int(np.prod(ash[:-1], dtype=np.int64)) if len(ash) > 1 else 1
+    ok_c = [(n,), (1, n)] + ([(ash[0], n), (ash[0], 1)] if len(ash) == 2 else [])
+    if csh not in ok_c:
+        return None
+    a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, ash[-1])}, node)
+    y = gemm_call(imp, node, a2, node.input[1], False, c_name)
+    if y is None:
+        return None
+    if len(ash) != 2:
+        y = _call("reshape", (y,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
+    return users[0], y
+
+
 def _matmul(imp, node, attrs):
     _inputs(imp, node, 2)
+    fused = _matmul_add_fusion(imp, node)
+    if fused is not None:  # the Add is absorbed; the MatMul's own output has no other reader
+        j, y = fused
+        imp.absorbed.add(j)
+        imp.values[imp.graph.node[j].output[0]] = y
+        return y
     a = imp.expr(node.input[0])
     b = imp.constant_value(node.input[1])
     ash = imp.shape_of(a)

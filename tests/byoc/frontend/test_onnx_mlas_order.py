@@ -301,3 +301,61 @@ def test_16bit_qdq_gemm_bit_exact(tmp_path):
         ref = sess.run(None, {"x": x})[0]
         np.testing.assert_array_equal(byoc.evaluate(mod, {"x": x})[0], ref)
         np.testing.assert_array_equal(exe.run({"x": x})[0], ref)
+
+
+def _matmul_add_model(ashape, n, c_shape, c_fed=False, b_kind="init", add_first=False, t_read_twice=False):
+    k = ashape[-1]
+    rng = np.random.default_rng(k + n)
+    inits, nodes = [], []
+    inputs = [h.make_tensor_value_info("x", TP.FLOAT, ashape)]
+    feeds = {"x": rng.normal(0, 3, ashape).astype(np.float32)}
+    if b_kind == "init":
+        inits.append(nh.from_array(rng.normal(0, 1, (k, n)).astype(np.float32), "w"))
+    elif b_kind == "dq":
+        inits += [nh.from_array(rng.integers(-3000, 3000, (k, n)).astype(np.int16), "wq"),
+                  nh.from_array(np.float32(3e-4), "ws"), nh.from_array(np.int16(0), "wz")]
+        nodes.append(h.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]))
+    else:
+        inputs.append(h.make_tensor_value_info("w", TP.FLOAT, (k, n)))
+        feeds["w"] = rng.normal(0, 1, (k, n)).astype(np.float32)
+    c = rng.normal(0, 1, c_shape).astype(np.float32)
+    if c_fed:
+        inputs.append(h.make_tensor_value_info("c", TP.FLOAT, c_shape))
+        feeds["c"] = c
+    else:
+        inits.append(nh.from_array(c, "c"))
+    nodes += [h.make_node("MatMul", ["x", "w"], ["t"]), h.make_node("Add", ["c", "t"] if add_first else ["t", "c"], ["y"])]
+    outs = [h.make_tensor_value_info("y", TP.FLOAT, None)]
+    if t_read_twice:
+        nodes.append(h.make_node("Relu", ["t"], ["z"]))
+        outs.append(h.make_tensor_value_info("z", TP.FLOAT, None))
+    g = h.make_graph(nodes, "mm_add", inputs, outs, inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 21)], ir_version=10).SerializeToString(), feeds
+
+
+# K = 300: two prepacked K blocks of 256, where the bias's place in the sum shows. Fused by onnxruntime into a
+# Gemm: C [N], [1, N], [M, N], [M, 1], fed C, a DequantizeLinear or fed B, Add(C, t), a 3-D and a 1-D A
+# (reshaped around the Gemm); not fused: a scalar C, a 3-D C, a MatMul output read twice
+MATMUL_ADDS = {"c_n": dict(ashape=(8, 300), n=20, c_shape=(20,)), "c_1n": dict(ashape=(8, 300), n=20, c_shape=(1, 20)),
+               "c_mn": dict(ashape=(8, 300), n=20, c_shape=(8, 20)), "c_m1": dict(ashape=(8, 300), n=20, c_shape=(8, 1)),
+               "c_fed": dict(ashape=(8, 300), n=20, c_shape=(20,), c_fed=True),
+               "b_dq": dict(ashape=(8, 300), n=20, c_shape=(20,), b_kind="dq"),
+               "b_fed": dict(ashape=(8, 300), n=20, c_shape=(20,), b_kind="fed"),
+               "add_c_first": dict(ashape=(8, 300), n=20, c_shape=(20,), add_first=True),
+               "a_3d": dict(ashape=(2, 4, 300), n=20, c_shape=(20,)), "a_1d": dict(ashape=(300,), n=20, c_shape=(20,)),
+               "a_row": dict(ashape=(1, 300), n=20, c_shape=(20,), b_kind="dq"),
+               "c_scalar": dict(ashape=(8, 300), n=20, c_shape=()), "c_3d": dict(ashape=(8, 300), n=20, c_shape=(1, 8, 20)),
+               "t_read_twice": dict(ashape=(8, 300), n=20, c_shape=(20,), t_read_twice=True)}
+
+
+@pytest.mark.parametrize("case", sorted(MATMUL_ADDS))
+def test_float_matmul_add_follows_onnxruntimes_gemm_fusion_bit_for_bit(case):
+    # before: MatMul then Add, 43 of 160 outputs off for 8x300 · 300x20 + [20]
+    data, feeds = _matmul_add_model(**MATMUL_ADDS[case])
+    ref = _session(data).run(None, feeds)
+    mod, _ = from_onnx(data)
+    for name, got in (("interpreter", byoc.evaluate(mod, feeds)),
+                      ("CPU backend", byoc.build(mod, target="llvm").run(feeds))):
+        for g_, r in zip(got, ref):
+            assert np.array_equal(g_.view(np.int32), r.view(np.int32)), \
+                f"{name}: {int(np.sum(g_ != r))} of {r.size} differ"
