@@ -247,7 +247,10 @@ def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0, mlas=False):
 
 def _gemm(imp, node, attrs):
     ins = _inputs(imp, node, 2, 3)
-    exact = _mlas_gemm(imp, node, attrs, ins)
+    from .int_to_float import int_matmul_to_float
+    exact = int_matmul_to_float(imp, node, attrs)
+    if exact is None:
+        exact = _mlas_gemm(imp, node, attrs, ins)
     if exact is not None:
         return exact
     a = imp.expr(ins[0])
@@ -350,6 +353,13 @@ def _matmul_add_fusion(imp, node):
     ok_c = [(n,), (1, n)] + ([(ash[0], n), (ash[0], 1)] if len(ash) == 2 else [])
     if csh not in ok_c:
         return None
+    y = None
+    if len(ash) == 2:  # the fused Gemm may be a QDQ group onnxruntime runs as QGemm (a float output)
+        from .int_to_float import int_matmul_to_float
+        y = int_matmul_to_float(imp, node, {}, ins=[node.input[0], node.input[1], c_name], out=add.output[0],
+                                gemm=True)
+        if y is not None:
+            return users[0], y
     a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, ash[-1])}, node)
     y = gemm_call(imp, node, a2, node.input[1], False, c_name)
     if y is None:
@@ -366,6 +376,10 @@ def _matmul(imp, node, attrs):
         j, y = fused
         imp.absorbed.add(j)
         imp.values[imp.graph.node[j].output[0]] = y
+        return y
+    from .int_to_float import int_matmul_to_float
+    y = int_matmul_to_float(imp, node, attrs)
+    if y is not None:
         return y
     a = imp.expr(node.input[0])
     b = imp.constant_value(node.input[1])

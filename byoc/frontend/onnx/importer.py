@@ -208,10 +208,17 @@ class Importer:
             if isinstance(v, Var):
                 return v.type_annotation.dtype
             j = self.producer.get(nodes[i].input[0])
-            if j is not None and nodes[j].op_type == "QuantizeLinear" and len(nodes[j].input) > 2:
+            if j is None:
+                return None
+            if nodes[j].op_type == "QuantizeLinear" and len(nodes[j].input) > 2 and nodes[j].input[2]:
                 z = self.values.get(nodes[j].input[2])
+                if nodes[j].input[2] in self.four_bit:
+                    return self.four_bit[nodes[j].input[2]]
                 return z.dtype.name if isinstance(z, np.ndarray) else None
-            return "uint8" if j is not None and nodes[j].op_type == "QuantizeLinear" else None
+            if nodes[j].op_type == "QuantizeLinear" or nodes[j].op_type.startswith("QLinear") or \
+                    nodes[j].op_type == "DynamicQuantizeLinear":
+                return "uint8"  # an 8-bit kernel's output (its exact signedness does not matter here)
+            return None
         hits = matmul_nbits_nodes(nodes, self.consumers, self.graph_outputs, self.values, dq_type)
         if hits:
             names = [node_label(nodes[i]) for i in hits]
