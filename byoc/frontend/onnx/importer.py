@@ -32,7 +32,11 @@ from ...relay.op import make_call
 from .model import (check_output_size, input_types, load_model, node_attrs, node_label, size_attr_problems,
                     tensor_to_numpy)
 
-__all__ = ["from_onnx", "QTensor", "Dequantized", "Importer"]
+__all__ = ["from_onnx", "QTensor", "Dequantized", "Importer", "QDQ_DOMAINS"]
+
+# onnxruntime's QDQ matching takes com.microsoft Quantize/DequantizeLinear (what onnxruntime.quantization writes for
+# 4-bit types below opset 21) as it takes the default-domain ones
+QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
 
 
 @dataclass(frozen=True)
@@ -151,8 +155,9 @@ class Importer:
         from .ort_fusion import s8_to_u8_quantize_nodes
         self.ort_u8 = {i for i in s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
                        if not self.four_bit_params(nodes[i])}  # onnxruntime's rule is for int8, not int4
-        self._refuse_matmul_nbits(nodes)
-        self._refuse_float16_dq_into_float_ops(nodes)
+        from .ort_refusals import refuse_float16_dq_into_float_ops, refuse_matmul_nbits
+        refuse_matmul_nbits(self, nodes)
+        refuse_float16_dq_into_float_ops(self, nodes)
         for i, node in enumerate(nodes):
             if i in self.absorbed:
                 continue
@@ -190,70 +195,6 @@ class Importer:
             raise ModelError(f"the imported graph does not type-check: {e.message}", hint=e.hint,
                              notes=e.notes) from e
         return mod
-
-    def _refuse_matmul_nbits(self, nodes) -> None:
-        """onnxruntime rewrites DequantizeLinear(constant 8/4-bit weight) → MatMul/Gemm on a float (or 16-bit
-        QDQ) activation into MatMulNBits, which quantizes the activation to int8 per block of 32 inside the kernel
-        (accuracy level 4). byoc does not reproduce that kernel's arithmetic, so it refuses those nodes, all at
-        once, rather than compute a different float result."""
-        from .ort_fusion import matmul_nbits_nodes
-
-        def dq_type(name):
-            i = self.producer.get(name)
-            if i is None or nodes[i].op_type != "DequantizeLinear" or nodes[i].domain not in _QDQ_DOMAINS:
-                return None
-            v = self.values.get(nodes[i].input[0])
-            if isinstance(v, np.ndarray):
-                return v.dtype.name
-            if isinstance(v, Var):
-                return v.type_annotation.dtype
-            j = self.producer.get(nodes[i].input[0])
-            if j is None:
-                return None
-            if nodes[j].op_type == "QuantizeLinear" and len(nodes[j].input) > 2 and nodes[j].input[2]:
-                z = self.values.get(nodes[j].input[2])
-                if nodes[j].input[2] in self.four_bit:
-                    return self.four_bit[nodes[j].input[2]]
-                return z.dtype.name if isinstance(z, np.ndarray) else None
-            if nodes[j].op_type == "QuantizeLinear" or nodes[j].op_type.startswith("QLinear") or \
-                    nodes[j].op_type == "DynamicQuantizeLinear":
-                return "uint8"  # an 8-bit kernel's output (its exact signedness does not matter here)
-            return None
-        hits = matmul_nbits_nodes(nodes, self.consumers, self.graph_outputs, self.values, dq_type)
-        if hits:
-            names = [node_label(nodes[i]) for i in hits]
-            raise UnsupportedOpsError(
-                f"{len(hits)} MatMul/Gemm node(s) read a DequantizeLinear weight that onnxruntime rewrites into "
-                f"com.microsoft MatMulNBits (the activation quantized to int8 per block of 32, accuracy level 4), "
-                f"whose arithmetic byoc does not reproduce:\n  " + "\n  ".join(names[:20])
-                + ("\n  ..." if len(names) > 20 else ""),
-                hint="quantize the activations to 8 bits (QDQ uint8 / int8), or keep the weight in float; "
-                     "see docs/onnx-import.md, 'Known differences'")
-
-    def _refuse_float16_dq_into_float_ops(self, nodes) -> None:
-        """A DequantizeLinear with float16 scales outputs float16. Read by a Cast, a QuantizeLinear or as a graph
-        output, byoc computes what onnxruntime does; read by an op onnxruntime's CPU provider has no float16
-        kernel for, onnxruntime inserts float32 Casts and may fold them into the DequantizeLinear (skipping the
-        float16 rounding), which byoc does not reproduce: refused, all at once."""
-        bad = []
-        for i, n in enumerate(nodes):
-            if n.op_type != "DequantizeLinear" or n.domain not in _QDQ_DOMAINS or len(n.input) < 2:
-                continue
-            sc = self.values.get(n.input[1])
-            half = sc.dtype == np.float16 if isinstance(sc, np.ndarray) else \
-                isinstance(sc, Var) and sc.type_annotation.dtype == "float16"
-            if not half or not n.output or not n.output[0]:
-                continue
-            users = [nodes[j] for j in self.consumers.get(n.output[0], [])]
-            if any(u.op_type not in ("Cast", "QuantizeLinear") for u in users):
-                bad.append(node_label(n) + " → " + ", ".join(sorted({u.op_type for u in users})))
-        if bad:
-            raise UnsupportedOpsError(
-                f"{len(bad)} DequantizeLinear node(s) with float16 scales feed float16 ops onnxruntime runs in "
-                f"float32 between inserted Casts (folded into the DequantizeLinear), which byoc does not "
-                f"reproduce:\n  " + "\n  ".join(bad[:20]) + ("\n  ..." if len(bad) > 20 else ""),
-                hint="float16 scales are supported where the DequantizeLinear output is Cast to float32, "
-                     "re-quantized or a graph output; or quantize a float32 model")
 
     def _check_supported(self, float_conv, qop_conv, reasons: dict[str, str]) -> None:
         """Every unsupported op type and every out-of-limit size attribute of the graph, in one error."""
@@ -389,7 +330,7 @@ class Importer:
         users = self.consumers.get(node.output[0], [])
         for j in users:
             q = nodes[j]
-            if q.op_type != "QuantizeLinear" or q.domain not in _QDQ_DOMAINS or q.input[0] != node.output[0]:
+            if q.op_type != "QuantizeLinear" or q.domain not in QDQ_DOMAINS or q.input[0] != node.output[0]:
                 return []
         return users
 
@@ -501,11 +442,6 @@ def _infer_new(e: Expr):
             if n._checked_type is None:  # type: ignore[attr-defined]
                 n._set_checked_type(_infer_node(n, {}, {}))
     return e.checked_type
-
-
-# onnxruntime's QDQ matching takes com.microsoft Quantize/DequantizeLinear (what onnxruntime.quantization writes for
-# 4-bit types below opset 21) as it takes the default-domain ones
-_QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
 
 
 def _same_qparams(a, b) -> bool:
