@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["stride_k", "mlas_plan", "fma_f32", "mlas_conv2d_nhwc", "mlas_dense", "transpose_b_block",
-           "transpose_plan", "mlas_conv2d_transpose_nhwc", "mlas_batch_matmul"]
+           "transpose_plan", "mlas_conv2d_transpose_nhwc", "mlas_batch_matmul", "gemm_kernel", "mlas_gemm"]
 
 
 def stride_k(n: int, k: int) -> int:
@@ -250,3 +250,49 @@ def mlas_batch_matmul(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose
     if b.shape[0] == 1:
         return mlas_dense(a.reshape(nb * m, k), b[0].T).reshape(nb, m, -1)
     return np.stack([mlas_dense(a[i], b[i].T) for i in range(nb)]).astype(np.float32)
+
+
+def gemm_kernel(m: int, n: int, k: int, trans_b: bool, packed_b: bool = False) -> tuple[str, int, str]:
+    """MlasSgemmOperation(M, N, K) with alpha 1, beta 0 or 1 (ONNX Gemm: C copied into Y first, beta 1), one
+    thread: (kernel, K block, the dimension whose 4/2/1 blocks order a ``"tb"`` reduction: ``"m"`` or ``"n"``).
+    One row takes the M = 1 kernels (SgemmKernelM1TransposeB over the rows of B when B is transposed); one
+    column with B not transposed (ldb = 1) the swapped M1TransposeB over the rows of A; else the FMA kernel.
+    A prepacked B (a constant initializer: MlasGemmPackB) always takes the FMA kernel in K blocks of 256
+    (MLAS_SGEMM_PACKED_STRIDEK)."""
+    if packed_b:
+        return "fma", 256, ""
+    if m == 1:
+        return ("tb", k, "n") if trans_b else ("m1", k, "")
+    if n == 1 and not trans_b:
+        return "tb", k, "m"
+    return "fma", stride_k(n, k), ""
+
+
+def mlas_gemm(x: np.ndarray, w: np.ndarray, c: np.ndarray, trans_b: bool, packed_b: bool = False) -> np.ndarray:
+    """ONNX Gemm (alpha 1) as onnxruntime runs it with a non-prepacked B: Y = C (``c`` [M, N], already
+    broadcast and times beta 1; −0.0 where there is none, the exact additive identity), then every K block's
+    partial (an FMA chain, the M = 1 kernels' groups / lane sums) added onto Y in float32. ``x`` [M, K], ``w``
+    [N, K] whatever ``trans_b`` says; ``trans_b`` and ``packed_b`` only select MLAS's kernel (``gemm_kernel``)."""
+    a = x.astype(np.float32)
+    w = w.astype(np.float32)
+    m, k = a.shape
+    n = w.shape[0]
+    kind, block, rows = gemm_kernel(m, n, k, trans_b, packed_b)
+    out = np.array(np.broadcast_to(c, (m, n)), np.float32)
+    for k0 in range(0, k, block):
+        ks = range(k0, min(k, k0 + block))
+        cols = [a[:, j:j + 1] for j in ks]
+        wts = [w[:, j] for j in ks]
+        if kind == "m1":
+            out = _m1_chain([(col * wt).astype(np.float32) for col, wt in zip(cols, wts)], out)
+        elif kind == "tb":
+            rows_of = np.array([[transpose_b_block(i, m)] for i in range(m)]) if rows == "m" else \
+                np.array([[transpose_b_block(j, n) for j in range(n)]])
+            out = _tb_chain([np.broadcast_to(col, (m, n)) for col in cols], wts, np.broadcast_to(rows_of, (m, n)),
+                            out)
+        else:
+            acc = np.zeros((m, n), np.float32)
+            for col, wt in zip(cols, wts):
+                acc = fma_f32(acc, col, wt)
+            out = _add(acc, out)
+    return out

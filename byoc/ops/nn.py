@@ -309,6 +309,40 @@ register_op("nn.dense", ("data", "weight"), attrs=DenseAttrs, rel=_dense_rel, fu
 
 
 @dataclass(frozen=True)
+class MlasGemmAttrs(Attrs):
+    # which MLAS kernel onnxruntime picks (Gemm transB; B prepacked from an initializer); the weight is [N, K]
+    trans_b: bool = False
+    packed_b: bool = False
+
+
+def _mlas_gemm_rel(types, attrs):
+    name = "nn.mlas_gemm"
+    args = ("data", "weight", "bias")
+    data, weight, bias = (tensor_arg(name, args, types, i) for i in range(3))
+    for what, t in zip(args, (data, weight, bias)):
+        if t.dtype != "float32":
+            raise fail(name, what, "float32", t.dtype)
+    if data.ndim != 2 or weight.ndim != 2 or weight.shape[1] != data.shape[1]:
+        raise fail(name, "weight", f"[N, {data.shape[-1]}] for data [M, K]", weight.shape)
+    out = (data.shape[0], weight.shape[0])
+    if tuple(bias.shape) != out:
+        raise fail(name, "bias", f"shape {list(out)} (the output's)", bias.shape)
+    return TensorType(out, "float32")
+
+
+def _mlas_gemm_compute(args, attrs):
+    from .mlas_order import mlas_gemm
+    x, w, c = args
+    return mlas_gemm(x, w, c, bool(attrs.trans_b), bool(attrs.packed_b))
+
+
+register_op("nn.mlas_gemm", ("data", "weight", "bias"), attrs=MlasGemmAttrs, rel=_mlas_gemm_rel,
+            fusion=FusionKind.OPAQUE, compute=_mlas_gemm_compute,
+            doc="onnxruntime's float Gemm: bias[M, N] first, then data[M, K] × weight[N, K]ᵀ added onto it in "
+                "MLAS's order (ops/mlas_order.py, mlas_gemm).")
+
+
+@dataclass(frozen=True)
 class SoftmaxAttrs(Attrs):
     axis: int = -1
 

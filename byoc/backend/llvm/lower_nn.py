@@ -290,6 +290,13 @@ def _dense(ctx, builder, node, args):
                        node.attrs.out_dtype or data.dtype)
 
 
+@lower_kernel("nn.mlas_gemm")
+def _mlas_gemm(ctx, builder, node, args):
+    from .mlas_sums import emit_mlas_gemm
+    data, weight, bias = args
+    emit_mlas_gemm(ctx, builder, node, data, weight, bias)
+
+
 @lower_kernel("qnn.dense", const_args=(2, 3, 4, 5))
 def _qnn_dense(ctx, builder, node, args):
     data, weight, zp_in, zp_w = args[:4]

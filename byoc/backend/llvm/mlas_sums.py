@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ops.mlas_order import gemm_plan, mlas_plan
+from ...ops.mlas_order import gemm_kernel, gemm_plan, mlas_plan
 from .cgutils import F32, I64, alloca_once, for_range
 
-__all__ = ["emit_mlas_conv", "emit_mlas_dense"]
+__all__ = ["emit_mlas_conv", "emit_mlas_dense", "emit_mlas_gemm"]
 
 
 def _c(v: int) -> ir.Constant:
@@ -30,10 +30,11 @@ class _Dot:
         self.acc = alloca_once(builder, F32, name="acc")
         self.lanes = alloca_once(builder, F32, size=8, name="lanes") if kind == "tb" else None
 
-    def emit(self, builder, load_xw, row_block=None) -> ir.Value:
+    def emit(self, builder, load_xw, row_block=None, seed=None) -> ir.Value:
         """The sum for one output element; ``load_xw(builder, k)`` gives (x, w) as float32 values;
-        ``row_block`` (i64: 4, 2 or 1) is the output row's block for the ``"tb"`` kernel."""
-        builder.store(ir.Constant(F32, -0.0), self.sum)
+        ``row_block`` (i64: 4, 2 or 1) is the output row's block for the ``"tb"`` kernel; ``seed`` the value
+        the running sum starts from (−0.0 unless a Gemm's C was copied in first)."""
+        builder.store(ir.Constant(F32, -0.0) if seed is None else seed, self.sum)
         n_blocks = -(-self.k_total // self.block)
         with for_range(builder, 0, n_blocks, name="blk") as blk:
             k0 = builder.mul(blk.index, _c(self.block))
@@ -289,3 +290,24 @@ def emit_mlas_batch_matmul(ctx, builder: ir.IRBuilder, node, a, b) -> None:
             row = builder.add(builder.mul(bi, _c(m)), mi) if flat else mi
             row_block = _row_block(builder, row, rows)
         ctx.emit_output(builder, oidx, dot.emit(builder, load_xw, row_block))
+
+
+def emit_mlas_gemm(ctx, builder: ir.IRBuilder, node, data, weight, bias) -> None:
+    """``nn.mlas_gemm``: each output element's sum starts from C (``bias[m, n]``) and takes every K block's
+    partial in ``gemm_kernel``'s order."""
+    from .lower_reduce import out_loops
+    m, k_total = (int(d) for d in data.shape)
+    n = int(weight.shape[0])
+    kind, block, rows = gemm_kernel(m, n, k_total, bool(node.attrs.trans_b), bool(node.attrs.packed_b))
+    dot = _Dot(builder, kind, block, k_total)
+    with out_loops(ctx, builder, node.checked_type.shape) as oidx:
+        mi, ni = oidx
+
+        def load_xw(b, k, mi=mi, ni=ni):
+            return data.load(b, [mi, k]), weight.load(b, [ni, k])
+
+        row_block = None
+        if kind == "tb":
+            row_block = _row_block(builder, mi, m) if rows == "m" else _row_block(builder, ni, n)
+        seed = bias.load(builder, [mi, ni])
+        ctx.emit_output(builder, oidx, dot.emit(builder, load_xw, row_block, seed))

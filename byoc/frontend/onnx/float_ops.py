@@ -55,12 +55,10 @@ def _spatial_attrs(node, attrs, rank_needed=2):
 
 
 def _not_folded_by_ort(imp, name: str) -> bool:
-    """Whether onnxruntime sees this tensor as a non-constant: a graph input, or a DequantizeLinear output (its
-    constant folding leaves DequantizeLinear nodes alone so that QDQ groups stay recognisable)."""
-    if name in imp.graph_input_names:
-        return True
-    i = imp.producer.get(name)
-    return i is not None and imp.graph.node[i].op_type == "DequantizeLinear"
+    """Whether onnxruntime sees this tensor as a non-constant: a graph input, a DequantizeLinear output (its
+    constant folding leaves DequantizeLinear nodes alone so that QDQ groups stay recognisable), or anything
+    computed from one (``Importer.ort_runtime``)."""
+    return name in imp.ort_runtime
 
 
 def conv_2d(imp, node, attrs, x, w):
@@ -75,16 +73,25 @@ def conv_2d(imp, node, attrs, x, w):
     pad = conv_padding(node, attrs, xs[2:], ws[2:], strides, dil)
     # A weight that is not an initializer (DequantizeLinear of one: the float fallback of a QDQ group) keeps
     # onnxruntime off its NCHWc kernels: MlasConv's im2col GEMM runs it, whose float32 order byoc follows.
+    # float16: onnxruntime's CPU provider has no float16 Conv on x86; its InsertCastTransformer runs it in float32
+    # between Casts (the weight cast at run time unless it is a constant)
+    half = imp.dtype_of(x) == "float16" and imp.dtype_of(w) == "float16"
+    if half:
+        x = _call("cast", (x,), {"dtype": "float32"}, node)
+        w = _call("cast", (w,), {"dtype": "float32"}, node)
     mlas = imp.dtype_of(x) == "float32" and _not_folded_by_ort(imp, ins[1])
     wc = imp.constant_value(ins[1]) if mlas else None
     if isinstance(wc, np.ndarray) and wc.shape == tuple(ws):
-        w = Constant(wc)  # DequantizeLinear of a constant, as onnxruntime computes it: the CPU kernel's constant
+        # DequantizeLinear of a constant, as onnxruntime computes it: the CPU kernel's constant
+        w = Constant(wc.astype(np.float32) if half else wc)
     out = _call("nn.conv2d", (x, w), dict(strides=strides, padding=pad, dilation=dil, groups=group,
                                           channels=ws[0], kernel_size=ws[2:], data_layout="NCHW",
                                           kernel_layout="OIHW", accumulation="mlas" if mlas else ""), node)
     if len(ins) > 2 and ins[2]:
-        out = _call("nn.bias_add", (out, imp.expr(ins[2])), {"axis": 1}, node)
-    return out
+        b = imp.expr(ins[2])
+        out = _call("nn.bias_add", (out, _call("cast", (b,), {"dtype": "float32"}, node) if half else b),
+                    {"axis": 1}, node)
+    return _call("cast", (out,), {"dtype": "float16"}, node) if half else out
 
 
 def _batch_norm(imp, node, attrs):
@@ -240,6 +247,12 @@ def _dense(imp, node, a, w_kn, bias, alpha=1.0, beta=1.0, mlas=False):
 
 def _gemm(imp, node, attrs):
     ins = _inputs(imp, node, 2, 3)
+    from .int_to_float import int_matmul_to_float
+    exact = int_matmul_to_float(imp, node, attrs)
+    if exact is None:
+        exact = _mlas_gemm(imp, node, attrs, ins)
+    if exact is not None:
+        return exact
     a = imp.expr(ins[0])
     if attrs.get("transA", 0):
         a = _call("transpose", (a,), {"axes": (1, 0)}, node)
@@ -254,11 +267,136 @@ def _gemm(imp, node, attrs):
     return _dense(imp, node, a, b, bias, float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0)))
 
 
+def _mlas_gemm(imp, node, attrs, ins):
+    """onnxruntime's float Gemm: Y = C, then MlasGemm adds every K block onto it (``nn.mlas_gemm``). An
+    initializer B is prepacked (FMA kernel, K blocks of 256); any other B (a DequantizeLinear output: the float
+    path of a QDQ Gemm onnxruntime does not fuse, or a graph input) is not, and one row takes the M = 1 kernels
+    (SgemmKernelM1TransposeB with transB). Only for alpha 1, beta 1 (or no C) and A not transposed; None
+    otherwise (then plain float32, within 1e-5)."""
+    has_c = len(ins) > 2 and bool(ins[2])
+    if (attrs.get("transA", 0) or float(attrs.get("alpha", 1.0)) != 1.0
+            or (has_c and float(attrs.get("beta", 1.0)) != 1.0)):
+        return None
+    return gemm_call(imp, node, imp.expr(ins[0]), ins[1], bool(attrs.get("transB", 0)), ins[2] if has_c else "")
+
+
+def gemm_call(imp, node, a, b_name: str, trans_b: bool, c_name: str):
+    """``nn.mlas_gemm`` of A (a 2-D float32 expression), the tensor ``b_name`` and C (``c_name``, or none);
+    None where byoc cannot follow onnxruntime's kernel choice."""
+    packed = not _not_folded_by_ort(imp, b_name)
+    if packed and not isinstance(imp.values.get(b_name), np.ndarray):
+        return None  # a constant onnxruntime folds and byoc does not: its value is not known here
+    ash = imp.shape_of(a)
+    if imp.dtype_of(a) != "float32" or len(ash) != 2:
+        return None
+    has_c = bool(c_name)
+    ins = ("", b_name, c_name)
+    bval = imp.constant_value(ins[1])
+    if isinstance(bval, np.ndarray):
+        if bval.dtype != np.float32 or bval.ndim != 2:
+            return None
+        w = Constant(np.ascontiguousarray(bval if trans_b else bval.T))
+    else:
+        w = imp.expr(ins[1])
+        if imp.dtype_of(w) != "float32" or len(imp.shape_of(w)) != 2:
+            return None
+        if not trans_b:
+            w = _call("transpose", (w,), {"axes": (1, 0)}, node)
+    n, k = imp.shape_of(w)
+    if k != ash[1]:
+        raise ModelError(f"{node_label(node)}: Gemm shapes {list(ash)} and B {list(imp.shape_of(w))} do not match")
+    out = (ash[0], n)
+    cval = imp.constant_value(ins[2]) if has_c else np.array(-0.0, np.float32)  # −0.0: the additive identity
+    if isinstance(cval, np.ndarray):
+        if cval.dtype != np.float32:
+            return None
+        try:
+            c = Constant(np.ascontiguousarray(np.broadcast_to(cval, out)))
+        except ValueError as e:
+            raise ModelError(f"{node_label(node)}: C of shape {list(cval.shape)} does not broadcast to "
+                             f"{list(out)}") from e
+    else:
+        c = imp.expr(ins[2])
+        if imp.dtype_of(c) != "float32":
+            return None
+        if tuple(imp.shape_of(c)) != out:
+            c = _call("broadcast_to", (c,), {"shape": out}, node)
+    return _call("nn.mlas_gemm", (a, w, c), {"trans_b": trans_b, "packed_b": packed}, node)
+
+
+def _matmul_add_fusion(imp, node):
+    """onnxruntime's MatMulAddFusion (level 1): a MatMul whose only consumer is an Add becomes a Gemm with the
+    Add's other input as C (A of another rank reshaped to 2-D and back), so C enters before the first K block
+    (``nn.mlas_gemm``). The C shapes it fuses, measured with onnxruntime 1.32: [N], [1, N], and for a 2-D A also
+    [M, N] and [M, 1]; not a scalar. Returns (Add node index, result) or None."""
+    out = node.output[0]
+    users = imp.consumers.get(out, [])
+    if len(users) != 1 or out in imp.graph_outputs:
+        return None
+    add = imp.graph.node[users[0]]
+    if add.op_type != "Add" or add.domain not in ("", "ai.onnx") or len(add.input) != 2 or \
+            list(add.input).count(out) != 1 or not add.output or not add.output[0]:
+        return None
+    c_name = add.input[1] if add.input[0] == out else add.input[0]
+    if c_name not in imp.values:  # produced after the MatMul: left to the Add (the importer's order)
+        return None
+    a = imp.expr(node.input[0])
+    ash = tuple(imp.shape_of(a))
+    bv = imp.values.get(node.input[1])
+    bsh = tuple(bv.shape) if isinstance(bv, np.ndarray) else tuple(imp.shape_of(imp.expr(node.input[1])))
+    cv = imp.values.get(c_name)
+    csh = tuple(cv.shape) if isinstance(cv, np.ndarray) else tuple(imp.shape_of(imp.expr(c_name)))
+    if not ash or len(bsh) != 2 or ash[-1] != bsh[0] or imp.dtype_of(a) != "float32":
+        return None
+    n = bsh[1]
+    rows = int(np.prod(ash[:-1], dtype=np.int64)) if len(ash) > 1 else 1
+    ok_c = [(n,), (1, n)] + ([(ash[0], n), (ash[0], 1)] if len(ash) == 2 else [])
+    if csh not in ok_c:
+        return None
+    y = None
+    if len(ash) == 2:  # the fused Gemm may be a QDQ group onnxruntime runs as QGemm (a float output)
+        from .int_to_float import int_matmul_to_float
+        y = int_matmul_to_float(imp, node, {}, ins=[node.input[0], node.input[1], c_name], out=add.output[0],
+                                gemm=True)
+        if y is not None:
+            return users[0], y
+    a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, ash[-1])}, node)
+    y = gemm_call(imp, node, a2, node.input[1], False, c_name)
+    if y is None:
+        return None
+    if len(ash) != 2:
+        y = _call("reshape", (y,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
+    return users[0], y
+
+
 def _matmul(imp, node, attrs):
     _inputs(imp, node, 2)
+    fused = _matmul_add_fusion(imp, node)
+    if fused is not None:  # the Add is absorbed; the MatMul's own output has no other reader
+        j, y = fused
+        imp.absorbed.add(j)
+        imp.values[imp.graph.node[j].output[0]] = y
+        return y
+    from .int_to_float import int_matmul_to_float
+    y = int_matmul_to_float(imp, node, attrs)
+    if y is not None:
+        return y
     a = imp.expr(node.input[0])
     b = imp.constant_value(node.input[1])
     ash = imp.shape_of(a)
+    raw = imp.values.get(node.input[1])
+    if isinstance(raw, np.ndarray) and not _not_folded_by_ort(imp, node.input[1]) and raw.ndim == 2 and \
+            raw.dtype == np.float32 and \
+            imp.dtype_of(a) == "float32" and ash and ash[-1] == raw.shape[0]:
+        # an initializer B is prepacked by onnxruntime (MlasGemmPackB): the FMA kernel in K blocks of 256 over
+        # all rows of A at once
+        k, n = raw.shape
+        rows = int(np.prod(ash[:-1], dtype=np.int64)) if len(ash) > 1 else 1
+        a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, k)}, node)
+        out = _call("nn.mlas_gemm", (a2, Constant(np.ascontiguousarray(raw.T)),
+                                     Constant(np.full((rows, n), -0.0, np.float32))),
+                    {"trans_b": False, "packed_b": True}, node)
+        return out if len(ash) == 2 else _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
     if isinstance(b, np.ndarray) and b.ndim == 2 and len(ash) >= 2:
         if ash[-1] != b.shape[0]:
             raise ModelError(f"{node_label(node)}: MatMul shapes {ash} and {b.shape} do not match")

@@ -32,7 +32,11 @@ from ...relay.op import make_call
 from .model import (check_output_size, input_types, load_model, node_attrs, node_label, size_attr_problems,
                     tensor_to_numpy)
 
-__all__ = ["from_onnx", "QTensor", "Dequantized", "Importer"]
+__all__ = ["from_onnx", "QTensor", "Dequantized", "Importer", "QDQ_DOMAINS"]
+
+# onnxruntime's QDQ matching takes com.microsoft Quantize/DequantizeLinear (what onnxruntime.quantization writes for
+# 4-bit types below opset 21) as it takes the default-domain ones
+QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class Importer:
         self.producer: dict[str, int] = {}
         self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8
         self.group_output = ""  # the QuantizeLinear output of the QDQ group being fused
+        self.ort_runtime: set[str] = set()  # tensors onnxruntime computes at run time (not constant-folded)
+        self.four_bit: dict[str, str] = {}  # INT4 / UINT4 initializers (held unpacked as int8 / uint8) → type
 
     # ---------------------------------------------------------------------------------------------- driver
     def run(self) -> IRModule:
@@ -124,8 +130,11 @@ class Importer:
         from .qlinear_ops import QLINEAR_CONVERTERS, UNSUPPORTED_REASONS
         qop_conv = {**QOPERATOR_CONVERTERS, **QLINEAR_CONVERTERS}
         self._check_supported(FLOAT_CONVERTERS, qop_conv, UNSUPPORTED_REASONS)
+        from .model import FOUR_BIT
         for t in self.graph.initializer:
             self.values[t.name] = tensor_to_numpy(t, f"initializer {t.name!r}")
+            if t.data_type in FOUR_BIT:
+                self.four_bit[t.name] = FOUR_BIT[t.data_type][0]
         params = []
         for name, shp, dtype in input_types(self.graph, set(self.values), self.shape_override):
             v = Var(_sanitize(name), TensorType(shp, dtype), Span(name))
@@ -139,8 +148,16 @@ class Importer:
             for o in n.output:
                 if o:
                     self.producer[o] = i
+        self.ort_runtime = set(self.graph_input_names)
+        for n in nodes:  # topological order: DequantizeLinear outputs and whatever reads a run-time tensor
+            if n.op_type == "DequantizeLinear" or any(i in self.ort_runtime for i in n.input if i):
+                self.ort_runtime.update(o for o in n.output if o)
         from .ort_fusion import s8_to_u8_quantize_nodes
-        self.ort_u8 = s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
+        self.ort_u8 = {i for i in s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
+                       if not self.four_bit_params(nodes[i])}  # onnxruntime's rule is for int8, not int4
+        from .ort_refusals import refuse_float16_dq_into_float_ops, refuse_matmul_nbits
+        refuse_matmul_nbits(self, nodes)
+        refuse_float16_dq_into_float_ops(self, nodes)
         for i, node in enumerate(nodes):
             if i in self.absorbed:
                 continue
@@ -280,8 +297,20 @@ class Importer:
             i = self.producer.get(nodes[i].input[0])
         return "uint8" if i is not None and i in self.ort_u8 and dtype == "int8" else dtype
 
+    def four_bit_params(self, qnode) -> str | None:
+        """"int4" / "uint4" when a Quantize/DequantizeLinear node's data or zero point is a 4-bit initializer."""
+        for name in (qnode.input[0], qnode.input[2] if len(qnode.input) > 2 else ""):
+            if name in self.four_bit:
+                return self.four_bit[name]
+        return None
+
     def _ort_fuses(self, node, nodes, q_index: int, out_q) -> bool:
         from .ort_fusion import group_fuses
+        # onnxruntime's CPU QDQ selectors take no 4-bit tensor (weights included): such groups run in float
+        dqs = [nodes[self.producer[n]] for n in node.input if n and isinstance(self.values.get(n), Dequantized)
+               and n in self.producer]
+        if self.four_bit_params(nodes[q_index]) or any(self.four_bit_params(d) for d in dqs):
+            return False
         in_types = [self.ort_type(n, self.values[n].q.dtype) for n in node.input
                     if n and isinstance(self.values.get(n), Dequantized)]
         return group_fuses(node.op_type, in_types, self.ort_type(nodes[q_index].output[0], out_q[3]))
@@ -301,7 +330,7 @@ class Importer:
         users = self.consumers.get(node.output[0], [])
         for j in users:
             q = nodes[j]
-            if q.op_type != "QuantizeLinear" or q.domain not in ("", "ai.onnx") or q.input[0] != node.output[0]:
+            if q.op_type != "QuantizeLinear" or q.domain not in QDQ_DOMAINS or q.input[0] != node.output[0]:
                 return []
         return users
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import ModelError
 
-__all__ = ["onnx_type_name", "load_model", "tensor_to_numpy", "node_attrs", "node_label", "ONNX_DTYPES", "input_types",
+__all__ = ["FOUR_BIT", "onnx_type_name", "load_model", "tensor_to_numpy", "node_attrs", "node_label", "ONNX_DTYPES", "input_types",
            "MAX_ATTR_SIZE", "MAX_ELEMENTS", "SIZE_ATTRS", "size_attr_problems", "check_size_values",
            "check_output_size"]
 
@@ -127,17 +127,24 @@ def _load_external_data(model, base_dir: Path | None) -> None:
         t.data_location = 0
 
 
+# 4-bit integers (packed two to a byte, low nibble first) are held unpacked, one per int8 / uint8 element.
+FOUR_BIT = {22: ("int4", "int8", (-8, 7)), 21: ("uint4", "uint8", (0, 15))}
+
+
 def tensor_to_numpy(t, where: str) -> np.ndarray:
-    """An initializer as a read-only numpy array; corrupt tensors raise ``ModelError`` naming them."""
+    """An initializer as a read-only numpy array; corrupt tensors raise ``ModelError`` naming them. INT4 / UINT4
+    tensors come back unpacked as int8 / uint8 (``FOUR_BIT``)."""
     from onnx import numpy_helper
-    if t.data_type not in ONNX_DTYPES:
+    if t.data_type not in ONNX_DTYPES and t.data_type not in FOUR_BIT:
         raise ModelError(f"{where}: tensor {t.name!r} has unsupported element type {onnx_type_name(t.data_type)}",
-                         hint="supported: " + ", ".join(sorted(set(ONNX_DTYPES.values()))))
+                         hint="supported: " + ", ".join(sorted(set(ONNX_DTYPES.values()) | {"int4", "uint4"})))
     try:
         arr = numpy_helper.to_array(t)
     except Exception as e:
         raise ModelError(f"{where}: tensor {t.name!r} is corrupt ({type(e).__name__}: {e})",
                          hint="its data does not match its declared shape and type") from e
+    if t.data_type in FOUR_BIT:
+        arr = np.asarray(arr).astype(FOUR_BIT[t.data_type][1])
     arr = np.array(arr, copy=True)
     arr.setflags(write=False)
     return arr

@@ -35,7 +35,9 @@ _DEFAULT = ("", "ai.onnx")
 
 
 def _is(node, op) -> bool:
-    return node.op_type == op and node.domain in _DEFAULT
+    # onnxruntime matches com.microsoft Quantize/DequantizeLinear as QDQ nodes too
+    return node.op_type == op and (node.domain in _DEFAULT or (
+        node.domain == "com.microsoft" and op in ("QuantizeLinear", "DequantizeLinear")))
 
 
 def s8_to_u8_quantize_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: set[str], values) -> set[int]:
@@ -75,3 +77,67 @@ def group_fuses(op_type: str, in_types: list[str], out_type: str) -> bool:
     if op_type in _SAME_8BIT:
         return out_type in EIGHT_BIT and all(t == out_type for t in in_types)
     return True  # exact either way (data movement, max pooling, clipping, table activations)
+
+
+_NBITS_WEIGHT = ("int8", "uint8", "int4", "uint4", "int2", "uint2")
+
+
+def _nbits_weight_dq(dq, values) -> bool:
+    """Whether ``DequantizeLinear`` node ``dq`` has the weight form onnxruntime's DQMatMulToMatMulNBits rewrite
+    takes: a constant 2-D 8/4/2-bit weight [K, N] with constant float32/float16 scales that are per tensor (a rank-0
+    scale), per column (rank 1 [N], axis 1) or blocked along K (axis 0, block_size >= 16 and a power of two)."""
+    from .model import node_attrs
+    if not _is(dq, "DequantizeLinear") or len(dq.input) < 2:
+        return False
+    w, s = values.get(dq.input[0]), values.get(dq.input[1])
+    z = values.get(dq.input[2]) if len(dq.input) > 2 and dq.input[2] else None
+    if not all(hasattr(v, "dtype") for v in (w, s)) or (len(dq.input) > 2 and dq.input[2] and z is None):
+        return False
+    if w.ndim != 2 or w.dtype.name not in _NBITS_WEIGHT or s.dtype.name not in ("float32", "float16"):
+        return False
+    attrs = node_attrs(dq)
+    block = int(attrs.get("block_size", 0))
+    if block > 0:
+        k, n = w.shape
+        return (int(attrs.get("axis", 1)) == 0 and block >= 16 and block & (block - 1) == 0 and s.ndim == 2
+                and s.shape == (-(-k // block), n) and (z is None or z.shape == s.shape))
+    if s.ndim == 0:
+        return z is None or z.ndim == 0
+    return (s.ndim == 1 and s.shape[0] == w.shape[1] and int(attrs.get("axis", 1)) == 1
+            and (z is None or z.shape == s.shape))
+
+
+def matmul_nbits_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: set[str], values,
+                       dq_input_type) -> list[int]:
+    """Indices of the MatMul / Gemm nodes onnxruntime (x86, ORT_ENABLE_ALL) rewrites into com.microsoft
+    ``MatMulNBits`` (block size 32 unless the weight is blocked, accuracy level 4: the activation is quantized to
+    int8 per block inside the kernel). Measured with onnxruntime 1.32: B is a DequantizeLinear output of the form
+    ``_nbits_weight_dq`` read by this node only (and not a graph output); a Gemm needs transA = transB = 0,
+    alpha = 1 and a bias of shape [N] with beta = 1; A must not be an 8-bit DequantizeLinear output (those groups
+    go to QLinearMatMul / MatMulIntegerToFloat, or stay float when x86 refuses an int8 activation).
+    ``dq_input_type(name)`` is the element type dequantized by A's producer, or None."""
+    from .model import node_attrs
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    out = []
+    for i, n in enumerate(nodes):
+        if not (_is(n, "MatMul") or _is(n, "Gemm")) or len(n.input) < 2:
+            continue
+        j = producer.get(n.input[1])
+        if j is None or not _nbits_weight_dq(nodes[j], values):
+            continue
+        if len(consumers.get(n.input[1], [])) != 1 or n.input[1] in graph_outputs:
+            continue
+        if dq_input_type(n.input[0]) in EIGHT_BIT:
+            continue
+        if _is(n, "Gemm"):
+            a = node_attrs(n)
+            if a.get("transA", 0) or a.get("transB", 0) or abs(float(a.get("alpha", 1.0)) - 1.0) > 1e-6:
+                continue
+            if len(n.input) > 2 and n.input[2]:
+                bias = values.get(n.input[2])
+                n_cols = values[nodes[j].input[0]].shape[1]
+                if abs(float(a.get("beta", 1.0)) - 1.0) > 1e-6 or \
+                        (hasattr(bias, "shape") and tuple(bias.shape) != (n_cols,)):
+                    continue
+        out.append(i)
+    return out

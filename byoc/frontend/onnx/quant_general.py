@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import ModelError
 from ...ir.expr import Constant, Expr, Span
 from ...relay.op import make_call
-from .model import ONNX_DTYPES, node_label, onnx_type_name
+from .model import FOUR_BIT, ONNX_DTYPES, node_label, onnx_type_name
 
 __all__ = ["general_dequantize", "general_quantize", "needs_general_path"]
 
@@ -24,7 +24,8 @@ def needs_general_path(imp, node, attrs) -> bool:
     ins = list(node.input)
     fed = any(i and not isinstance(imp.values.get(i), np.ndarray) for i in ins[1:3])
     scale = imp.values.get(ins[1]) if len(ins) > 1 else None
-    return fed or bool(attrs.get("block_size", 0)) or bool(attrs.get("output_dtype", 0)) or \
+    four_bit = node.op_type == "QuantizeLinear" and imp.four_bit_params(node) is not None
+    return fed or four_bit or bool(attrs.get("block_size", 0)) or bool(attrs.get("output_dtype", 0)) or \
         (isinstance(scale, np.ndarray) and scale.dtype != np.float32)
 
 
@@ -119,9 +120,14 @@ def general_quantize(imp, node, attrs) -> Expr:
         raise ModelError(f"{node_label(node)}: can only quantize float32/float16 tensors, found {xdt}")
     axis, block = _axis(node, attrs, len(xs)), int(attrs.get("block_size", 0))
     has_zp = len(node.input) > 2 and node.input[2]
+    bounds = None  # a 4-bit result: held as int8 / uint8, saturated to the 4-bit range
     if has_zp:
         zv = imp.values[node.input[2]]
         dtype = zv.dtype.name if isinstance(zv, np.ndarray) else imp.dtype_of(imp.expr(node.input[2]))
+        if node.input[2] in imp.four_bit:
+            bounds = FOUR_BIT[{"int4": 22, "uint4": 21}[imp.four_bit[node.input[2]]]][2]
+    elif attrs.get("output_dtype", 0) and int(attrs["output_dtype"]) in FOUR_BIT:
+        _, dtype, bounds = FOUR_BIT[int(attrs["output_dtype"])]
     elif attrs.get("output_dtype", 0):
         code = int(attrs["output_dtype"])
         dtype = ONNX_DTYPES.get(code)
@@ -132,7 +138,9 @@ def general_quantize(imp, node, attrs) -> Expr:
         dtype = "uint8"
     if dtype not in _INT_TYPES[:4]:
         raise ModelError(f"{node_label(node)}: quantizing to {dtype} is not supported", hint=", ".join(_INT_TYPES[:4]))
-    if has_zp and attrs.get("output_dtype", 0) and ONNX_DTYPES.get(int(attrs["output_dtype"])) != dtype:
+    if has_zp and attrs.get("output_dtype", 0) and \
+            (FOUR_BIT.get(int(attrs["output_dtype"]), (None, None))[1] or
+             ONNX_DTYPES.get(int(attrs["output_dtype"]))) != dtype:
         raise ModelError(f"{node_label(node)}: output_dtype {onnx_type_name(int(attrs['output_dtype']))} differs "
                          f"from the zero point's type {dtype}")
     scale = _param(imp, node, node.input[1], xs, axis, block, "scale", "float32")
@@ -141,8 +149,8 @@ def general_quantize(imp, node, attrs) -> Expr:
     if has_zp:
         zp = _param(imp, node, node.input[2], xs, axis, block, "zero point", "float32")
         v = _call("add", (v, zp), None, node)
-    info = np.iinfo(dtype)
-    v = _call("clip", (v,), {"a_min": float(info.min), "a_max": float(info.max)}, node)
+    lo, hi = bounds or (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    v = _call("clip", (v,), {"a_min": float(lo), "a_max": float(hi)}, node)
     return _call("cast", (v,), {"dtype": dtype}, node)
 
 

@@ -111,6 +111,12 @@ def _dense(rs, quant):
     return fn(make_call("nn.dense", [x, w]), x), {"x": floats(rs, (3, 20))}, False
 
 
+def _mlas_gemm(rs):
+    x = relay.var("x", shape=(3, 20), dtype="float32")
+    call = make_call("nn.mlas_gemm", [x, c(floats(rs, (7, 20))), c(floats(rs, (3, 7)))], dict(trans_b=True))
+    return fn(call, x), {"x": floats(rs, (3, 20))}, True
+
+
 def _requantize(rs):
     x = relay.var("x", shape=(2, 3, 6), dtype="int32")
     call = make_call("qnn.requantize", [x, c(rs.uniform(0.001, 0.01, 6).astype("float32")), c(0, "int32"), c(0.07),
@@ -266,7 +272,7 @@ CASES = {
     "minimum": _binary("minimum", "uint8"),
     "clip": _clip, "cast": _cast, "nn.pad": _pad, "nn.bias_add": _bias_add, "nn.batch_norm": _batch_norm,
     "nn.conv2d": _float_conv, "nn.conv2d_transpose": _float_conv_t,
-    "nn.dense": lambda rs: _dense(rs, False), "qnn.dense": lambda rs: _dense(rs, True),
+    "nn.dense": lambda rs: _dense(rs, False), "nn.mlas_gemm": _mlas_gemm, "qnn.dense": lambda rs: _dense(rs, True),
     "qnn.conv2d": _qnn_conv, "qnn.conv2d_transpose": lambda rs: _qnn_conv(rs, transpose=True),
     "qnn.requantize": _requantize, "qnn.add": _qbinary("qnn.add"), "qnn.subtract": _qbinary("qnn.subtract"),
     "qnn.mul": _qbinary("qnn.mul"), "qnn.quantize": _quantize, "qnn.dequantize": _dequantize,
