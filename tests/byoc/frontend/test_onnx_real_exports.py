@@ -1,0 +1,115 @@
+"""Patterns found in real torch.onnx exports (tests/byoc/frontend/onnx_zoo/export.py), rebuilt with onnx.helper
+so that torch is not needed: 1-D GlobalAveragePool (the legacy exporter's adaptive_avg_pool1d(x, 1)), 1-D
+ConvInteger (quantize_dynamic on Conv1d), Split (the dynamo exporter's torch.chunk in ShuffleNetV2). Expected
+values come from onnxruntime (ORT_ENABLE_ALL, one thread)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+import byoc
+from byoc.frontend import from_onnx
+
+from onnx_models import make_model
+from onnx_ort_nets import quantize
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _sess(model):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def _check(model, n=3, seed=0, exact=True):
+    mod, _ = from_onnx(model)
+    sess = _sess(model)
+    exe = byoc.build(mod, target="llvm")
+    name = model.graph.input[0].name
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        x = rng.normal(0, 1, shape).astype(np.float32)
+        refs = sess.run(None, {name: x})
+        for got in (byoc.evaluate(mod, {name: x}), exe.run({name: x})):
+            got = got if isinstance(got, (list, tuple)) else [got]
+            for r, g in zip(refs, got):
+                if exact:
+                    np.testing.assert_array_equal(np.asarray(g), r)
+                else:
+                    np.testing.assert_allclose(np.asarray(g), r, rtol=1e-5, atol=1e-5)
+
+
+def audio_gap(seed=0):
+    """Conv1d → Relu → GlobalAveragePool over NCL (legacy export of adaptive_avg_pool1d(x, 1)) → Flatten → Gemm."""
+    rng = np.random.default_rng(seed)
+    inits = [nh.from_array(rng.normal(0, .3, (6, 4, 3)).astype(np.float32), "w"),
+             nh.from_array(rng.normal(0, .1, 6).astype(np.float32), "b"),
+             nh.from_array(rng.normal(0, .3, (5, 6)).astype(np.float32), "fw"),
+             nh.from_array(rng.normal(0, .1, 5).astype(np.float32), "fb")]
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1], strides=[2]),
+             h.make_node("Relu", ["c"], ["r"]), h.make_node("GlobalAveragePool", ["r"], ["g"]),
+             h.make_node("Flatten", ["g"], ["f"]), h.make_node("Gemm", ["f", "fw", "fb"], ["y"], transB=1)]
+    m = make_model(nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, 20])],
+                   [h.make_tensor_value_info("y", TP.FLOAT, [1, 5])], inits)
+    onnx.checker.check_model(m)
+    return m
+
+
+def test_float_1d_global_average_pool():
+    _check(audio_gap(), exact=False)
+
+
+@pytest.mark.parametrize("cfg", ["int8", "uint8", "QOperator-uint8", "QOperator-int8"])
+def test_quantized_1d_global_average_pool_bit_exact(tmp_path, cfg):
+    fmt = "QOperator" if cfg.startswith("QOperator") else "QDQ"
+    _check(quantize(audio_gap(), tmp_path, fmt=fmt, act=cfg.removeprefix("QOperator-")))
+
+
+def test_dynamic_quantized_conv1d_is_conv_integer(tmp_path):
+    from onnxruntime.quantization import quantize_dynamic
+    src, dst = tmp_path / "f.onnx", tmp_path / "d.onnx"
+    m = audio_gap()
+    onnx.save(m, src)
+    quantize_dynamic(str(src), str(dst), op_types_to_quantize=["Conv"])
+    q = onnx.load(dst)
+    assert "ConvInteger" in {n.op_type for n in q.graph.node}
+    _check(q, exact=False)  # the float Gemm after it sums in another order (ULPs)
+
+
+def _split_model(opset, sizes=None, n_out=2, num_outputs=None, axis=1, shape=(1, 6, 3, 3)):
+    inits, ins = [], ["x"]
+    if sizes is not None:
+        inits.append(nh.from_array(np.array(sizes, np.int64), "sizes"))
+        ins.append("sizes")
+    outs = [f"y{k}" for k in range(n_out)]
+    kw = {"axis": axis}
+    if num_outputs is not None:
+        kw["num_outputs"] = num_outputs
+    # a Relu after each part so that the outputs are computed, not just views
+    nodes = [h.make_node("Split", ins, [f"s{k}" for k in range(n_out)], **kw)] + \
+            [h.make_node("Relu", [f"s{k}"], [o]) for k, o in enumerate(outs)]
+    m = make_model(nodes, [h.make_tensor_value_info("x", TP.FLOAT, list(shape))],
+                   [h.make_tensor_value_info(o, TP.FLOAT, [f"d{i}" for i in range(len(shape))]) for o in outs], inits, opset=opset)
+    onnx.checker.check_model(m)
+    return m
+
+
+@pytest.mark.parametrize("case", [dict(opset=18, num_outputs=2), dict(opset=13, n_out=3),
+                                  dict(opset=13, sizes=[1, 2, 3], n_out=3), dict(opset=18, num_outputs=4, n_out=4, shape=(1, 7, 2, 2)),
+                                  dict(opset=18, num_outputs=2, axis=-1, shape=(1, 2, 3, 5))])
+def test_split_matches_onnxruntime(case):
+    _check(_split_model(**case))
+
+
+def test_split_bad_sizes_is_a_model_error():
+    from byoc.errors import ModelError
+    m = _split_model(13, sizes=[1, 2, 2], n_out=3)
+    with pytest.raises(ModelError, match="split sizes"):
+        from_onnx(m)
