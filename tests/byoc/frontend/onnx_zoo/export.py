@@ -152,6 +152,8 @@ CONFIGS = ["float", "qdq_s8", "qdq_s8_pc", "qdq_u8", "qdq_u8_pc", "qdq_s16", "qo
 
 def export(name: str, out: Path) -> dict[str, Path]:
     torch.manual_seed(0)
+    # the eval-mode fast path (aten::_transformer_encoder_layer_fwd) has no ONNX export: the plain ops instead
+    torch.backends.mha.set_fastpath_enabled(False)
     net, shape = MODELS[name]()
     net.eval()
     x = torch.randn(*shape)
