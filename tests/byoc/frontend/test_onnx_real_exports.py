@@ -113,3 +113,74 @@ def test_split_bad_sizes_is_a_model_error():
     m = _split_model(13, sizes=[1, 2, 2], n_out=3)
     with pytest.raises(ModelError, match="split sizes"):
         from_onnx(m)
+
+
+def _attention_scale_model():
+    """The legacy exporter's attention scaling on shapes: Shape → Gather → Cast → Sqrt → Div, and a Mod on the
+    sequence length feeding a Slice end (both folded at import), then a run-time Sqrt of |x|."""
+    c = lambda name, v: nh.from_array(np.array(v, np.int64), name)  # noqa: E731
+    inits = [c("i2", 2), c("three", 3), c("ax", [2]), c("zero", [0]), c("u0", [0]),
+             nh.from_array(np.array(1.0, np.float32), "one")]
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Gather", ["s", "i2"], ["d"], axis=0),
+             h.make_node("Cast", ["d"], ["df"], to=TP.FLOAT), h.make_node("Sqrt", ["df"], ["sq"]),
+             h.make_node("Div", ["one", "sq"], ["scale"]), h.make_node("Mul", ["x", "scale"], ["xs"]),
+             h.make_node("Mod", ["d", "three"], ["m"]), h.make_node("Sub", ["d", "m"], ["k"]),
+             h.make_node("Unsqueeze", ["k", "u0"], ["ke"]),
+             h.make_node("Slice", ["xs", "zero", "ke", "ax"], ["sl"]),
+             h.make_node("Abs", ["sl"], ["a"]), h.make_node("Sqrt", ["a"], ["y"])]
+    m = make_model(nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, 8])],
+                   [h.make_tensor_value_info("y", TP.FLOAT, [1, 4, 6])], inits)
+    onnx.checker.check_model(m)
+    return m
+
+
+def test_legacy_attention_shape_arithmetic_folds_and_runtime_sqrt_is_exact():
+    _check(_attention_scale_model())
+
+
+def test_mod_on_a_runtime_tensor_is_refused_naming_it():
+    from byoc.errors import ModelError
+    m = make_model([h.make_node("Mod", ["x", "x"], ["y"], fmod=1)],
+                   [h.make_tensor_value_info("x", TP.FLOAT, [2])], [h.make_tensor_value_info("y", TP.FLOAT, [2])], [])
+    with pytest.raises(ModelError, match="Mod is supported only on constant.*'x' is computed at run time"):
+        from_onnx(m)
+
+
+def _resize_model(coord, in_hw=(6, 6), out_hw=None, scale=2.0, conv=False, seed=0):
+    """[Conv →] Resize(linear) [→ Conv]: torch's F.interpolate(mode="bilinear") in a UNet decoder."""
+    rng = np.random.default_rng(seed)
+    inits, nodes, src = [], [], "x"
+    if out_hw is None:
+        inits.append(nh.from_array(np.array([1, 1, scale, scale], np.float32), "sc"))
+        rin = [src, "", "sc"]
+    else:
+        inits.append(nh.from_array(np.array([1, 4, *out_hw], np.int64), "sz"))
+        rin = [src, "", "", "sz"]
+    if conv:
+        inits += [nh.from_array(rng.normal(0, .3, (4, 4, 3, 3)).astype(np.float32), f"w{i}") for i in (0, 1)]
+        nodes.append(h.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]))
+        rin[0] = "c0"
+    nodes.append(h.make_node("Resize", rin, ["r"], mode="linear", coordinate_transformation_mode=coord))
+    if conv:
+        nodes.append(h.make_node("Conv", ["r", "w1"], ["y"], pads=[1, 1, 1, 1]))
+    else:
+        nodes[-1].output[0] = "y"
+    oh, ow = out_hw or (int(in_hw[0] * scale), int(in_hw[1] * scale))
+    m = make_model(nodes, [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, *in_hw])],
+                   [h.make_tensor_value_info("y", TP.FLOAT, [1, 4, oh, ow])], inits)
+    onnx.checker.check_model(m)
+    return m
+
+
+@pytest.mark.parametrize("coord, in_hw, out_hw", [("half_pixel", (6, 6), None), ("pytorch_half_pixel", (6, 6), None),
+                                                  ("align_corners", (5, 7), (8, 9)), ("asymmetric", (5, 7), (8, 9)),
+                                                  ("half_pixel", (5, 7), (11, 3))])
+def test_float_bilinear_resize_is_onnxruntimes_arithmetic_bit_for_bit(coord, in_hw, out_hw):
+    _check(_resize_model(coord, in_hw, out_hw))  # exact, not just within 1e-5
+
+
+@pytest.mark.parametrize("act", ["int8", "uint8", "int16"])
+def test_qdq_bilinear_resize_between_convs_bit_exact(tmp_path, act):
+    # onnxruntime runs this Resize in float between DequantizeLinear and QuantizeLinear: its float32 blend decides
+    # the quantized value (LiteRT's blend order put UNet decoders 1 LSB off on 33 of 8192 outputs)
+    _check(quantize(_resize_model("half_pixel", conv=True), tmp_path, act=act))
