@@ -535,9 +535,6 @@ def _register_extra() -> None:
     FLOAT_CONVERTERS.update(SHAPE_CONVERTERS)
     from .split_ops import SPLIT_CONVERTERS
     FLOAT_CONVERTERS.update(SPLIT_CONVERTERS)
-    from .shape_arith_ops import SHAPE_ARITH_CONVERTERS
-    for op, conv in SHAPE_ARITH_CONVERTERS.items():
-        FLOAT_CONVERTERS.setdefault(op, conv)
 
 
 _register_extra()

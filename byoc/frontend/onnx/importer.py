@@ -184,12 +184,14 @@ class Importer:
         missing: Counter = Counter()
         names: dict[str, list[str]] = {}
         from .preflight import attribute_problems
+        from .shape_arith_ops import fold_only
+        fold_only = fold_only(float_conv)  # shape arithmetic folded at import (legacy attention exports)
         size_problems = [msg for n in self.graph.node for msg in size_attr_problems(n)]
         attr_problems = [msg for n in self.graph.node
                          if n.domain in ("", "ai.onnx") and n.op_type in float_conv for msg in attribute_problems(n)]
         for n in self.graph.node:
             key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
-            if n.domain in ("", "ai.onnx") and n.op_type in float_conv:
+            if n.domain in ("", "ai.onnx") and (n.op_type in float_conv or n.op_type in fold_only):
                 continue
             if n.domain in ("", "ai.onnx", "com.microsoft") and n.op_type in qop_conv:
                 continue
@@ -243,6 +245,9 @@ class Importer:
                                 self.absorbed.add(j)
                                 self.values[nodes[j].output[0]] = res
                             return
+            if node.op_type not in float_conv:
+                from .shape_arith_ops import refuse_unfolded
+                refuse_unfolded(self, node)
             outs = float_conv[node.op_type](self, node, attrs)
         if not isinstance(outs, (list, tuple)):
             outs = [outs]
