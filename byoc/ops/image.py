@@ -28,9 +28,10 @@ values: a quantized tensor is interpolated on its integers, with no rescaling):
 
 Where LiteRT's integer kernel would read a row or column past the edge (s/1024 ≥ in: rounding of scale₁₀ at
 upscaling ratios above ~50, e.g. 1 → 55) the edge is read here; the TFLite importer refuses those models.
-``arithmetic="onnxruntime"`` (float32 linear only; the ONNX importer's) is onnxruntime's CPU Upsample kernel instead:
+``arithmetic="onnxruntime"`` (linear, float32 / uint8 / int8; the ONNX importer's) is onnxruntime's CPU Upsample kernel:
 ``linear_ort_taps`` below, and the value ``(dx2·dy2)·v00 + (dx1·dy2)·v01 + (dx2·dy1)·v10 + (dx1·dy1)·v11`` in
-float32, left to right (dx1 the upper tap's weight, dx2 the lower's).
+float32, left to right (dx1 the upper tap's weight, dx2 the lower's); 8-bit tensors blend their integers the same
+way and truncate (onnxruntime's static_cast).
 ``rounding_method`` does not apply to linear resizing (TVM ignores it too) and the other coordinate modes are
 refused for it.
 """
@@ -179,9 +180,12 @@ def resize_window(x: np.ndarray, in_hw: tuple[int, int], size, method: str, mode
         x0, x1, dx1, dx2 = (a[c0:c1] for a in linear_ort_taps(size[1], in_hw[1], mode))
         dy1, dy2 = dy1[None, :, None, None], dy2[None, :, None, None]
         dx1, dx2 = dx1[None, None, :, None], dx2[None, None, :, None]
-        tap = lambda yy, xx: x[:, yy - oy][:, :, xx - ox]  # noqa: E731
-        return ((dx2 * dy2) * tap(y0, x0) + (dx1 * dy2) * tap(y0, x1) + (dx2 * dy1) * tap(y1, x0)
-                + (dx1 * dy1) * tap(y1, x1)).astype(np.float32)
+        xf = x.astype(np.float32)
+        tap = lambda yy, xx: xf[:, yy - oy][:, :, xx - ox]  # noqa: E731
+        v = ((dx2 * dy2) * tap(y0, x0) + (dx1 * dy2) * tap(y0, x1) + (dx2 * dy1) * tap(y1, x0)
+             + (dx1 * dy1) * tap(y1, x1)).astype(np.float32)
+        # 8-bit: static_cast of the float32 value (truncation; a convex blend stays in range)
+        return v if x.dtype == np.float32 else np.trunc(v).astype(np.int64).astype(x.dtype)
     if x.dtype in (np.float32, np.uint8):
         sy, y0, y1 = (a[r0:r1] for a in linear_float_taps(size[0], in_hw[0], mode))
         sx, x0, x1 = (a[c0:c1] for a in linear_float_taps(size[1], in_hw[1], mode))
@@ -240,8 +244,8 @@ def _out_shape(t: TensorType, attrs) -> tuple[int, ...]:
                        repr(attrs.out_dtype))
     if attrs.arithmetic not in ("tflite", "onnxruntime"):
         raise fail(name, "arithmetic", "'tflite' or 'onnxruntime'", repr(attrs.arithmetic))
-    if attrs.arithmetic == "onnxruntime" and (attrs.method != "linear" or t.dtype != "float32"):
-        raise fail(name, "arithmetic", "'tflite' except for a float32 linear resize", repr(attrs.arithmetic))
+    if attrs.arithmetic == "onnxruntime" and (attrs.method != "linear" or t.dtype not in ("float32", "uint8", "int8")):
+        raise fail(name, "arithmetic", "'tflite' except for a float32 / 8-bit linear resize", repr(attrs.arithmetic))
     if attrs.coordinate_transformation_mode not in _MODES:
         raise fail(name, "coordinate_transformation_mode", "one of " + ", ".join(_MODES),
                    repr(attrs.coordinate_transformation_mode))

@@ -42,8 +42,8 @@ def _resize_linear(ctx, builder, node, args):
     hpos, wpos = layout.index("H"), layout.index("W")
     out_shape = node.checked_type.shape
     dt = x.dtype
-    integer = dt in ("int8", "int16")
     ort = a.arithmetic == "onnxruntime"
+    integer = dt in ("int8", "int16") and not ort
     if ort:  # weights (d1 of the upper tap, d2 of the lower) packed as one (out, 2) table per axis
         ylo, yhi, ywt = _ort_axis_tables(ctx, a.size[0], x.shape[hpos], mode)
         xlo, xhi, xwt = _ort_axis_tables(ctx, a.size[1], x.shape[wpos], mode)
@@ -82,7 +82,7 @@ def _resize_linear(ctx, builder, node, args):
 
                     taps = [tap(y0, x0), tap(y1, x0), tap(y0, x1), tap(y1, x1)]
                     if ort:
-                        value = _ort_blend(builder, taps, wy, wx)
+                        value = _ort_blend(builder, taps, wy, wx, dt)
                     elif integer:
                         value = _integer_blend(builder, taps, wy, wx, llvm_type(dt))
                     else:
@@ -96,14 +96,21 @@ def _ort_axis_tables(ctx, out_size: int, in_size: int, mode: str):
             ctx.data(np.ascontiguousarray(np.stack([d1, d2], axis=1).astype(np.float32))))
 
 
-def _ort_blend(builder, taps, wy, wx):
-    """onnxruntime's Upsample: (dx2·dy2)·v00 + (dx1·dy2)·v01 + (dx2·dy1)·v10 + (dx1·dy1)·v11, left to right."""
+def _ort_blend(builder, taps, wy, wx, dtype: str):
+    """onnxruntime's Upsample: (dx2·dy2)·v00 + (dx1·dy2)·v01 + (dx2·dy1)·v10 + (dx1·dy1)·v11, left to right in
+    float32; 8-bit values are converted to float32 first and the result truncated (a convex blend: in range)."""
+    if dtype != "float32":
+        conv = builder.uitofp if dtype == "uint8" else builder.sitofp
+        taps = [conv(v, F32) for v in taps]
     v00, v10, v01, v11 = taps
     (dy1, dy2), (dx1, dx2) = wy, wx
     acc = builder.fmul(builder.fmul(dx2, dy2), v00)
     acc = builder.fadd(acc, builder.fmul(builder.fmul(dx1, dy2), v01))
     acc = builder.fadd(acc, builder.fmul(builder.fmul(dx2, dy1), v10))
-    return builder.fadd(acc, builder.fmul(builder.fmul(dx1, dy1), v11))
+    acc = builder.fadd(acc, builder.fmul(builder.fmul(dx1, dy1), v11))
+    if dtype == "float32":
+        return acc
+    return builder.trunc(builder.fptosi(acc, I32), llvm_type(dtype))
 
 
 def _float_blend(builder, taps, dy, dx, dtype: str):
