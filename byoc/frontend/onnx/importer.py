@@ -286,7 +286,9 @@ class Importer:
         return "uint8" if i is not None and i in self.ort_u8 and dtype == "int8" else dtype
 
     def _ort_fuses(self, node, nodes, q_index: int, out_q) -> bool:
-        from .ort_fusion import group_fuses
+        from .ort_fusion import group_fuses, inputs_from_dq
+        if not inputs_from_dq(node, self.producer, nodes):
+            return False
         in_types = [self.ort_type(n, self.values[n].q.dtype) for n in node.input
                     if n and isinstance(self.values.get(n), Dequantized)]
         return group_fuses(node.op_type, in_types, self.ort_type(nodes[q_index].output[0], out_q[3]))
