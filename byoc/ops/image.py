@@ -47,7 +47,8 @@ from .kernels import from_nhwc, to_nhwc
 from .registry import FusionKind, register_op
 from .rel import fail, tensor_arg
 
-__all__ = ["Resize2DAttrs", "nearest_indices", "linear_float_taps", "linear_int_taps", "linear_ort_taps", "LINEAR_DTYPES",
+__all__ = ["Resize2DAttrs", "nearest_indices", "linear_float_taps", "linear_int_taps", "linear_ort_taps",
+           "LINEAR_DTYPES",
            "resize_window", "source_span"]
 
 _MODES = ("asymmetric", "align_corners", "half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn")
