@@ -28,6 +28,10 @@ values: a quantized tensor is interpolated on its integers, with no rescaling):
 
 Where LiteRT's integer kernel would read a row or column past the edge (s/1024 ≥ in: rounding of scale₁₀ at
 upscaling ratios above ~50, e.g. 1 → 55) the edge is read here; the TFLite importer refuses those models.
+``arithmetic="onnxruntime"`` (linear, float32 / uint8 / int8; the ONNX importer's) is onnxruntime's CPU Upsample kernel:
+``linear_ort_taps`` below, and the value ``(dx2·dy2)·v00 + (dx1·dy2)·v01 + (dx2·dy1)·v10 + (dx1·dy1)·v11`` in
+float32, left to right (dx1 the upper tap's weight, dx2 the lower's); 8-bit tensors blend their integers the same
+way and truncate (onnxruntime's static_cast).
 ``rounding_method`` does not apply to linear resizing (TVM ignores it too) and the other coordinate modes are
 refused for it.
 """
@@ -43,7 +47,8 @@ from .kernels import from_nhwc, to_nhwc
 from .registry import FusionKind, register_op
 from .rel import fail, tensor_arg
 
-__all__ = ["Resize2DAttrs", "nearest_indices", "linear_float_taps", "linear_int_taps", "LINEAR_DTYPES",
+__all__ = ["Resize2DAttrs", "nearest_indices", "linear_float_taps", "linear_int_taps", "linear_ort_taps",
+           "LINEAR_DTYPES",
            "resize_window", "source_span"]
 
 _MODES = ("asymmetric", "align_corners", "half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn")
@@ -64,6 +69,8 @@ class Resize2DAttrs(Attrs):
     cubic_exclude: int = 0
     extrapolation_value: float = 0.0
     out_dtype: str = ""
+    # byoc's own: whose float32 bilinear arithmetic ("tflite": LiteRT's; "onnxruntime": its CPU Upsample kernel)
+    arithmetic: str = "tflite"
 
 
 def nearest_indices(out_size: int, in_size: int, mode: str, rounding: str) -> np.ndarray:
@@ -115,6 +122,33 @@ def linear_float_taps(out_size: int, in_size: int, mode: str) -> tuple[np.ndarra
     return s, lo, hi
 
 
+def linear_ort_taps(out_size: int, in_size: int, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lower tap, upper tap, weight of the upper tap d1, weight of the lower tap d2) of every output position as
+    onnxruntime's CPU Upsample kernel sets them up (SetupUpsampleBilinear): the float32 source coordinate from
+    ONNX's scale out/in (``(x + 0.5)/scale − 0.5``, ``x/scale``, ``x·(in−1)/(out−1)``; the index itself when
+    the scale is 1), clamped to [0, in − 1]; lo = trunc, hi = min(lo + 1, in − 1), d1 = |s − lo|, d2 = |s − hi|,
+    both 0.5 where lo = hi."""
+    f32 = np.float32
+    x = np.arange(out_size, dtype=np.float32)
+    scale = f32(out_size) / f32(in_size)
+    if out_size == in_size:
+        s = x
+    elif mode == "align_corners":
+        s = (x * f32(in_size - 1) / f32(out_size - 1)) if out_size > 1 else np.zeros_like(x)
+    elif mode == "asymmetric":
+        s = x / scale
+    else:  # half_pixel (and pytorch_half_pixel above size 1)
+        s = (x + f32(0.5)) / scale - f32(0.5)
+    s = np.clip(s.astype(np.float32), f32(0), f32(in_size - 1))
+    lo = np.minimum(s.astype(np.int64), in_size - 1)
+    hi = np.minimum(lo + 1, in_size - 1)
+    d1 = np.abs(s - lo.astype(np.float32)).astype(np.float32)
+    d2 = np.abs(s - hi.astype(np.float32)).astype(np.float32)
+    d1[lo == hi] = f32(0.5)
+    d2[lo == hi] = f32(0.5)
+    return lo, hi, d1, d2
+
+
 def linear_int_taps(out_size: int, in_size: int, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(10-bit source coordinate, lower tap, upper tap) of every output position (ResizeBilinearInteger)."""
     if mode == "align_corners" and out_size > 1:
@@ -131,7 +165,7 @@ def linear_int_taps(out_size: int, in_size: int, mode: str) -> tuple[np.ndarray,
 
 def resize_window(x: np.ndarray, in_hw: tuple[int, int], size, method: str, mode: str, rounding: str,
                   rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None,
-                  origin: tuple[int, int] = (0, 0)) -> np.ndarray:
+                  origin: tuple[int, int] = (0, 0), arithmetic: str = "tflite") -> np.ndarray:
     """Output rows [r0, r1) and columns [c0, c1) of resizing an NHWC image of height×width ``in_hw`` to
     ``size``, computed from ``x``: the window of the image starting at ``origin`` that holds every tap they read
     (the whole image by default). One arithmetic for the whole op and for an NPU tile."""
@@ -142,6 +176,17 @@ def resize_window(x: np.ndarray, in_hw: tuple[int, int], size, method: str, mode
         iy = nearest_indices(size[0], in_hw[0], mode, rounding)[r0:r1] - oy
         ix = nearest_indices(size[1], in_hw[1], mode, rounding)[c0:c1] - ox
         return x[:, iy][:, :, ix]
+    if arithmetic == "onnxruntime":  # Upsample's blend: (dx·dy)·v per tap, summed in tap order, in float32
+        y0, y1, dy1, dy2 = (a[r0:r1] for a in linear_ort_taps(size[0], in_hw[0], mode))
+        x0, x1, dx1, dx2 = (a[c0:c1] for a in linear_ort_taps(size[1], in_hw[1], mode))
+        dy1, dy2 = dy1[None, :, None, None], dy2[None, :, None, None]
+        dx1, dx2 = dx1[None, None, :, None], dx2[None, None, :, None]
+        xf = x.astype(np.float32)
+        tap = lambda yy, xx: xf[:, yy - oy][:, :, xx - ox]  # noqa: E731
+        v = ((dx2 * dy2) * tap(y0, x0) + (dx1 * dy2) * tap(y0, x1) + (dx2 * dy1) * tap(y1, x0)
+             + (dx1 * dy1) * tap(y1, x1)).astype(np.float32)
+        # 8-bit: static_cast of the float32 value (truncation; a convex blend stays in range)
+        return v if x.dtype == np.float32 else np.trunc(v).astype(np.int64).astype(x.dtype)
     if x.dtype in (np.float32, np.uint8):
         sy, y0, y1 = (a[r0:r1] for a in linear_float_taps(size[0], in_hw[0], mode))
         sx, x0, x1 = (a[c0:c1] for a in linear_float_taps(size[1], in_hw[1], mode))
@@ -198,6 +243,10 @@ def _out_shape(t: TensorType, attrs) -> tuple[int, ...]:
         if attrs.out_dtype not in ("", t.dtype):
             raise fail(name, "out_dtype", f"'' or {t.dtype!r} (linear resizing keeps the dtype)",
                        repr(attrs.out_dtype))
+    if attrs.arithmetic not in ("tflite", "onnxruntime"):
+        raise fail(name, "arithmetic", "'tflite' or 'onnxruntime'", repr(attrs.arithmetic))
+    if attrs.arithmetic == "onnxruntime" and (attrs.method != "linear" or t.dtype not in ("float32", "uint8", "int8")):
+        raise fail(name, "arithmetic", "'tflite' except for a float32 / 8-bit linear resize", repr(attrs.arithmetic))
     if attrs.coordinate_transformation_mode not in _MODES:
         raise fail(name, "coordinate_transformation_mode", "one of " + ", ".join(_MODES),
                    repr(attrs.coordinate_transformation_mode))
@@ -221,7 +270,7 @@ def _compute(args, attrs):
     (x,) = args
     xn = to_nhwc(x, attrs.layout)
     out = resize_window(xn, xn.shape[1:3], attrs.size, attrs.method, attrs.coordinate_transformation_mode,
-                        attrs.rounding_method)
+                        attrs.rounding_method, arithmetic=attrs.arithmetic)
     if attrs.method == "linear":
         return np.ascontiguousarray(from_nhwc(out, attrs.layout))
     return np.ascontiguousarray(from_nhwc(out, attrs.layout)).astype(attrs.out_dtype or x.dtype)

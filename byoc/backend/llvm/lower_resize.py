@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ...ops.image import linear_float_taps, linear_int_taps
+from ...ops.image import linear_float_taps, linear_int_taps, linear_ort_taps
 from .cgutils import F32, I32, I64, for_range, llvm_type
 from .lowering import lower_kernel
 
@@ -42,14 +42,24 @@ def _resize_linear(ctx, builder, node, args):
     hpos, wpos = layout.index("H"), layout.index("W")
     out_shape = node.checked_type.shape
     dt = x.dtype
-    integer = dt in ("int8", "int16")
-    ylo, yhi, ywt = _axis_tables(ctx, a.size[0], x.shape[hpos], mode, integer)
-    xlo, xhi, xwt = _axis_tables(ctx, a.size[1], x.shape[wpos], mode, integer)
+    ort = a.arithmetic == "onnxruntime"
+    integer = dt in ("int8", "int16") and not ort
+    if ort:  # weights (d1 of the upper tap, d2 of the lower) packed as one (out, 2) table per axis
+        ylo, yhi, ywt = _ort_axis_tables(ctx, a.size[0], x.shape[hpos], mode)
+        xlo, xhi, xwt = _ort_axis_tables(ctx, a.size[1], x.shape[wpos], mode)
+    else:
+        ylo, yhi, ywt = _axis_tables(ctx, a.size[0], x.shape[hpos], mode, integer)
+        xlo, xhi, xwt = _axis_tables(ctx, a.size[1], x.shape[wpos], mode, integer)
     # Loops: output rows (parallel) → batch → W and C in layout order; a row's taps are loaded once per row, a
     # column's once per column, so the innermost loop (C in NHWC) only loads, blends and stores.
     inner = [ax for ax in layout if ax in "WC"]
+    def weight(table, i):
+        if not ort:
+            return table.load(builder, [i])
+        return (table.load(builder, [i, ir.Constant(I64, 0)]), table.load(builder, [i, ir.Constant(I64, 1)]))
+
     with ctx.parallel(builder, out_shape[hpos], name="oy") as oy:
-        y0, y1, wy = ylo.load(builder, [oy]), yhi.load(builder, [oy]), ywt.load(builder, [oy])
+        y0, y1, wy = ylo.load(builder, [oy]), yhi.load(builder, [oy]), weight(ywt, oy)
         with for_range(builder, 0, out_shape[layout.index("N")], name="n") as n:
             idx = {"N": n.index, "H": oy}
             with for_range(builder, 0, out_shape[layout.index(inner[0])], name=inner[0].lower()) as l0:
@@ -57,12 +67,12 @@ def _resize_linear(ctx, builder, node, args):
                 cols = {}
                 if inner[0] == "W":
                     cols["x"] = (xlo.load(builder, [l0.index]), xhi.load(builder, [l0.index]),
-                                 xwt.load(builder, [l0.index]))
+                                 weight(xwt, l0.index))
                 with for_range(builder, 0, out_shape[layout.index(inner[1])], name=inner[1].lower()) as l1:
                     idx[inner[1]] = l1.index
                     ox = idx["W"]
                     x0, x1, wx = cols.get("x") or (xlo.load(builder, [ox]), xhi.load(builder, [ox]),
-                                                   xwt.load(builder, [ox]))
+                                                   weight(xwt, ox))
                     oidx = [idx[ax] for ax in layout]
 
                     def tap(yy, xx):
@@ -71,11 +81,36 @@ def _resize_linear(ctx, builder, node, args):
                         return x.load(builder, i)
 
                     taps = [tap(y0, x0), tap(y1, x0), tap(y0, x1), tap(y1, x1)]
-                    if integer:
+                    if ort:
+                        value = _ort_blend(builder, taps, wy, wx, dt)
+                    elif integer:
                         value = _integer_blend(builder, taps, wy, wx, llvm_type(dt))
                     else:
                         value = _float_blend(builder, taps, wy, wx, dt)
                     ctx.emit_output(builder, oidx, value)
+
+
+def _ort_axis_tables(ctx, out_size: int, in_size: int, mode: str):
+    lo, hi, d1, d2 = linear_ort_taps(out_size, in_size, mode)
+    return (ctx.data(lo.astype(np.int64)), ctx.data(hi.astype(np.int64)),
+            ctx.data(np.ascontiguousarray(np.stack([d1, d2], axis=1).astype(np.float32))))
+
+
+def _ort_blend(builder, taps, wy, wx, dtype: str):
+    """onnxruntime's Upsample: (dx2·dy2)·v00 + (dx1·dy2)·v01 + (dx2·dy1)·v10 + (dx1·dy1)·v11, left to right in
+    float32; 8-bit values are converted to float32 first and the result truncated (a convex blend: in range)."""
+    if dtype != "float32":
+        conv = builder.uitofp if dtype == "uint8" else builder.sitofp
+        taps = [conv(v, F32) for v in taps]
+    v00, v10, v01, v11 = taps
+    (dy1, dy2), (dx1, dx2) = wy, wx
+    acc = builder.fmul(builder.fmul(dx2, dy2), v00)
+    acc = builder.fadd(acc, builder.fmul(builder.fmul(dx1, dy2), v01))
+    acc = builder.fadd(acc, builder.fmul(builder.fmul(dx2, dy1), v10))
+    acc = builder.fadd(acc, builder.fmul(builder.fmul(dx1, dy1), v11))
+    if dtype == "float32":
+        return acc
+    return builder.trunc(builder.fptosi(acc, I32), llvm_type(dtype))
 
 
 def _float_blend(builder, taps, dy, dx, dtype: str):

@@ -22,15 +22,21 @@ def _call(op, args, attrs=None, node=None):
     return make_call(op, args, attrs, span=Span(node.name or node.output[0]) if node is not None else None)
 
 
-def _to_2d(imp, node, attrs, x, w):
-    """(x, w, attrs) with a 1-D op's tensors and attributes lifted to 2-D over a unit height."""
-    xs = imp.shape_of(x)
+def lift_attrs_to_2d(attrs):
+    """A 1-D conv/pool node's attributes for the 2-D op over a unit height."""
     attrs = dict(attrs)
     for key in ("strides", "dilations", "kernel_shape", "output_padding", "output_shape"):
         if key in attrs:
             attrs[key] = [1] + list(attrs[key])
     if "pads" in attrs:
         attrs["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+    return attrs
+
+
+def _to_2d(imp, node, attrs, x, w):
+    """(x, w, attrs) with a 1-D op's tensors and attributes lifted to 2-D over a unit height."""
+    xs = imp.shape_of(x)
+    attrs = lift_attrs_to_2d(attrs)
     x = _call("reshape", (x,), {"newshape": (xs[0], xs[1], 1, xs[2])}, node)
     ws = imp.shape_of(w)
     w = _call("reshape", (w,), {"newshape": (ws[0], ws[1], 1, ws[2])}, node)

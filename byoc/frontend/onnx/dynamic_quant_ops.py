@@ -70,8 +70,21 @@ def _conv_integer(imp, node, attrs):
     if not isinstance(w, np.ndarray):
         raise ModelError(f"{node_label(node)}: ConvInteger needs a constant weight")
     xs = imp.shape_of(x)
+    if len(xs) == 3 and w.ndim == 3:  # 1-D (audio nets): the 2-D op over a unit height
+        from .conv_ops import lift_attrs_to_2d
+        x = _call("reshape", (x,), {"newshape": (xs[0], xs[1], 1, xs[2])}, node)
+        y = _conv_integer_2d(imp, node, lift_attrs_to_2d(attrs), x, w.reshape(w.shape[0], w.shape[1], 1, -1))
+        ys = imp.shape_of(y)
+        return _call("reshape", (y,), {"newshape": (ys[0], ys[1], ys[3])}, node)
+    return _conv_integer_2d(imp, node, attrs, x, w)
+
+
+def _conv_integer_2d(imp, node, attrs, x, w):
+    from .float_ops import _spatial_attrs, conv_padding
+    xs = imp.shape_of(x)
     if len(xs) != 4 or w.ndim != 4:
-        raise ModelError(f"{node_label(node)}: only 2-D ConvInteger is supported, input {list(xs)}, weight {w.shape}")
+        raise ModelError(f"{node_label(node)}: only 1-D and 2-D ConvInteger is supported, input {list(xs)}, "
+                         f"weight {w.shape}")
     xdt = imp.dtype_of(x)
     if xdt not in ("int8", "uint8") or w.dtype.name not in ("int8", "uint8"):
         raise ModelError(f"{node_label(node)}: ConvInteger inputs must be int8 or uint8")

@@ -225,8 +225,13 @@ def _pool(op):
 
 def _global_avg_pool(imp, node, attrs):
     x = imp.expr(node.input[0])
-    if len(imp.shape_of(x)) != 4:
-        raise ModelError(f"{node_label(node)}: only 4-D NCHW input is supported")
+    xs = imp.shape_of(x)
+    if len(xs) == 3:  # NCL (torch's adaptive_avg_pool1d(x, 1)): the 2-D pool over (1, L)
+        x = _call("reshape", (x,), {"newshape": (xs[0], xs[1], 1, xs[2])}, node)
+        y = _call("nn.global_avg_pool2d", (x,), {"layout": "NCHW"}, node)
+        return _call("reshape", (y,), {"newshape": (xs[0], xs[1], 1)}, node)
+    if len(xs) != 4:
+        raise ModelError(f"{node_label(node)}: only 3-D NCL and 4-D NCHW input is supported, found {list(xs)}")
     return _call("nn.global_avg_pool2d", (x,), {"layout": "NCHW"}, node)
 
 
@@ -666,6 +671,8 @@ def _register_extra() -> None:
     FLOAT_CONVERTERS.update(CONV_CONVERTERS)
     FLOAT_CONVERTERS.update(REDUCE_ACTIVATION_CONVERTERS)
     FLOAT_CONVERTERS.update(SHAPE_CONVERTERS)
+    from .split_ops import SPLIT_CONVERTERS
+    FLOAT_CONVERTERS.update(SPLIT_CONVERTERS)
 
 
 _register_extra()

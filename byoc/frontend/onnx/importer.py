@@ -201,12 +201,14 @@ class Importer:
         missing: Counter = Counter()
         names: dict[str, list[str]] = {}
         from .preflight import attribute_problems
+        from .shape_arith_ops import fold_only
+        fold_only = fold_only(float_conv)  # shape arithmetic folded at import (legacy attention exports)
         size_problems = [msg for n in self.graph.node for msg in size_attr_problems(n)]
         attr_problems = [msg for n in self.graph.node
                          if n.domain in ("", "ai.onnx") and n.op_type in float_conv for msg in attribute_problems(n)]
         for n in self.graph.node:
             key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
-            if n.domain in ("", "ai.onnx") and n.op_type in float_conv:
+            if n.domain in ("", "ai.onnx") and (n.op_type in float_conv or n.op_type in fold_only):
                 continue
             if n.domain in ("", "ai.onnx", "com.microsoft") and n.op_type in qop_conv:
                 continue
@@ -260,6 +262,9 @@ class Importer:
                                 self.absorbed.add(j)
                                 self.values[nodes[j].output[0]] = res
                             return
+            if node.op_type not in float_conv:
+                from .shape_arith_ops import refuse_unfolded
+                refuse_unfolded(self, node)
             outs = float_conv[node.op_type](self, node, attrs)
         if not isinstance(outs, (list, tuple)):
             outs = [outs]
@@ -305,7 +310,9 @@ class Importer:
         return None
 
     def _ort_fuses(self, node, nodes, q_index: int, out_q) -> bool:
-        from .ort_fusion import group_fuses
+        from .ort_fusion import group_fuses, inputs_from_dq
+        if not inputs_from_dq(node, self.producer, nodes):
+            return False
         # onnxruntime's CPU QDQ selectors take no 4-bit tensor (weights included): such groups run in float
         dqs = [nodes[self.producer[n]] for n in node.input if n and isinstance(self.values.get(n), Dequantized)
                and n in self.producer]

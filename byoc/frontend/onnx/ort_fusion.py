@@ -65,6 +65,22 @@ def s8_to_u8_quantize_nodes(nodes, consumers: dict[str, list[int]], graph_output
 
 
 _SAME_8BIT = {"Add", "Mul", "Concat", "AveragePool", "GlobalAveragePool", "Softmax"}
+# node-group selectors that want a DequantizeLinear behind every present input (CheckQDQNodes with
+# num_dq_inputs = -1): a bias behind an Identity — torch's legacy exporter shares identical initializers, e.g. the
+# zero biases of folded BatchNorms, through Identity nodes — leaves the Conv unfused, running in float
+ALL_INPUTS_FROM_DQ = {"Conv", "MatMul", "Gemm", "Add", "Mul", "Concat"}
+
+
+def inputs_from_dq(node, producer: dict, nodes) -> bool:
+    """Whether every present input of ``node`` (for ALL_INPUTS_FROM_DQ ops) is a DequantizeLinear node's output or
+    an initializer (a float bias initializer is fused; a node's output, such as an Identity's, is not)."""
+    if node.op_type not in ALL_INPUTS_FROM_DQ:
+        return True
+    for name in node.input:
+        i = producer.get(name) if name else None
+        if i is not None and nodes[i].op_type != "DequantizeLinear":
+            return False
+    return True
 
 
 def group_fuses(op_type: str, in_types: list[str], out_type: str) -> bool:

@@ -205,12 +205,12 @@ def binary_chain(imp, node, op: str, a: QTensor, b: QTensor, out) -> QTensor:
 def global_avg_pool_chain(imp, node, x: QTensor, out) -> QTensor:
     sx, zx = _scalar_params(x, node, "the input")
     xs = imp.shape_of(x.expr)
-    if len(xs) != 4:
-        raise ModelError(f"{node_label(node)}: only 4-D NCHW input is supported, found {xs}")
-    n = xs[2] * xs[3]
+    if len(xs) not in (3, 4):
+        raise ModelError(f"{node_label(node)}: only 3-D NCL and 4-D NCHW input is supported, found {xs}")
+    n = int(np.prod(xs[2:]))
     sy, zy = np.float32(out[0].reshape(-1)[0]), int(out[1].reshape(-1)[0])
-    s = _call("sum", (_call("cast", (x.expr,), {"dtype": "int32"}, node),), {"axis": (2, 3), "keepdims": True},
-              node)
+    s = _call("sum", (_call("cast", (x.expr,), {"dtype": "int32"}, node),),
+              {"axis": tuple(range(2, len(xs))), "keepdims": True}, node)
     # QLinearGlobalAveragePool: rne(float(sum − zp·N) · s_in/(s_out·N)) + zp_out; ONNX requantize computes
     # float32(input_scale / output_scale), so output_scale = float32(s_out·N) reproduces that scale exactly.
     y = _call("qnn.requantize", (s, _f32(sx), _i32(zx * n), _f32(np.float32(sy) * np.float32(n)), _i32(zy)),

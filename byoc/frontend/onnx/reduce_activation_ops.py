@@ -51,6 +51,12 @@ def _reduce(imp, node, attrs):
         raise ModelError(f"{node_label(node)}: axes {attrs.get('axes', axes)} out of range for rank {rank}")
     if any(shape[a] == 0 for a in axes):
         raise ModelError(f"{node_label(node)}: reducing an empty axis of shape {list(shape)} is not supported")
+    if node.op_type in ("ReduceMean", "ReduceSum") and imp.dtype_of(x) == "float32" and \
+            axes == list(range(axes[0], rank)):
+        from .eigen_reduce import eigen_trailing_reduce  # onnxruntime's (Eigen's) summation order
+        out = eigen_trailing_reduce(node, x, shape, axes[0], node.op_type == "ReduceMean", keep)
+        if out is not None:
+            return out
     if node.op_type == "ReduceMean" and rank == 4 and axes == [2, 3] and keep and imp.dtype_of(x) == "float32":
         return _call("nn.global_avg_pool2d", (x,), {"layout": "NCHW"}, node)
     return _call(_REDUCE_OP[node.op_type], (x,), {"axis": tuple(axes), "keepdims": keep}, node)

@@ -72,6 +72,9 @@ def _resize(imp, node, attrs):
         coord = "half_pixel"
     a = {"size": tuple(out[2:]), "layout": "NCHW", "method": "nearest_neighbor" if mode == "nearest" else "linear",
          "coordinate_transformation_mode": coord}
+    if mode == "linear" and imp.dtype_of(x) in ("float32", "uint8", "int8"):
+        # its float32 blend, bit for bit (a QDQ Resize then quantizes the same; a QOperator one truncates)
+        a["arithmetic"] = "onnxruntime"
     if mode == "nearest":
         nm = attrs.get("nearest_mode", "floor" if node.op_type == "Upsample" or imp.opset < 11 else "round_prefer_floor")
         if nm not in _NEAREST:

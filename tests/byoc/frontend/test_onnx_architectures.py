@@ -41,12 +41,14 @@ def test_float_architecture_matches_onnxruntime(arch):
         np.testing.assert_allclose(exe.run({"x": x})[0], ref, rtol=1e-5, atol=1e-5)
 
 
-def test_dynamo_adaptive_pool_reduce_mean_is_a_global_pool():
+def test_dynamo_adaptive_pool_reduce_mean_sums_in_onnxruntimes_order():
+    # adaptive_avg_pool2d(x, 1) as a ReduceMean: summed in onnxruntime's (Eigen's) order from slices and float32
+    # adds, not a global pool (its float sum decides quantized values in QDQ models; test_onnx_real_exports.py)
     from byoc.ir.expr import Call
     from byoc.ir.traversal import post_order
     mod, _ = from_onnx(ARCHS["mobilenet_v3_block_opset18"]())
     ops = [n.op.name for n in post_order(mod["main"]) if isinstance(n, Call)]
-    assert ops.count("nn.global_avg_pool2d") == 2 and "mean" not in ops
+    assert "nn.global_avg_pool2d" not in ops and "mean" not in ops and ops.count("strided_slice") > 8
 
 
 _QCASES = [(a, c) for a in ("mobilenet_v3_block", "mobilenet_v3_block_opset18", "unet_up", "audio_1d")
