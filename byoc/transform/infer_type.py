@@ -122,8 +122,19 @@ def InferTypeLocal(expr: Expr) -> Type:  # noqa: N802 - TVM's name
 def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type] | None = None,
                     root: Expr | None = None) -> Type:
     """``infer_expr`` given ``post_order(expr, child_fn=_type_children)``."""
+    # One sweep finds the binders (each sweep over a 100,000-node graph reads every node from main memory).
+    # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
+    let_value: dict[int, Expr] = {}
+    literal_calls = False
+    for n in order:
+        t = type(n)
+        if t is Call:
+            if type(n.op) is Function:
+                literal_calls = True
+        elif isinstance(n, Let):
+            let_value[id(n.var)] = n.value
     try:
-        return _infer_ordered(expr, order, global_types, root, False)
+        return _infer_ordered(expr, order, global_types, root, let_value)
     except _Unannotated:
         pass
     # The slow order may type nodes (and annotate variables) before it fails: then it undoes them, so a failed
@@ -131,28 +142,27 @@ def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type]
     touched = _Touched()
     # The two orders differ only at calls of function literals: without one the fast order is reused (a second
     # traversal of a 100,000-node graph costs a tenth of the pass).
-    if not any(type(n) is Call and type(n.op) is Function for n in order):
-        slow_order = order
-    else:
-        slow_order = post_order(expr, child_fn=_type_children_args_first)
+    if literal_calls:
+        order = post_order(expr, child_fn=_type_children_args_first)
+        let_value = dict(let_value)
+        for n in order:  # ... and an unannotated parameter of a called function literal its argument's
+            if type(n) is Call and type(n.op) is Function:
+                for p, a in zip(n.op.params, n.args):
+                    if p.type_annotation is None:
+                        let_value.setdefault(id(p), a)
     try:
-        return _infer_ordered(expr, slow_order, global_types, root, True, touched)
+        return _infer_ordered(expr, order, global_types, root, let_value, touched)
     except ByocError:
         touched.undo()
         raise
 
 
-def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first: bool,
+def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, let_value: dict[int, Expr],
                    touched: _Touched | None = None) -> Type:
+    """Type the nodes of ``order``; with ``touched`` (the arguments-first retry) unannotated variables are left
+    to the op that uses them, and what gets typed is logged for undoing."""
     global_types = global_types or {}
-    # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
-    let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
-    if args_first:  # ... and so does an unannotated parameter of a called function literal
-        for n in order:
-            if type(n) is Call and type(n.op) is Function:
-                for p, a in zip(n.op.params, n.args):
-                    if p.type_annotation is None:
-                        let_value.setdefault(id(p), a)
+    args_first = touched is not None
     typed = touched.typed.append if touched is not None else None
     for node in order:
         if node._checked_type is not None:  # type: ignore[attr-defined]
