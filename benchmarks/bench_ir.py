@@ -12,7 +12,7 @@ shared. Every sample does the same total work: a size of n ops is timed as the m
 hundred 1k-op runs, ten 10k-op runs, one 100k-op run), and each figure is the least of ``BENCH_IR_ROUNDS``
 samples taken in interleaved rounds over the sizes. On a shared host, other processes slow this one's CPU
 time too (shared caches and cores); the least of many 15 ms runs lands in a quiet moment, one 2 s run cannot,
-so timing small sizes by single runs overstated every growth ratio.
+so timing small sizes by single runs made growth ratios read high.
 """
 from __future__ import annotations
 
