@@ -7,8 +7,12 @@ module (a single linear pass), so "ratio" reads "printing/parsing costs N type-i
 compare each size with the previous one: 10× more ops should cost about 10× the time (target ≤ 12×).
 "infer untyped" types a float conv/bias/relu/add chain whose weight and bias variables have no type (each
 takes the type its op determines: Relay's unification case), same sizes.
-Times are the best of several runs in CPU seconds of this process (``time.process_time``), which stays
-meaningful when the machine is shared.
+Times are CPU seconds of this process (``time.process_time``), which stays meaningful when the machine is
+shared. Every sample does the same total work: a size of n ops is timed as the mean of 100,000 / n runs (a
+hundred 1k-op runs, ten 10k-op runs, one 100k-op run), and each figure is the least of ``BENCH_IR_ROUNDS``
+samples taken in interleaved rounds over the sizes. On a shared host, other processes slow this one's CPU
+time too (shared caches and cores); the least of many 15 ms runs lands in a quiet moment, one 2 s run cannot,
+so timing small sizes by single runs made growth ratios read high.
 """
 from __future__ import annotations
 
@@ -62,27 +66,29 @@ PHASES = ("infer", "print", "parse", "infer untyped")
 ROUNDS = int(os.environ.get("BENCH_IR_ROUNDS", "3"))
 
 
-def _best_s(fn, repeats: int, setup=lambda: None) -> tuple[float, object]:
-    """The least CPU time of ``repeats`` calls ``fn(setup())`` (setup untimed)."""
-    best, out = float("inf"), None
-    for _ in range(repeats):
+def _mean_s(fn, runs: int, setup=lambda: None) -> tuple[float, object]:
+    """CPU seconds per call, the mean over ``runs`` calls ``fn(setup())`` (setup untimed)."""
+    total, out = 0.0, None
+    for _ in range(runs):
         arg = setup()
         t0 = time.process_time()
         out = fn(arg)
-        best = min(best, time.process_time() - t0)
-    return best, out
+        total += time.process_time() - t0
+    return total / runs, out
 
 
-def measure(n_ops: int, repeats: int) -> dict:
+def measure(n_ops: int) -> dict:
     import byoc
     from byoc.relay.transform import InferType
+    runs = max(1, SIZES[-1] // n_ops)  # the same work per sample at every size
     # InferType memoizes checked_type on the nodes, so each timed run gets a freshly built module.
-    infer_s, typed = _best_s(lambda mod: InferType()(mod), repeats, setup=lambda: quantized_chain(n_ops))
-    print_s, text = _best_s(lambda _: typed.astext(), repeats)
-    parse_s, parsed = _best_s(lambda _: byoc.parse(text), repeats)
+    infer_s, typed = _mean_s(lambda mod: InferType()(mod), runs, setup=lambda: quantized_chain(n_ops))
+    print_s, text = _mean_s(lambda _: typed.astext(), runs)
+    parse_s, parsed = _mean_s(lambda _: byoc.parse(text), runs)
     if not byoc.structural_equal(parsed, typed):
         raise AssertionError(f"round trip of the {n_ops}-op graph is not structurally equal")
-    untyped_s, _ = _best_s(lambda mod: InferType()(mod), repeats, setup=lambda: untyped_chain(n_ops))
+    del parsed
+    untyped_s, _ = _mean_s(lambda mod: InferType()(mod), runs, setup=lambda: untyped_chain(n_ops))
     return {"infer": infer_s, "print": print_s, "parse": parse_s, "chars": len(text), "infer untyped": untyped_s}
 
 
@@ -92,9 +98,9 @@ def run() -> list[dict]:
     # Rounds over all sizes, keeping each figure's least time: a slower spell of a shared host then hits every size
     # alike instead of one size's whole measurement (growth ratios compare sizes timed minutes apart otherwise).
     best: dict[int, dict] = {}
-    for _ in range(ROUNDS):
-        for n in SIZES:
-            m = measure(n, repeats=3 if n <= 10_000 else 1)
+    for r in range(ROUNDS):
+        for n in (SIZES if r % 2 == 0 else SIZES[::-1]):  # alternate the order: no size always runs first
+            m = measure(n)
             kept = best.setdefault(n, m)
             for phase in PHASES:
                 kept[phase] = min(kept[phase], m[phase])

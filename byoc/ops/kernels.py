@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import IRError
 
-__all__ = ["to_nhwc", "from_nhwc", "kernel_to_hwio", "conv2d_nhwc_hwio", "pad_nhwc", "conv_out_size",
+__all__ = ["to_nhwc", "from_nhwc", "nhwc_shape", "shape_from_nhwc", "kernel_to_hwio", "conv2d_nhwc_hwio", "pad_nhwc", "conv_out_size",
            "exact_int_matmul"]
 
 _EXACT_K_LIMIT = 1 << 20
@@ -29,6 +29,24 @@ def from_nhwc(x: np.ndarray, layout: str) -> np.ndarray:
         return x
     if layout == "NCHW":
         return x.transpose(0, 3, 1, 2)
+    raise IRError(f"unsupported data layout {layout!r}", hint="NCHW or NHWC")
+
+
+def nhwc_shape(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """``to_nhwc(x, layout).shape`` from the shape alone (type relations run once per node: no array needed)."""
+    if layout == "NHWC":
+        return tuple(shape)
+    if layout == "NCHW":
+        return (shape[0], shape[2], shape[3], shape[1])
+    raise IRError(f"unsupported data layout {layout!r}", hint="NCHW or NHWC")
+
+
+def shape_from_nhwc(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """``from_nhwc(x, layout).shape`` from the shape alone."""
+    if layout == "NHWC":
+        return tuple(shape)
+    if layout == "NCHW":
+        return (shape[0], shape[3], shape[1], shape[2])
     raise IRError(f"unsupported data layout {layout!r}", hint="NCHW or NHWC")
 
 

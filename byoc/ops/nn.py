@@ -7,8 +7,8 @@ import numpy as np
 
 from ..ir.attrs import Attrs
 from ..ir.types import TensorType, TupleType
-from .kernels import (conv2d_nhwc_hwio, conv_out_size, from_nhwc, kernel_hwio_shape, kernel_to_hwio, pad_nhwc,
-                      to_nhwc)
+from .kernels import (conv2d_nhwc_hwio, conv_out_size, from_nhwc, kernel_hwio_shape, kernel_to_hwio, nhwc_shape,
+                      pad_nhwc, shape_from_nhwc, to_nhwc)
 from .registry import FusionKind, register_op
 from .rel import fail, tensor_arg
 
@@ -63,7 +63,7 @@ def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv
         raise fail(name, "data", f"a 4-D tensor in layout {attrs.data_layout}", data)
     if weight.ndim != 4:
         raise fail(name, "weight", f"a 4-D tensor in layout {attrs.kernel_layout}", weight)
-    n, h, w, c = to_nhwc(np.broadcast_to(np.False_, data.shape), attrs.data_layout).shape
+    n, h, w, c = nhwc_shape(data.shape, attrs.data_layout)
     kh, kw, ci, co = kernel_hwio_shape(weight.shape, attrs.kernel_layout, attrs.groups, c)
     g = attrs.groups
     if g <= 0 or c % g or co % g:
@@ -84,8 +84,7 @@ def conv2d_out_type(name: str, data: TensorType, weight: TensorType, attrs: Conv
     if oh <= 0 or ow <= 0:
         raise fail(name, "data", f"spatial size large enough for kernel {(kh, kw)} with dilation "
                    f"{attrs.dilation}, strides {attrs.strides}", (h, w))
-    out = np.broadcast_to(np.False_, (n, oh, ow, co))
-    return TensorType(from_nhwc(out, attrs.out_layout or attrs.data_layout).shape, out_dtype)
+    return TensorType(shape_from_nhwc((n, oh, ow, co), attrs.out_layout or attrs.data_layout), out_dtype)
 
 
 def data_weight_rel(name: str, out_type):

@@ -11,6 +11,7 @@ from ..ir.expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, R
 from ..ir.module import IRModule
 from ..ir.traversal import children, plain_on_calls, post_order
 from ..ir.types import FuncType, RelayRefType, TensorType, TupleType, Type
+from ..ops.registry import arg_types_hint
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["InferType", "InferTypeLocal", "infer_expr", "infer_module"]
@@ -79,6 +80,24 @@ def _resolve_recursive(let: Let, touched) -> None:
     _annotate(var, ft, touched)
 
 
+class _Touched:
+    """What the slow order typed (and which variables it annotated), so a failure can undo it: two flat lists
+    rather than a (node, flag) tuple per node, which at 100,000 nodes is megabytes of short-lived garbage."""
+
+    __slots__ = ("typed", "annotated")
+
+    def __init__(self):
+        self.typed: list[Expr] = []
+        self.annotated: list[Var] = []
+
+    def undo(self) -> None:
+        for n in self.typed:
+            object.__setattr__(n, "_checked_type", None)
+        for v in self.annotated:
+            object.__setattr__(v, "_checked_type", None)
+            object.__setattr__(v, "type_annotation", None)
+
+
 class _Unannotated(TypeInferenceError):
     """A variable without a type annotation (retried once in the arguments-first order)."""
 
@@ -103,53 +122,84 @@ def InferTypeLocal(expr: Expr) -> Type:  # noqa: N802 - TVM's name
 def _infer_in_order(expr: Expr, order: list[Expr], global_types: dict[str, Type] | None = None,
                     root: Expr | None = None) -> Type:
     """``infer_expr`` given ``post_order(expr, child_fn=_type_children)``."""
+    # One sweep finds the binders (each sweep over a 100,000-node graph reads every node from main memory).
+    # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
+    let_value: dict[int, Expr] = {}
+    literal_calls = False
+    for n in order:
+        t = type(n)
+        if t is Call:
+            if type(n.op) is Function:
+                literal_calls = True
+        elif isinstance(n, Let):
+            let_value[id(n.var)] = n.value
     try:
-        return _infer_ordered(expr, order, global_types, root, False)
+        return _infer_ordered(expr, order, global_types, root, let_value)
     except _Unannotated:
         pass
     # The slow order may type nodes (and annotate variables) before it fails: then it undoes them, so a failed
     # inference leaves the graph as the fast order would.
-    touched: list[tuple[Expr, bool]] = []  # (node, its annotation was filled here)
-    try:
-        return _infer_ordered(expr, post_order(expr, child_fn=_type_children_args_first), global_types, root,
-                              True, touched)
-    except ByocError:
-        for n, annotated in touched:
-            object.__setattr__(n, "_checked_type", None)
-            if annotated:
-                object.__setattr__(n, "type_annotation", None)
-        raise
-
-
-def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, args_first: bool,
-                   touched: list | None = None) -> Type:
-    global_types = global_types or {}
-    # An unannotated let variable takes its value's type; the value precedes the variable in ``order``.
-    let_value: dict[int, Expr] = {id(n.var): n.value for n in order if isinstance(n, Let)}
-    if args_first:  # ... and so does an unannotated parameter of a called function literal
-        for n in order:
+    touched = _Touched()
+    # The two orders differ only at calls of function literals: without one the fast order is reused (a second
+    # traversal of a 100,000-node graph costs a tenth of the pass).
+    if literal_calls:
+        order = post_order(expr, child_fn=_type_children_args_first)
+        let_value = dict(let_value)
+        for n in order:  # ... and an unannotated parameter of a called function literal its argument's
             if type(n) is Call and type(n.op) is Function:
                 for p, a in zip(n.op.params, n.args):
                     if p.type_annotation is None:
                         let_value.setdefault(id(p), a)
+    try:
+        return _infer_ordered(expr, order, global_types, root, let_value, touched)
+    except ByocError:
+        touched.undo()
+        raise
+
+
+def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, let_value: dict[int, Expr],
+                   touched: _Touched | None = None) -> Type:
+    """Type the nodes of ``order``; with ``touched`` (the arguments-first retry) unannotated variables are left
+    to the op that uses them, and what gets typed is logged for undoing."""
+    global_types = global_types or {}
+    args_first = touched is not None
+    typed = touched.typed.append if touched is not None else None
     for node in order:
         if node._checked_type is not None:  # type: ignore[attr-defined]
             if type(node) is Function and node.ret_type is None:  # typed by a pass that carries types over
                 _fill_ret_type(node, node.body.checked_type)
             continue
+        if args_first and type(node) is Var and node.type_annotation is None and id(node) not in let_value:
+            continue  # typed by the op that uses it (arg_types), or reported at its function
         try:
             t = _infer_node(node, global_types, let_value, touched)
         except _Unannotated:
-            if not args_first:
-                raise
-            continue  # a variable: typed by the op that uses it (arg_types), or reported at its function
+            raise  # the fast order gives up at once (the slow order skips such variables above)
         except ByocError as e:
             _attach_excerpt(e, root if root is not None else expr, node)
             raise
-        node._set_checked_type(t)
-        if touched is not None:
-            touched.append((node, False))
+        node._set_checked_type(_shared(t))
+        if typed is not None:
+            typed(node)
     return expr.checked_type
+
+
+_SHARED_TYPES: dict[tuple[tuple[int, ...], str], TensorType] = {}
+_SHARED_LIMIT = 4096
+
+
+def _shared(t: Type) -> Type:
+    """Equal tensor types as one object: a graph's nodes have a few distinct types, and a fresh object per node
+    is memory that every later pass walks past (a bounded table: types are values, sharing never changes one)."""
+    if type(t) is not TensorType:
+        return t
+    key = (t.shape, t.dtype)
+    s = _SHARED_TYPES.get(key)
+    if s is None:
+        if len(_SHARED_TYPES) >= _SHARED_LIMIT:
+            _SHARED_TYPES.clear()
+        s = _SHARED_TYPES[key] = t
+    return s
 
 
 def _fill_ret_type(func: Function, body_type: Type) -> None:
@@ -166,22 +216,22 @@ def _attach_excerpt(err: ByocError, root: Expr, node: Expr) -> None:
         err.with_note(text)
 
 
-def _annotate(var: Var, t: Type, touched: list | None) -> None:
+def _annotate(var: Var, t: Type, touched: _Touched | None) -> None:
     """Give an unannotated variable its inferred type as annotation, as Relay's InferType does (in place, like a
     function's ret_type: it is a pure function of what the variable is bound to)."""
+    t = _shared(t)
     object.__setattr__(var, "type_annotation", t)
     var._set_checked_type(t)
     if touched is not None:
-        touched.append((var, True))
+        touched.annotated.append(var)
 
 
-def _type_args_from_op(call: Call, touched: list | None = None) -> None:
+def _type_args_from_op(call: Call, touched: _Touched | None = None) -> None:
     """Unannotated variables among ``call``'s operands take the types the op determines (``arg_types``)."""
-    from ..ops.registry import arg_types_hint
     hint = arg_types_hint(call.op.name)
     types = [a._checked_type for a in call.args]
     if hint is not None:
-        types = hint(list(types), call.attrs)
+        types = hint(types, call.attrs)
     for a, t in zip(call.args, types):
         if a._checked_type is not None:
             continue
@@ -191,7 +241,7 @@ def _type_args_from_op(call: Call, touched: list | None = None) -> None:
         _annotate(a, t, touched)
 
 
-def _type_args_from_callee(call: Call, ftype: Type, touched: list | None = None) -> None:
+def _type_args_from_callee(call: Call, ftype: Type, touched: _Touched | None = None) -> None:
     """Unannotated variables passed to a typed global function take its parameter types."""
     if not isinstance(ftype, FuncType) or len(ftype.arg_types) != len(call.args):
         return
@@ -205,7 +255,7 @@ def _unannotated_message(var: Var) -> tuple[str, str]:
             "give it one: relay.var(name, shape=..., dtype=...)")
 
 
-def _infer_node(node: Expr, global_types, let_value, touched: list | None = None) -> Type:
+def _infer_node(node: Expr, global_types, let_value, touched: _Touched | None = None) -> Type:
     if isinstance(node, Constant):
         return node.type
     if isinstance(node, Var):

@@ -266,3 +266,23 @@ def test_conv2d_transpose_layouts_and_errors():
     expect_type_error(relay.nn.conv2d_transpose(v, relay.const(w_iohw.transpose(1, 2, 3, 0)), data_layout="NHWC",
                                                 kernel_layout="OHWI", output_padding=(1, 1)),
                       "nn.conv2d_transpose", "output_padding")
+
+
+@pytest.mark.parametrize("layout,out_layout", [("NCHW", ""), ("NHWC", ""), ("NCHW", "NHWC"), ("NHWC", "NCHW")])
+def test_conv2d_type_matches_the_computed_output_shape(layout, out_layout):
+    # The type relation works on shapes alone; the output the reference kernel computes has that shape.
+    from byoc.ops.kernels import nhwc_shape, shape_from_nhwc
+    from byoc.ops.nn import Conv2DAttrs, conv2d_compute, conv2d_out_type
+    from byoc.ir.types import TensorType
+    data_shape = (1, 3, 7, 5) if layout == "NCHW" else (1, 7, 5, 3)
+    attrs = Conv2DAttrs(strides=(2, 1), padding=(1, 0, 1, 2), channels=6, kernel_size=(3, 2),
+                        data_layout=layout, kernel_layout="OIHW", out_layout=out_layout)
+    t = conv2d_out_type("nn.conv2d", TensorType(data_shape), TensorType((6, 3, 3, 2)), attrs, "float32")
+    out = conv2d_compute(np.zeros(data_shape, np.float32), np.zeros((6, 3, 3, 2), np.float32), attrs, False)
+    assert t.shape == out.shape
+    x = np.zeros((2, 3, 5, 7))
+    assert nhwc_shape(x.shape, "NCHW") == x.transpose(0, 2, 3, 1).shape
+    assert shape_from_nhwc(x.shape, "NCHW") == x.transpose(0, 3, 1, 2).shape
+    assert nhwc_shape(x.shape, "NHWC") == shape_from_nhwc(x.shape, "NHWC") == x.shape
+    with pytest.raises(byoc.errors.IRError, match="unsupported data layout"):
+        nhwc_shape(x.shape, "CHWN")
