@@ -11,7 +11,16 @@ from onnx import numpy_helper as nh
 
 from onnx_models import make_model
 
-__all__ = ["NETS", "quantize"]
+__all__ = ["NETS", "quantize", "ort_session"]
+
+
+def ort_session(model: onnx.ModelProto):
+    """onnxruntime's CPU session as byoc follows it: all graph optimizations, one intra-op thread."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
 def _w(rng, name, shape, s=0.3):

@@ -12,15 +12,9 @@ import byoc
 from byoc.frontend import from_onnx
 
 from onnx_ort_nets import ARCHS, quantize
+from onnx_ort_nets import ort_session as _sess
 
 ort = pytest.importorskip("onnxruntime")
-
-
-def _sess(model):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
 def _inputs(model, n, seed=0):

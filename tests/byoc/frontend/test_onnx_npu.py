@@ -18,17 +18,11 @@ from byoc.ir.traversal import post_order
 
 import onnx_ort_nets
 from onnx_ort_nets import ARCHS, quantize
+from onnx_ort_nets import ort_session as _sess
 
 ort = pytest.importorskip("onnxruntime")
 
 _MAC = ("qnn.conv2d", "qnn.dense")
-
-
-def _sess(model):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
 def _mac_ops(mod) -> int:

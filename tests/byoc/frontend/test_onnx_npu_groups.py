@@ -25,15 +25,9 @@ from byoc.ir.expr import Call, Function
 from byoc.ir.traversal import post_order
 
 from onnx_ort_nets import _model, _w, quantize
+from onnx_ort_nets import ort_session as _sess
 
 ort = pytest.importorskip("onnxruntime")
-
-
-def _sess(model):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
 def _sandwich(op_nodes, mid_channels: int, mid_hw: tuple[int, int], in_hw=(8, 8), seed=0) -> onnx.ModelProto:

@@ -17,7 +17,6 @@ from byoc.frontend import from_onnx
 from byoc.ir.expr import Call
 from byoc.ir.traversal import post_order
 
-from onnx_models import ort_run
 from onnx_ort_nets import NETS, quantize
 
 ort = pytest.importorskip("onnxruntime")
