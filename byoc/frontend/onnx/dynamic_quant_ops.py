@@ -65,7 +65,6 @@ def _matmul_integer(imp, node, attrs):
 
 
 def _conv_integer(imp, node, attrs):
-    from .float_ops import _spatial_attrs, conv_padding
     x, w = imp.expr(node.input[0]), imp.values[node.input[1]]
     if not isinstance(w, np.ndarray):
         raise ModelError(f"{node_label(node)}: ConvInteger needs a constant weight")

@@ -175,6 +175,16 @@ def node_label(node) -> str:
     return f"node {name!r} ({node.op_type})"
 
 
+def node_axis(node, attrs: dict, rank: int, default: int) -> int:
+    """The node's ``axis`` attribute as a non-negative axis of a rank-``rank`` input."""
+    given = int(attrs.get("axis", default))
+    axis = given + rank if given < 0 else given
+    if not 0 <= axis < rank:
+        raise ModelError(f"{node_label(node)}: axis {given} out of range for rank {rank}",
+                         hint=f"an axis of a rank-{rank} tensor is in [-{rank}, {rank - 1}]")
+    return axis
+
+
 def input_types(graph, initializer_names, shape_override: dict | None) -> list[tuple[str, tuple[int, ...], str]]:
     """(name, shape, dtype) of every true graph input; unknown dimensions must come from ``shape_override``."""
     shape_override = dict(shape_override or {})

@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import ModelError
 from ...ir.expr import Constant, Span
 from ...relay.op import make_call
-from .model import node_label
+from .model import node_axis, node_label
 
 __all__ = ["NORM_CONVERTERS"]
 
@@ -22,10 +22,7 @@ def _layer_norm(imp, node, attrs):
     rank = len(shape)
     if imp.dtype_of(x) != "float32":
         raise ModelError(f"{node_label(node)}: only float32 LayerNormalization is supported")
-    axis = int(attrs.get("axis", -1))
-    axis = axis + rank if axis < 0 else axis
-    if not 0 <= axis < rank:
-        raise ModelError(f"{node_label(node)}: axis {attrs.get('axis')} out of range for rank {rank}")
+    axis = node_axis(node, attrs, rank, -1)
     if int(attrs.get("stash_type", 1)) != 1:
         raise ModelError(f"{node_label(node)}: stash_type {attrs['stash_type']} is not supported")
     axes = tuple(range(axis, rank))

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import ModelError
 from ...ir.expr import Constant, Span
 from ...relay.op import make_call
-from .model import ONNX_DTYPES, MAX_ELEMENTS, node_label, onnx_type_name
+from .model import ONNX_DTYPES, MAX_ELEMENTS, node_axis, node_label, onnx_type_name
 
 __all__ = ["SHAPE_CONVERTERS", "FOLDABLE", "fold_constant_node"]
 
@@ -120,10 +120,7 @@ def _slice(imp, node, attrs):
 def _gather(imp, node, attrs):
     x = imp.expr(node.input[0])
     shape = imp.shape_of(x)
-    axis = int(attrs.get("axis", 0))
-    axis = axis + len(shape) if axis < 0 else axis
-    if not 0 <= axis < len(shape):
-        raise ModelError(f"{node_label(node)}: axis {attrs.get('axis')} out of range for rank {len(shape)}")
+    axis = node_axis(node, attrs, len(shape), 0)
     idx = imp.values[node.input[1]]
     if isinstance(idx, np.ndarray):
         d = shape[axis]

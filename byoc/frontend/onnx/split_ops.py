@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import ModelError
 from ...ir.expr import Span, TupleGetItem
 from ...relay.op import make_call
-from .model import node_label
+from .model import node_axis, node_label
 
 __all__ = ["SPLIT_CONVERTERS"]
 
@@ -36,10 +36,7 @@ def split_sizes(node, attrs, dim: int, sizes) -> list[int]:
 def _split(imp, node, attrs):
     x = imp.expr(node.input[0])
     shape = imp.shape_of(x)
-    axis = int(attrs.get("axis", 0))
-    axis = axis + len(shape) if axis < 0 else axis
-    if not 0 <= axis < len(shape):
-        raise ModelError(f"{node_label(node)}: axis {attrs.get('axis', 0)} out of range for rank {len(shape)}")
+    axis = node_axis(node, attrs, len(shape), 0)
     if imp.opset >= 13:
         given = imp.const(node.input[1], node, "split") if len(node.input) > 1 and node.input[1] else None
     else:
