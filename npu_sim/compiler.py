@@ -173,6 +173,7 @@ class _Codegen:
         self.consts: list[dict] = []
         self.prefetched: dict[int, tuple] = {}   # layer → (its slots, its first (weight, table) slots)
         self.ratios: dict[tuple[int, int], float] = {}   # (layer, slice depth) → encoded / raw weight bytes
+        self.search_memo: dict = {}   # the tile search's work per workload, shared by this compile's layers
 
     def slots(self, plan: TilePlan, li: int | None = None) -> _Slots:
         if li is not None and li in self.prefetched:
@@ -309,7 +310,7 @@ class _Codegen:
             out_dtype = layer.out_dtype if isinstance(layer, ConvLayer) else self.graph.tensors[layer.ofm].dtype
             return chooser.plan(self.cfg, g, self.graph.tensors[src].dtype, out_dtype, layer.name, self.fm_area,
                                 self.w_area)
-        return plan_layer(self.cfg, g, layer.name, self.fm_area, self.w_area)
+        return plan_layer(self.cfg, g, layer.name, self.fm_area, self.w_area, memo=self.search_memo)
 
     def weight_ratio(self, layer: ConvLayer, slice_depth: int) -> float:
         """Encoded / raw bytes of the layer's weights and tables, encoded per OFM slice of ``slice_depth``."""
