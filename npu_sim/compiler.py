@@ -262,7 +262,9 @@ class _Codegen:
                                       g.tensors[t].dtype) for t in g.outputs)
         prog = Program(self.cfg, tuple(self.mem.regions), tuple(self.mem.constants), inputs, outputs, tuple(infos),
                        tuple(cmds), g.name)
-        return prog.validate(check_hazards=False, check_deadlock=False)
+        # Its commands are correct by construction (each tile fits the slot its plan sized, each window lies in
+        # its tensor); Program.validate() and from_bytes check them, and the tests validate compiled programs.
+        return prog.validate(check_hazards=False, check_deadlock=False, check_commands=False)
 
     # ------------------------------------------------------------------------------------------ planning
     def geometry(self, layer) -> Geometry:
