@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from byoc.errors import ExecutionError, NPUError
 from byoc.quant.fixedpoint import mbqm, rdbpot, srdhm, wrap32
@@ -174,8 +173,7 @@ class Machine:
     def mac(self, c: Mac, i: int) -> np.ndarray:
         x = self.tile(c.ifm_buf, c.ifm_off, i)
         if x.shape != (c.ih, c.iw, c.ic):
-            # as_strided below trusts these extents: a tile of another shape (corrupt program) would be read
-            # out of bounds
+            # the strided views below are built on these extents
             raise NPUError(f"command #{i} ({disassemble_command(c)}) expects a {c.ih}x{c.iw}x{c.ic} IFM tile, "
                            f"found {'x'.join(map(str, x.shape))}", hint="the program is corrupt")
         x = np.subtract(x, c.zp_in, dtype=np.float64)
@@ -201,15 +199,10 @@ class Machine:
         else:
             if c.dm > 1:
                 x = np.repeat(x, c.dm, axis=2)
-            acc = None
-            for ky in range(c.kh):
-                for kx in range(c.kw):
-                    ys, xs = ky * c.dh, kx * c.dw
-                    tap = x[ys:ys + (c.oh - 1) * c.sh + 1:c.sh, xs:xs + (c.ow - 1) * c.sw + 1:c.sw]
-                    if acc is None:
-                        acc = tap * w[:, 0, 0]
-                    else:
-                        acc += tap * w[:, ky, kx]
+            s0, s1, s2 = x.strides   # every tap of every output at once: a strided view, summed by einsum
+            taps = np.ndarray((c.oh, c.ow, c.kh, c.kw, c.oc), np.float64, x,
+                              strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2))
+            acc = np.einsum("hwklc,klc->hwc", taps, w)
         # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator. When no
         # sum can leave int32 (the operands' ranges bound it), the direct cast is the same and one pass shorter.
         acc = acc.reshape(c.oh, c.ow, c.oc)
@@ -220,7 +213,7 @@ class Machine:
         return acc.astype(np.int64).astype(np.int32)
 
     def weight_matrix(self, c: Mac, i: int, nk: int) -> np.ndarray:
-        """The MAC's weights as float64 minus their zero point ([oc, kh*kw*ic], depthwise [oc, kh, kw]); decoded
+        """The MAC's weights as float64 minus their zero point ([oc, kh*kw*ic], depthwise [kh, kw, oc]); decoded
         once per weight tile (a tile stays resident across the spatial tiles of its channel slice)."""
         key = (c.w_buf, c.w_off)
         tile = self.tile(*key, i)
@@ -233,7 +226,9 @@ class Machine:
         w = w.astype(np.float64)
         if c.zp_w:
             w -= c.zp_w
-        w = w.reshape(c.oc, per) if c.op == MacOp.CONV else w.reshape(c.oc, c.kh, c.kw)
+        # conv: [oc, kh*kw*ic] for the GEMM; depthwise: [kh, kw, oc], the taps' layout
+        w = w.reshape(c.oc, per) if c.op == MacOp.CONV else np.ascontiguousarray(
+            w.reshape(c.oc, c.kh, c.kw).transpose(1, 2, 0))
         self.weights[key] = (tile, sig, w)
         return w
 
@@ -250,8 +245,9 @@ class Machine:
         # left-shift wrap or the saturation test (identical results; see byoc.quant.fixedpoint.mbqm).
         simple = bool(np.all(s <= 0) and np.all(m > _INT32_MIN))
         e = -s
-        mask = (np.int64(1) << e) - 1 if simple else None
-        decoded = (bias, m, s, simple, e, mask, None if mask is None else mask >> 1)
+        # RDBPOT(x, e) + zp = (x + 2^(e-1) - [x < 0 and e > 0] + zp·2^e) >> e: its rounding as one nudge
+        nudge = (np.int64(1) << e) >> 1 if simple else None
+        decoded = (bias, m, s, simple, e, nudge, bool(np.all(e > 0)) if simple else False)
         self.tables[key] = (tile, c.oc, decoded)
         return decoded
 
@@ -261,7 +257,7 @@ class Machine:
         src = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic)
         x = src.astype(np.int64) if op != PpuOp.REQUANT else src
         if op == PpuOp.REQUANT:
-            bias, m, s, simple, e, mask, half = self.requant_table(c, i)
+            bias, m, s, simple, e, nudge, all_shift = self.requant_table(c, i)
             zp_in = c.param("zp_in")
             acc = np.add(src, bias, dtype=np.int32).astype(np.int64)   # wrapping int32 bias add
             if zp_in:
@@ -275,11 +271,13 @@ class Machine:
                 h = acc   # the common case, in place on the fresh accumulator copy
                 h *= m
                 h += 1 << 30
-                h >>= 31
-                y = (h & mask) > (half + (h < 0))
-                h >>= e
-                h += y
-                h += c.param("zp_out")
+                h >>= 31                                       # SRDHM
+                neg = h < 0
+                if not all_shift:
+                    neg &= e > 0
+                h += nudge + (np.int64(c.param("zp_out")) << e)
+                h -= neg
+                h >>= e                                        # RDBPOT, plus the output zero point
                 lo, hi = _RANGE[c.out_dtype]
                 np.maximum(h, max(lo, c.param("act_min")), out=h)
                 np.minimum(h, min(hi, c.param("act_max")), out=h)
