@@ -71,18 +71,23 @@ class _Emitter:
     def __init__(self, regions: list[Region]):
         self.cmds: list = []
         self.deps: list[list[int]] = []
+        self.engines: list[int] = []
         self.tracker = HazardTracker()
         self.index = RegionIndex(regions)
 
     def emit(self, cmd) -> None:
         reads, writes = command_accesses(cmd, self.index)
-        self.deps.append(self.tracker.access(len(self.cmds), int(cmd.ENGINE), reads, writes))
+        e = _ENGINE[type(cmd)]
+        self.deps.append(self.tracker.access(len(self.cmds), e, reads, writes))
         self.cmds.append(cmd)
+        self.engines.append(e)
 
     def finish(self) -> list:
-        engines = [int(c.ENGINE) for c in self.cmds]
-        wait, signal = assign_tokens(engines, self.deps)
+        wait, signal = assign_tokens(self.engines, self.deps)
         return [_with_tokens(c, w, s) if (w or s) else c for c, w, s in zip(self.cmds, wait, signal)]
+
+
+_ENGINE = {t: int(t.ENGINE) for t in (Load, Store, Mac, Ppu)}
 
 
 def _with_tokens(c, wait: int, signal: int):

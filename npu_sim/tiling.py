@@ -267,6 +267,7 @@ def _fitting_terms(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> li
     oh, ow, oc = g.out_hwc
     h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
     orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
+    buffers = [(b.size_bytes, b.holds) for b in cfg.local_buffers]
     out = []
     memo: dict = {}
     for order in orders:
@@ -276,11 +277,21 @@ def _fitting_terms(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> li
             for bh in h_cands:
                 for bw in w_cands:
                     slots = _slots(g, bh, bw, bc, order)
-                    if not _fits(cfg, slots):
+                    if any(sum(2 * slots.get(k, 0) for k in holds) > size for size, holds in buffers):
                         continue
                     out.append((bh, bw, bc, order, tuple(sorted(slots.items())),
                                 _terms(cfg, g, bh, bw, bc, order, fm_area, w_area, memo)))
     return out
+
+
+def _shared_terms(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int, memo: dict | None) -> list[tuple]:
+    if memo is None:
+        return _fitting_terms(cfg, g, fm_area, w_area)
+    key = (dataclasses.replace(g, weight_ratio=1.0), fm_area, w_area)
+    cands = memo.get(key)
+    if cands is None:
+        cands = memo[key] = _fitting_terms(cfg, g, fm_area, w_area)
+    return cands
 
 
 def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int,
@@ -289,15 +300,8 @@ def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int,
     tuner measures these; ``plan_layer`` picks the cheapest). ``memo`` (one config, one compile) shares the
     search between layers whose workloads differ only in their weights' values (MobileNetV2 repeats its blocks):
     only the weight stream's cycles are recomputed for each."""
-    if memo is None:
-        cands = _fitting_terms(cfg, g, fm_area, w_area)
-    else:
-        key = (dataclasses.replace(g, weight_ratio=1.0), fm_area, w_area)
-        cands = memo.get(key)
-        if cands is None:
-            cands = memo[key] = _fitting_terms(cfg, g, fm_area, w_area)
     return [TilePlan(bh, bw, bc, order, slots, _weighted(cfg, g, terms, w_area))
-            for bh, bw, bc, order, slots, terms in cands]
+            for bh, bw, bc, order, slots, terms in _shared_terms(cfg, g, fm_area, w_area, memo)]
 
 
 def _axis_candidates(cfg: NPUConfig, g: Geometry) -> tuple[list[int], list[int], list[int]]:
@@ -330,6 +334,15 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
     """The cheapest fitting tile plan; ConfigError naming the layer and the buffer when even the smallest tile
     does not fit.
     ``plans``: ``fitting_plans``'s answer when the caller has it already; ``memo``: as for ``fitting_plans``."""
+    if plans is None and not g.whole:
+        # the lowest estimate, ties to the larger tile, then search order (best_plan's choice), without a plan
+        # object per candidate
+        cands = _shared_terms(cfg, g, fm_area, w_area, memo)
+        if cands:
+            keys = [(_weighted(cfg, g, t[5], w_area), -(t[0] * t[1] * t[2])) for t in cands]
+            k = min(range(len(keys)), key=keys.__getitem__)
+            bh, bw, bc, order, slots, _ = cands[k]
+            return TilePlan(bh, bw, bc, order, slots, keys[k][0])
     plans = fitting_plans(cfg, g, fm_area, w_area, memo) if plans is None else plans
     if not plans:
         h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
