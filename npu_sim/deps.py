@@ -132,8 +132,6 @@ class HazardTracker:
         the records inside [lo, hi)."""
         los, recs = self.local.setdefault(key, ([], []))
         i = bisect.bisect_right(los, lo) - 1
-        if i >= 0 and los[i] == lo and recs[i].hi == hi > lo:
-            return los, recs, i, i + 1     # the common case: the same slot again
         if i < 0 or recs[i].hi <= lo:
             i += 1
         j = i
@@ -163,10 +161,28 @@ class HazardTracker:
                 j -= 1
         return los, recs, i, j
 
+    def _same_slot(self, key: int, lo: int, hi: int) -> _Record | None:
+        """The record of exactly [lo, hi) in buffer ``key``, if there is one (a slot used again: the common
+        case, which needs no split)."""
+        hit = self.local.get(key)
+        if hit is None or lo >= hi:
+            return None
+        los, recs = hit
+        i = bisect.bisect_right(los, lo) - 1
+        if i >= 0 and los[i] == lo and recs[i].hi == hi:
+            return recs[i]
+        return None
+
     def access(self, idx: int, engine: int, reads: list[Access], writes: list[Access]) -> list[int]:
         deps: list[int] = []
         for is_local, key, lo, hi in reads:
             if is_local:
+                rec = self._same_slot(key, lo, hi)
+                if rec is not None:
+                    if rec.writer is not None:
+                        deps.append(rec.writer)
+                    rec.readers[engine] = idx
+                    continue
                 _, recs, a, b = self._split(key, lo, hi)
                 for rec in recs[a:b]:
                     if rec.writer is not None:
@@ -181,6 +197,14 @@ class HazardTracker:
                 rec.readers[engine] = idx
         for is_local, key, lo, hi in writes:
             if is_local:
+                rec = self._same_slot(key, lo, hi)
+                if rec is not None:   # overwritten in place: its readers and writer go first
+                    if rec.writer is not None:
+                        deps.append(rec.writer)
+                    deps.extend(rec.readers.values())
+                    rec.writer = idx
+                    rec.readers = {}
+                    continue
                 los, recs, a, b = self._split(key, lo, hi)
                 for rec in recs[a:b]:
                     if rec.writer is not None:
