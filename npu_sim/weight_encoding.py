@@ -98,7 +98,9 @@ def _streams_bytes(w: np.ndarray) -> int:
     the rest go through ``_stream_bytes``."""
     rows, n = w.shape
     w = w.astype(np.int32)
-    zz = np.where(w < 0, -2 * w - 1, 2 * w)
+    zz = (w << 1) ^ (w >> 31)                  # zig-zag: 2w, or -2w - 1 when negative
+    if -(1 << 14) <= int(w.min()) and int(w.max()) < 1 << 14:
+        zz = zz.astype(np.int16)               # 8-bit weights: half the memory traffic of the Rice passes
     plain = _rice_rows(zz, _MAX_DIV)
     k = int(zz.max()) + 1
     hist = np.bincount((zz + (np.arange(rows, dtype=np.int32) * k)[:, None]).ravel(),
