@@ -301,9 +301,11 @@ class Machine:
                 y = _onnx_binary(c, x, b, a_ * b_)
             elif op == PpuOp.ADD:
                 ls = c.param("left_shift")
-                a_ = rdbpot(srdhm(a_ << ls, c.param("m_a")), -c.param("e_a"))
-                b_ = rdbpot(srdhm(b_ << ls, c.param("m_b")), -c.param("e_b"))
-                y = rdbpot(srdhm(a_ + b_, c.param("m_out")), -c.param("e_out"))
+                a_ <<= ls
+                b_ <<= ls
+                a_ = _scaled(a_, c.param("m_a"), -c.param("e_a"))
+                b_ = _scaled(b_, c.param("m_b"), -c.param("e_b"))
+                y = _scaled(a_ + b_, c.param("m_out"), -c.param("e_out"))
             else:
                 y = mbqm(wrap32(a_ * b_), c.param("m_out"), c.param("e_out"))
             if c.rounding != Rounding.FLOAT32_HALF_EVEN:
@@ -355,6 +357,22 @@ class Machine:
         hi = min(hi, c.param("act_max"))
         y = np.asarray(y, np.int64)
         return np.minimum(np.maximum(y, lo), hi).astype(out_dt)
+
+
+def _scaled(x: np.ndarray, m: int, e: int) -> np.ndarray:
+    """rdbpot(srdhm(x, m), e) for one multiplier and shift, in place on ``x`` (a fresh int64 array): no
+    saturation test unless m is INT32_MIN, RDBPOT as a nudge and a shift (as the requantize path)."""
+    if m == _INT32_MIN or not 0 <= e <= 31:
+        return rdbpot(srdhm(x, m), e)
+    x *= m
+    x += 1 << 30
+    x >>= 31
+    if e:
+        neg = x < 0
+        x += 1 << (e - 1)
+        x -= neg
+        x >>= e
+    return x
 
 
 _MAGNITUDE: dict[tuple, int] = {}

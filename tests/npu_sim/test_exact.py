@@ -249,3 +249,18 @@ def test_requantize_without_right_shift_on_some_channels_matches_the_oracle():
     want = _oracle_conv(x, w, bias, s_in, s_w, s_out, zp_in, zp_out, (-128, 127))
     assert np.abs(want).max() < 127 and len(np.unique(want[..., 0])) > 5
     assert np.array_equal(out[0], want)
+
+
+def test_in_place_rescale_equals_srdhm_then_rdbpot():
+    # the ADD path's in-place rescale (no saturation test, RDBPOT as nudge + shift) against byoc's fixed point,
+    # over full int32 inputs, every shift, and INT32_MIN (the saturating case)
+    from byoc.quant.fixedpoint import rdbpot, srdhm
+    from npu_sim.execute import _scaled
+    rng = np.random.default_rng(5)
+    for t in range(600):
+        x = rng.integers(-(1 << 31), 1 << 31, 200) if t % 2 else rng.integers(-300 << 20, 300 << 20, 200)
+        m = int(rng.integers(-(1 << 31), 1 << 31)) if t % 5 == 0 else int(rng.integers(1 << 30, 1 << 31))
+        if t % 50 == 0:
+            m, x[:3] = -(1 << 31), -(1 << 31)
+        e = t % 32
+        assert np.array_equal(_scaled(x.copy(), m, e), rdbpot(srdhm(x, m), e)), (t, m, e)
