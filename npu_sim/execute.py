@@ -131,6 +131,10 @@ class Machine:
         return t
 
     # ------------------------------------------------------------------------------------------- commands
+    def step(self, i: int, c) -> None:
+        """Run command ``c`` (number ``i``)."""
+        {Load: self.load, Store: self.store, Mac: self.run_mac, Ppu: self.run_ppu}[type(c)](i, c)
+
     def run(self) -> None:
         step = {Load: self.load, Store: self.store, Mac: self.run_mac, Ppu: self.run_ppu}
         i, c = 0, None
