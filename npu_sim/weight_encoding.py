@@ -23,6 +23,7 @@ _SLICE_HEADER_BITS = 24    # per-chunk header: length, divisors, palette/zero-ru
 _STREAM_HEADER_BITS = 32   # per-stream header and palette size fields
 _PALETTE_MAX = 32
 _PALETTE_ENTRY_BITS = 9
+_BATCH_VALUES = 1 << 16    # weights costed per batch of slices (bounds the temporary arrays)
 
 
 def _align(n: int, a: int = STREAM_ALIGN) -> int:
@@ -97,7 +98,7 @@ def _streams_bytes(w: np.ndarray) -> int:
     The common stream (many distinct values, zero runs no help) is costed for all rows in a few array passes;
     the rest go through ``_stream_bytes``."""
     rows, n = w.shape
-    w = w.astype(np.int32)
+    w = w.astype(np.int32, copy=False)
     zz = (w << 1) ^ (w >> 31)                  # zig-zag: 2w, or -2w - 1 when negative
     if -(1 << 14) <= int(w.min()) and int(w.max()) < 1 << 14:
         zz = zz.astype(np.int16)               # 8-bit weights: half the memory traffic of the Rice passes
@@ -146,14 +147,18 @@ def encoded_weight_bytes(weights: np.ndarray, zero_point: int, kind: str, slice_
                          ublock_c: int = 8, ifm_ublock: int = 8) -> int:
     """Bytes fetched for a layer's weights and bias/scale tables, encoded per OFM-depth slice of
     ``slice_depth`` channels. ``weights`` are packed output-channel-major ([oc, kh, kw, ic] or [oc, kh, kw])."""
-    w = np.asarray(weights).astype(np.int32) - np.int32(zero_point)
+    w = np.asarray(weights)
     oc = w.shape[0]
     step = max(1, int(slice_depth))
     full, rem = divmod(oc, step)
+    per_slice = w[0].size * step
+    batch = max(1, _BATCH_VALUES // per_slice)
     total = 0
-    # the full slices share one stream length and are costed together; a shorter last slice on its own
-    for count, depth, part in ((full, step, w[:full * step]), (1 if rem else 0, rem, w[full * step:])):
-        if count:
-            streams = _decode_order(part.reshape(count, depth, *w.shape[1:]), kind, ublock_c, ifm_ublock)
-            total += count * _align(depth * SCALE_ENTRY_BYTES) + _streams_bytes(streams)
+    # slices of one length are costed together, a batch at a time (bounded memory); a shorter last slice alone
+    for c0, count, depth in [(c0, min(batch, full - c0 // step), step) for c0 in range(0, full * step, batch * step)] \
+            + ([(full * step, 1, rem)] if rem else []):
+        part = np.subtract(w[c0:c0 + count * depth], np.int32(zero_point), dtype=np.int32)
+        part = part.reshape(count, depth, *w.shape[1:])
+        total += count * _align(depth * SCALE_ENTRY_BYTES) + _streams_bytes(_decode_order(part, kind, ublock_c,
+                                                                                          ifm_ublock))
     return total
