@@ -50,7 +50,7 @@ def _rice_bits(v: np.ndarray, max_div: int) -> int:
     return int(_rice_rows(v.reshape(1, -1), max_div)[0]) if v.size else 0
 
 
-def _stream_len(bits):
+def _stream_len(bits):  # an int or an array of ints
     """Bytes of a sub-stream of ``bits`` payload bits: its header, whole bytes, padded to the stream alignment."""
     return -(-(-(-(bits + _STREAM_HEADER_BITS) // 8)) // STREAM_ALIGN) * STREAM_ALIGN
 
@@ -155,10 +155,11 @@ def encoded_weight_bytes(weights: np.ndarray, zero_point: int, kind: str, slice_
     batch = max(1, _BATCH_VALUES // per_slice)
     total = 0
     # slices of one length are costed together, a batch at a time (bounded memory); a shorter last slice alone
-    for c0, count, depth in [(c0, min(batch, full - c0 // step), step) for c0 in range(0, full * step, batch * step)] \
-            + ([(full * step, 1, rem)] if rem else []):
+    batches = [(c0, min(batch, full - c0 // step), step) for c0 in range(0, full * step, batch * step)]
+    if rem:
+        batches.append((full * step, 1, rem))
+    for c0, count, depth in batches:
         part = np.subtract(w[c0:c0 + count * depth], np.int32(zero_point), dtype=np.int32)
-        part = part.reshape(count, depth, *w.shape[1:])
-        total += count * _align(depth * SCALE_ENTRY_BYTES) + _streams_bytes(_decode_order(part, kind, ublock_c,
-                                                                                          ifm_ublock))
+        streams = _decode_order(part.reshape(count, depth, *w.shape[1:]), kind, ublock_c, ifm_ublock)
+        total += count * _align(depth * SCALE_ENTRY_BYTES) + _streams_bytes(streams)
     return total
