@@ -173,11 +173,14 @@ class Program:
         return prog
 
     # ------------------------------------------------------------------------------------------ validator
-    def validate(self, check_hazards: bool = True, check_deadlock: bool = True) -> "Program":
+    def validate(self, check_hazards: bool = True, check_deadlock: bool = True,
+                 check_commands: bool = True) -> "Program":
         """Every field in range, tokens balanced and deadlock-free, and (optionally) every hazard ordered.
         ``check_deadlock=False`` (the compiler's own output: its tokens are assigned in stream order, each wait
-        popping a token an earlier command pushed) checks the fields only."""
-        problems = _static_problems(self)
+        popping a token an earlier command pushed) checks the fields only; ``check_commands=False`` (the
+        compiler's commands, sized by its own tile plans) checks the memory map, constants and bindings only.
+        A decoded program (``from_bytes``) is always checked in full."""
+        problems = _static_problems(self, check_commands)
         if problems:
             raise NPUError(f"invalid NPU program {self.name!r}: {len(problems)} problem(s)",
                            notes=tuple("  - " + p for p in problems[:20]) +
@@ -230,7 +233,7 @@ def _config_to_dict(cfg: NPUConfig) -> dict:
 _DTYPE_RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 
 
-def _static_problems(prog: Program) -> list[str]:
+def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
     cfg = prog.config
     out: list[str] = []
     n_areas = len(cfg.memory_areas)
@@ -256,6 +259,8 @@ def _static_problems(prog: Program) -> list[str]:
         elif t.dtype not in DTYPES or int(np.prod(t.shape)) * DTYPE_BYTES[DTYPES.index(t.dtype)] != \
                 prog.regions[t.region].size:
             out.append(f"tensor {t.name} {t.shape} {t.dtype} does not fit region {t.region} exactly")
+    if not check_commands:
+        return out
     index = RegionIndex(prog.regions)
     n_layers = len(prog.layers)
     kind_name = ("ifm", "weight", "table", "acc", "ofm")

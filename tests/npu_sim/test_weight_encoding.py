@@ -94,3 +94,78 @@ def test_smaller_ethos_u_configs_never_run_faster(model):
     assert totals == sorted(totals, reverse=True), totals
     u65 = sum(p.stats.total_cycles for p in profile_partitions(pmod, "npu", "ethos-u65-512"))
     assert u65 <= totals[-1]
+
+
+def _reference_bytes(weights: np.ndarray, zp: int, kind: str, depth: int, ub: int = 8, iu: int = 8) -> int:
+    """The encoded size written out value by value (plain Python, as the module docstring states the format)."""
+    def rice(vals, max_div):
+        bits = 0
+        for i in range(0, len(vals), 256):
+            chunk = vals[i:i + 256]
+            bits += 24 + min(sum((v >> k) + 1 + k for v in chunk) for k in range(max_div + 1))
+        return bits
+
+    def stream(vals):
+        zz = [2 * v if v >= 0 else -2 * v - 1 for v in vals]
+        counts: dict[int, int] = {}
+        for z in zz:
+            counts[z] = counts.get(z, 0) + 1
+        codes, pal_bits = zz, 0
+        if len(counts) <= 32:
+            rank = {z: i for i, z in enumerate(sorted(counts, key=lambda z: (-counts[z], z)))}
+            pal = [rank[z] for z in zz]
+            if rice(pal, 5) + 9 * len(counts) < rice(zz, 5):
+                codes, pal_bits = pal, 9 * len(counts)
+        best = rice(codes, 5)
+        if 0 in counts:
+            zero = codes[zz.index(0)]
+            nz = [c - (1 if c > zero else 0) if pal_bits else c - 1 for c, z in zip(codes, zz) if z]
+            runs, run = [], 0
+            for z in zz:
+                if z:
+                    runs.append(run)
+                    run = 0
+                else:
+                    run += 1
+            runs.append(run)
+            best = min(best, rice(nz, 5) + rice(runs, 3))
+        return -(-(-(-(best + pal_bits + 32) // 8)) // 16) * 16
+
+    w = weights.astype(np.int64) - zp
+    total = 0
+    for c0 in range(0, w.shape[0], depth):
+        part = w[c0:c0 + depth]
+        oc = part.shape[0]
+        ocp = -(-oc // ub) * ub
+        if kind == "depthwise":
+            p = np.zeros((ocp, part[0].size), np.int64)
+            p[:oc] = part.reshape(oc, -1)
+            order = p.reshape(-1, ub, p.shape[1]).transpose(0, 2, 1)
+        else:
+            _, kh, kw, ic = part.shape
+            icp = -(-ic // iu) * iu
+            p = np.zeros((ocp, kh, kw, icp), np.int64)
+            p[:oc, :, :, :ic] = part
+            order = p.reshape(ocp // ub, ub, kh * kw, icp // iu, iu).transpose(0, 2, 3, 1, 4)
+        total += -(-oc * 10 // 16) * 16 + stream(order.ravel().tolist())
+    return total
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_encoded_size_is_exactly_the_formats_value_by_value_size(seed):
+    # dense, sparse (zero runs win), few-valued (palette wins) and uint8 weights with a zero point, sliced at
+    # depths that leave a shorter last slice: the batched costing must give the exact byte count
+    rng = np.random.default_rng(seed)
+    for kind, shape in (("conv", (37, 3, 3, 11)), ("depthwise", (40, 3, 3)), ("conv", (24, 1, 1, 300))):
+        dense = rng.integers(-128, 128, size=shape)
+        cases = [(dense.astype(np.int8), 0),
+                 (np.where(rng.random(shape) < 0.9, 0, dense).astype(np.int8), 0),
+                 *[(np.where(rng.random(shape) < f, 0, dense // 4).astype(np.int8), 0)    # near break-even
+                   for f in (0.1, 0.15, 0.2, 0.25)],
+                 (rng.choice([-60, -3, 0, 2, 9, 77], size=shape).astype(np.int8), 0),
+                 (rng.choice([-60, -3, 2, 9, 77], size=shape).astype(np.int8), 0),    # palette, no zero
+                 ((dense + 128).astype(np.uint8), int(rng.integers(0, 256)))]
+        for w, zp in cases:
+            for depth in (8, 16, 24):
+                assert encoded_weight_bytes(w, zp, kind, depth) == _reference_bytes(w, zp, kind, depth), \
+                    (kind, shape, zp, depth)
