@@ -10,7 +10,7 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "pool_cycles", "block_floor", "block_memory_cycles", "softmax_cycles",
+__all__ = ["mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
@@ -103,7 +103,7 @@ def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: 
 
 
 def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw: int, ih: int = 0, iw: int = 0,
-                in_bytes: int = 1) -> int:
+                in_bytes: int = 1, out_rate: float = 0.0) -> int:
     """A pooling tile on the MAC engine (Ethos-U): per 8x8 sub-kernel at least 4 steps per OFM micro-block, one
     per tap beyond that, each step ``pool_tap_cycles`` per byte of input element; the output stage (requantizing
     for average pooling, a plain pass for max) runs in parallel, so the slower of the two bounds the tile, and
@@ -115,8 +115,8 @@ def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw:
         for x in range(0, kw, 8):
             dpu += max(4, min(8, kh - y) * min(8, kw - x)) * n_ub
     dpu *= m.pool_tap_cycles * (in_bytes if m.pool_tap_cycles > 1 else 1)
-    out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost(
-        "requant" if op == PpuOp.AVG_POOL else "copy")
+    out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * (out_rate or p.cost(
+        "requant" if op == PpuOp.AVG_POOL else "copy"))
     floor = block_floor(cfg, dpu + out, (ih or oh, iw or ow, oc), (oh, ow, oc), in_bytes) if dpu else 0.0
     return cfg.overheads.cmd_issue + p.command_overhead + math.ceil(max(dpu, out, floor))
 
@@ -132,6 +132,8 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     p = cfg.ppu
     if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
         return pool_cycles(cfg, op, oh, ow, oc, *kernel, ih, iw, in_bytes)
+    if p.pool_on_mac and op in UNARY_AS_POOL and not from_mac and in_bytes <= 2:
+        return unary_pool_cycles(cfg, op, oh, ow, oc, in_bytes)
     q = p.channel_quantum if from_mac or not p.elementwise_quantum else p.elementwise_quantum
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
@@ -155,6 +157,52 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
         src = (oh, ow, 0) if from_mac else (ih, iw, ic)
         work = max(work, block_floor(cfg, work, src, (oh, ow, oc), in_bytes, out_bytes))
     return cfg.overheads.cmd_issue + p.command_overhead + math.ceil(work)
+
+
+# Ethos-U runs a lone requantize (TFLite QUANTIZE), a lone activation (clip / relu; a lookup table is one) and a
+# memory copy as a 1x1 average pool on the MAC engine (Vela's AvgPool "nop": regor ArchEthosU55::UseAvgPoolNop,
+# GetHWOp -> Pooling).
+UNARY_AS_POOL = (PpuOp.REQUANT, PpuOp.COPY, PpuOp.LUT)
+
+
+def deepened_shape(h: int, w: int, c: int, min_depth: int = 16) -> tuple[int, int, int]:
+    """Vela's reshape of an elementwise-like op whose OFM is shallow (fewer than 8 channels, more than 16
+    elements; regor ``ReshapeToIncreaseDepth``): the element count's prime factors, smallest first, make a depth
+    of at least ``min_depth``; the rest is split between height and width, height the larger."""
+    n = h * w * c
+    if c >= 8 or n <= 16:
+        return h, w, c
+    primes, m = [], n
+    while m % 2 == 0:
+        primes.append(2)
+        m //= 2
+    f = 3
+    while f * f <= m:
+        while m % f == 0:
+            primes.append(f)
+            m //= f
+        f += 2
+    if m > 1:
+        primes.append(m)
+    depth, i = 1, 0
+    while i < len(primes) and depth < min_depth:
+        depth *= primes[i]
+        i += 1
+    hh = ww = 1
+    for q in primes[i:]:
+        if ww < hh:
+            ww *= q
+        else:
+            hh *= q
+    return max(hh, ww), min(hh, ww), depth
+
+
+def unary_pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, in_bytes: int = 1) -> int:
+    """A lone requantize / clip / lookup-table tile as Vela runs it on Ethos-U: a 1x1 average pool whose output
+    stage runs at the average pool's rate (a table costs more only as a second, fused op: Vela's activation
+    rates apply to fused activations). Shallow maps are viewed deeper when lowered, as Vela reshapes them
+    (``deepened_shape``)."""
+    return pool_cycles(cfg, PpuOp.AVG_POOL, oh, ow, oc, 1, 1, in_bytes=in_bytes, out_rate=cfg.ppu.cost("requant"))
 
 
 def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:

@@ -29,8 +29,10 @@ def _align(n: int, a: int = STREAM_ALIGN) -> int:
     return -(-n // a) * a
 
 
-def _rice_bits(v: np.ndarray, max_div: int) -> int:
-    """Bits of ``v`` (non-negative ints) coded in chunks, each with its cheapest Rice divisor."""
+def _rice_bits(v: np.ndarray, max_div: int, raw_bits: int = 0) -> int:
+    """Bits of ``v`` (non-negative ints) coded in chunks, each with its cheapest Rice divisor, or stored
+    uncompressed at ``raw_bits`` per value when that is cheaper (Vela's regor encoder has this mode for weight
+    streams: the width of the largest value, or of the palette index; 0 = not available)."""
     n = v.size
     if n == 0:
         return 0
@@ -42,6 +44,8 @@ def _rice_bits(v: np.ndarray, max_div: int) -> int:
     best = vv.sum(axis=1, dtype=np.int64) + counts
     for k in range(1, max_div + 1):
         np.minimum(best, (vv >> k).sum(axis=1, dtype=np.int64) + counts * (1 + k), out=best)
+    if raw_bits:
+        np.minimum(best, counts * raw_bits, out=best)
     return int(best.sum()) + _SLICE_HEADER_BITS * vv.shape[0]
 
 
@@ -66,7 +70,9 @@ def _stream_bytes(w: np.ndarray) -> int:
             codes = pal_codes
         else:
             pal_bits = 0
-    plain = _rice_bits(codes, _MAX_DIV)
+    # uncompressed width: the palette index's when every value is in the palette, else the largest value's
+    raw_bits = max(2, (len(vals) - 1).bit_length() if codes is not zz else int(zz.max()).bit_length())
+    plain = _rice_bits(codes, _MAX_DIV, raw_bits)
     best = plain
     if hist[0]:
         # Zero runs: the non-zero values, plus the count of zeros before each of them (and after the last).
@@ -79,7 +85,7 @@ def _stream_bytes(w: np.ndarray) -> int:
         idx = np.flatnonzero(nz)
         edges = np.concatenate([[-1], idx, [w.size]])
         runs = np.diff(edges) - 1
-        best = min(plain, _rice_bits(nz_codes, _MAX_DIV) + _rice_bits(runs, _MAX_ZDIV))
+        best = min(plain, _rice_bits(nz_codes, _MAX_DIV, raw_bits) + _rice_bits(runs, _MAX_ZDIV))
     return _align(-(-(best + pal_bits + _STREAM_HEADER_BITS) // 8))
 
 
