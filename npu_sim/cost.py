@@ -10,7 +10,7 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
+__all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
@@ -63,13 +63,25 @@ def _output_cycles(cfg: NPUConfig, oh: int, ow: int, oc: int) -> float:
     return oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost("requant")
 
 
+def mac_op(kind: str, out_hwc: tuple[int, int, int], kernel: tuple[int, int]) -> MacOp:
+    """The MAC operation of a layer: DEPTHWISE, or CONV_ROW for a convolution whose whole OFM is one row of
+    even width under a one-row kernel (Vela's 1x4 micro-block case), else CONV."""
+    if kind == "depthwise":
+        return MacOp.DEPTHWISE
+    if kind == "conv" and out_hwc[0] == 1 and out_hwc[1] % 2 == 0 and kernel[0] == 1:
+        return MacOp.CONV_ROW
+    return MacOp.CONV
+
+
 def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: int, kw: int,
                ih: int = 0, iw: int = 0) -> int:
-    """MAC-array cycles of one tile (Vela's ublock model): conv depth-first or part-kernel, or depthwise. A block
+    """MAC-array cycles of one tile (Vela's ublock model): conv depth-first or part-kernel, or depthwise (a
+    ``CONV_ROW`` tile, of a one-row OFM, in 1x4 micro-blocks when the array's are two high). A block
     one micro-block wide in x/y waits ``step_delay`` per kernel step; with ``overheads.block_overlap`` the block
     costs at least its serial work (``block_floor``; ``ih``/``iw`` is its IFM window)."""
     m = cfg.mac
-    n_xy = _cdiv(oh, m.ublock_h) * _cdiv(ow, m.ublock_w)
+    ub_h, ub_w = (1, 4) if op == MacOp.CONV_ROW and m.ublock_h == 2 else (m.ublock_h, m.ublock_w)
+    n_xy = _cdiv(oh, ub_h) * _cdiv(ow, ub_w)
     n_z = _cdiv(oc, m.ublock_c)
     k = kh * kw
     delay = 0

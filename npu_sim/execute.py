@@ -172,7 +172,7 @@ class Machine:
             x -= c.zp_in
         nk = c.kh * c.kw
         w = self.weight_matrix(c, i, nk)
-        if c.op == MacOp.CONV:
+        if c.op != MacOp.DEPTHWISE:
             s0, s1, s2 = x.strides
             cols = as_strided(x, shape=(c.oh, c.ow, c.kh, c.kw, c.ic),
                               strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2), writeable=False)
@@ -202,7 +202,7 @@ class Machine:
         once per weight tile (a tile stays resident across the spatial tiles of its channel slice)."""
         key = (c.w_buf, c.w_off)
         tile = self.tile(*key, i)
-        per = nk * c.ic if c.op == MacOp.CONV else nk
+        per = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
         sig = (c.op, c.oc, per, c.w_dtype, c.zp_w)
         hit = self.weights.get(key)
         if hit is not None and hit[0] is tile and hit[1] == sig:
@@ -211,7 +211,7 @@ class Machine:
         w = w.astype(np.float64)
         if c.zp_w:
             w -= c.zp_w
-        w = w.reshape(c.oc, per) if c.op == MacOp.CONV else w.reshape(c.oc, c.kh, c.kw)
+        w = w.reshape(c.oc, per) if c.op != MacOp.DEPTHWISE else w.reshape(c.oc, c.kh, c.kw)
         self.weights[key] = (tile, sig, w)
         return w
 

@@ -290,7 +290,7 @@ def _label(c) -> str:
     if isinstance(c, Store):
         return "store"
     if isinstance(c, Mac):
-        return "conv" if c.op == 0 else "depthwise"
+        return "depthwise" if c.op == 1 else "conv"
     return ("requant", "add", "mul", "max_pool", "avg_pool", "mean", "lut", "copy")[c.op] if c.op < 8 else "ppu"
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from byoc.errors import ConfigError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
-from .cost import fm_transfer_cycles, mac_cycles, ppu_cycles, transfer_cycles, window_traffic
-from .isa import MacOp, PpuOp, src1_tile_shape
+from .cost import fm_transfer_cycles, mac_cycles, mac_op, ppu_cycles, transfer_cycles, window_traffic
+from .isa import PpuOp, src1_tile_shape
 
 __all__ = ["TilePlan", "Geometry", "plan_layer", "fitting_plans", "best_plan", "ALIGN"]
 
@@ -156,7 +156,7 @@ def _fits(cfg: NPUConfig, slots: dict[str, int]) -> bool:
 def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple[int, int, int, int]:
     """(MAC cycles, PPU cycles, IFM window h, w) of one th×tw×tc tile."""
     ih, iw = g.in_tile(th, tw)
-    m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
+    m = mac_cycles(cfg, mac_op(g.kind, g.out_hwc, g.kernel), th, tw, tc,
                    g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
     taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
     p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,

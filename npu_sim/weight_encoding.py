@@ -49,6 +49,11 @@ def _rice_bits(v: np.ndarray, max_div: int, raw_bits: int = 0) -> int:
     return int(best.sum()) + _SLICE_HEADER_BITS * vv.shape[0]
 
 
+def _width(codes: np.ndarray) -> int:
+    """Bits per value of a stream stored uncompressed: the width of its largest code (at least 2)."""
+    return max(2, int(codes.max()).bit_length()) if codes.size else 2
+
+
 def _stream_bytes(w: np.ndarray) -> int:
     """Encoded bytes of one weight sub-stream (values in decode order, zero point already removed)."""
     w = w.astype(np.int32).ravel()
@@ -70,22 +75,23 @@ def _stream_bytes(w: np.ndarray) -> int:
             codes = pal_codes
         else:
             pal_bits = 0
-    # uncompressed width: the palette index's when every value is in the palette, else the largest value's
-    raw_bits = max(2, (len(vals) - 1).bit_length() if codes is not zz else int(zz.max()).bit_length())
-    plain = _rice_bits(codes, _MAX_DIV, raw_bits)
-    best = plain
-    if hist[0]:
-        # Zero runs: the non-zero values, plus the count of zeros before each of them (and after the last).
-        nz = zz != 0
-        nz_codes = codes[nz]
-        if codes is not zz:
-            nz_codes = nz_codes - (nz_codes > rank[0])
-        else:
-            nz_codes = nz_codes - 1
-        idx = np.flatnonzero(nz)
-        edges = np.concatenate([[-1], idx, [w.size]])
-        runs = np.diff(edges) - 1
-        best = min(plain, _rice_bits(nz_codes, _MAX_DIV, raw_bits) + _rice_bits(runs, _MAX_ZDIV))
+    # Vela 5.2's encoder codes zeros as runs when they outnumber the most common other value 4 to 1 (and only
+    # then: measured against its mlw_codec, whose source says 5); a chunk of values may also be stored
+    # uncompressed, each at the width of the largest code in the stream.
+    zero_runs = bool(hist[0]) and hist[0] > 4 * (int(hist[1:].max()) if hist.size > 1 else 0)
+    if not zero_runs:
+        return _align(-(-(_rice_bits(codes, _MAX_DIV, _width(codes)) + pal_bits + _STREAM_HEADER_BITS) // 8))
+    # Zero runs: the non-zero values, plus the count of zeros before each of them (and after the last).
+    nz = zz != 0
+    nz_codes = codes[nz]
+    if codes is not zz:
+        nz_codes = nz_codes - (nz_codes > rank[0])
+    else:
+        nz_codes = nz_codes - 1
+    idx = np.flatnonzero(nz)
+    edges = np.concatenate([[-1], idx, [w.size]])
+    runs = np.diff(edges) - 1
+    best = _rice_bits(nz_codes, _MAX_DIV, _width(nz_codes)) + _rice_bits(runs, _MAX_ZDIV)
     return _align(-(-(best + pal_bits + _STREAM_HEADER_BITS) // 8))
 
 
