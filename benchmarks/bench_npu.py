@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -57,7 +58,7 @@ MODELS = {   # name → .tflite (unseen models first; MobileNetV2 is the model t
     "mobilenet_v2": MODEL,
 }
 # Real models never used for tuning, read from public repositories into /work/ext/unseen (outside the checkout;
-# see the issue-14 notes in benchmarks/results.md for their sources). Rows for them are skipped when absent.
+# sources and licences in benchmarks/unseen_models.md). Rows for them are skipped when absent.
 UNSEEN = _beside("ext", "unseen")
 UNSEEN_MODELS = {stem: UNSEEN / f"{stem}.tflite" for stem in (
     "mobilenet_v1_1.0_224_quant", "mobilenet_v2_1.0_224_quant", "model_ToyCar_quant_fullint")}
@@ -425,8 +426,11 @@ def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
                                   boundary_rule=True)
         reasons = {n.name: n.reason for n in report.cpu_ops() if n.name}
     except ByocError as e:   # not imported: byoc runs none of it
-        first = e.message.splitlines()[0]
-        reasons = {o: f"not imported: {first}" for o in ops}
+        lines = e.message.splitlines()
+        why = lines[1].strip() if len(lines) > 1 else lines[0]
+        why = re.sub(r"\(tensor \d+ '[^']*'\) ", "", re.sub(r" at file offset \d+", "", why))
+        return {"ops": len(ops), "vela_npu": len(ops) - len(vela_cpu), "byoc_npu": 0, "both_npu": 0,
+                "diffs": {("all", f"not imported ({why[:140]})"): len(ops)}}
     byoc_cpu = set(reasons) & set(ops)
     diffs = {}
     for o, c in zip(ops, codes):

@@ -11,7 +11,7 @@ from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
-           "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "transpose_cycles", "resize_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -106,7 +106,7 @@ def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: 
                 steps = k
     if m.step_delay and n_xy == 1:
         delay = m.step_delay * (steps if n_z == 1 else (steps - 1) * n_z) * passes
-    dpu = core + delay
+    dpu = _cdiv(core + delay, m.cores)   # cores share the block's OFM depth
     if cfg.overheads.block_overlap:
         ibc = min(ic, m.ifm_block_depth) if op != MacOp.DEPTHWISE else ic
         floor = block_floor(cfg, dpu + _output_cycles(cfg, oh, ow, oc), (ih or oh, iw or ow, ibc), (oh, ow, oc))
@@ -127,6 +127,7 @@ def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw:
         for x in range(0, kw, 8):
             dpu += max(4, min(8, kh - y) * min(8, kw - x)) * n_ub
     dpu *= m.pool_tap_cycles * (in_bytes if m.pool_tap_cycles > 1 else 1)
+    dpu = _cdiv(dpu, m.cores)
     out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * (out_rate or p.cost(
         "requant" if op == PpuOp.AVG_POOL else "copy"))
     floor = block_floor(cfg, dpu + out, (ih or oh, iw or ow, oc), (oh, ow, oc), in_bytes) if dpu else 0.0
@@ -264,6 +265,15 @@ def transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, rati
     return math.ceil(eff / a.bytes_per_cycle)
 
 
+def weight_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, ratio: float = 1.0) -> int:
+    """Port cycles of a weight stream: its encoded bytes (``ratio``: encoded / raw) over the bandwidth. The
+    streams are contiguous and 16-byte aligned, so a short one pays no partial-burst penalty (Vela charges the
+    encoded size: ElementTransferToBytes)."""
+    if nbytes <= 0:
+        return 0
+    return math.ceil(nbytes * ratio / cfg.memory_areas[area_index].bytes_per_cycle)
+
+
 def brick_ratio(cfg: NPUConfig, channels: int) -> float:
     """Bytes moved per useful byte of a feature-map window ``channels`` deep (channels padded to bricks)."""
     q = cfg.fm_channel_quantum
@@ -285,14 +295,17 @@ def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, c
 
 
 def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
-                     linear: bool = False) -> tuple[int, int, int]:
+                     linear: bool = False, table_stream: bool = False) -> tuple[int, int, int]:
     """(bytes moved, area-port cycles, latency) of a DMA command; ``weight_ratio`` (encoded / raw bytes of the
-    layer's weights and tables) applies to weight and table loads."""
+    layer's weights and tables) applies to weight and table loads. Weights, and a MAC layer's bias/scale table
+    (``table_stream``), are contiguous encoded streams (``weight_transfer_cycles``)."""
     elem = DTYPE_BYTES[c.dtype]
     nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
     a = cfg.memory_areas[c.area]
     if isinstance(c, Load):
-        if c.kind in (TileKind.WEIGHT, TileKind.TABLE):
+        if c.kind == TileKind.WEIGHT or (c.kind == TileKind.TABLE and table_stream):
+            return nbytes, weight_transfer_cycles(cfg, c.area, nbytes, weight_ratio), a.read_latency
+        if c.kind == TileKind.TABLE:
             return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
         return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
     return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency

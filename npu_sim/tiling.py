@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from byoc.errors import ConfigError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
-from .cost import fm_transfer_cycles, mac_cycles, mac_op, ppu_cycles, transfer_cycles, window_traffic
+from .cost import (fm_transfer_cycles, mac_cycles, mac_op, ppu_cycles, transfer_cycles, weight_transfer_cycles,
+                   window_traffic)
 from .isa import PpuOp, src1_tile_shape
 
 __all__ = ["TilePlan", "Geometry", "plan_layer", "fitting_plans", "best_plan", "ALIGN"]
@@ -215,7 +216,8 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     ofm_cyc = fm_transfer_cycles(cfg, out_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
     wb, tb = g.weight_bytes(bc), g.table_bytes(bc)
     wr = g.weight_ratio if g.has_weights else 1.0
-    w_cyc = transfer_cycles(cfg, w_area, wb, wb, wr) + transfer_cycles(cfg, w_area, tb, tb, wr)
+    w_cyc = weight_transfer_cycles(cfg, w_area, wb, wr) + (
+        weight_transfer_cycles(cfg, w_area, tb, wr) if g.has_weights else transfer_cycles(cfg, w_area, tb, tb, wr))
     n_tiles = n_sp * n_c
     port = [0.0] * len(cfg.memory_areas)   # busy cycles of each area's port
     port[in_area] += ifm_loads * ifm_cyc
