@@ -110,3 +110,34 @@ def test_one_row_audio_convolution_against_vela(tmp_path):
     ours = sum(s.exclusive_cycles for p in profile_partitions(partition_for("ethos-u", mod, params), "ethos-u",
                                                               PRESET) for s in p.stats.per_layer)
     assert 0.8 <= ours / vela[1] <= 1.2, (ours, vela[1])
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_shallow_binary_layer_on_a_deeper_view_stays_exact(op, dtype):
+    """ADD / MUL of same-shape 3-channel maps (a constant operand included) are lowered on Vela's deeper view of
+    the bytes; every element keeps its own computation, so the result is LiteRT BUILTIN_REF's bit for bit."""
+    import byoc
+    from byoc.frontend import from_tflite
+    from byoc.partition import partition_for
+    from byoc.testing.tflite_writer import TFLiteWriter
+    rng = np.random.default_rng(5)
+    lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+    shape = (1, 24, 20, 3)
+    w = TFLiteWriter()
+    x = w.input("x", shape, dtype, scale=0.05, zero_point=125 if dtype == "uint8" else -3)
+    c = rng.integers(lo, hi, size=shape)
+    y = (w.add if op == "add" else w.mul)(x, c, out_scale=0.11 if op == "add" else 0.2, out_zp=7)
+    w.output(y)
+    data = w.finish()
+    mod, params = from_tflite(data, semantics="tflm")
+    pmod = partition_for("ethos-u", mod, params)
+    exe = byoc.build(pmod, target="ethos-u,llvm", npu_config=PRESET)
+    assert exe.npu_programs
+    from npu_sim.isa import Ppu
+    ppus = [c for prog in exe.npu_programs.values() for c in prog.commands if isinstance(c, Ppu)]
+    assert ppus and all(c.oc == 16 for c in ppus)   # 24x20x3 = 1440 elements viewed 16 deep
+    xin = rng.integers(lo, hi, size=shape).astype(dtype)
+    got = exe.run({mod["main"].params[0].name_hint: xin})
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    np.testing.assert_array_equal(np.asarray(got), litert_outputs(data, xin)[0])
