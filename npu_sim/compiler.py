@@ -13,10 +13,10 @@ import numpy as np
 from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
-from .cost import window_traffic
+from .cost import mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac, MacOp,
+from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
@@ -432,7 +432,7 @@ class _Codegen:
         def compute(y, x, th, tw, c0, tc, ifm_slot, ic, ws, ts):
             ih, iw = ifm_window(y, x, th, tw)[2:]
             acc = slots.take("acc")
-            em.emit(Mac(0, 0, li, int(MacOp.DEPTHWISE if dw_op else MacOp.CONV), in_dt, w_dt, ifm_slot[0],
+            em.emit(Mac(0, 0, li, int(mac_op(L.kind, (OH, OW, OC), L.kernel)), in_dt, w_dt, ifm_slot[0],
                         ifm_slot[1], ih, iw, ic, ws[0], ws[1], acc[0], acc[1], th, tw, tc, kh, kw, sh, sw, dh, dw,
                         L.zp_in, L.zp_w, L.dm))
             out = slots.take("ofm")

@@ -56,7 +56,7 @@ def tile_bytes(h: int, w: int, c: int, dtype: int) -> int:
 
 
 def mac_weight_bytes(cmd: Mac) -> int:
-    per = cmd.kh * cmd.kw * (cmd.ic if cmd.op == 0 else 1)
+    per = cmd.kh * cmd.kw * (cmd.ic if cmd.op != 1 else 1)   # MacOp.DEPTHWISE reads kh*kw per channel
     return cmd.oc * per * DTYPE_BYTES[cmd.w_dtype]
 
 

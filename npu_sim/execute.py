@@ -183,7 +183,7 @@ class Machine:
         x = np.subtract(x, c.zp_in, dtype=np.float64)
         nk = c.kh * c.kw
         w = self.weight_matrix(c, i, nk)
-        if c.op == MacOp.CONV:
+        if c.op != MacOp.DEPTHWISE:
             if nk == 1 and (c.ih, c.iw) == (c.oh, c.ow):   # 1x1, stride 1: the tile is its own im2col
                 cols = x.reshape(c.oh, c.ow, 1, 1, c.ic)
             else:
@@ -210,7 +210,7 @@ class Machine:
         # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator. When no
         # sum can leave int32 (the operands' ranges bound it), the direct cast is the same and one pass shorter.
         acc = acc.reshape(c.oh, c.ow, c.oc)
-        terms = nk * c.ic if c.op == MacOp.CONV else nk
+        terms = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
         if terms * _magnitude(self.tile(c.ifm_buf, c.ifm_off, i).dtype, c.zp_in) * \
                 _magnitude(_NP[c.w_dtype], c.zp_w) < 1 << 31:
             return acc.astype(np.int32)
@@ -221,7 +221,7 @@ class Machine:
         once per weight tile (a tile stays resident across the spatial tiles of its channel slice)."""
         key = (c.w_buf, c.w_off)
         tile = self.tile(*key, i)
-        per = nk * c.ic if c.op == MacOp.CONV else nk
+        per = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
         sig = (c.op, c.oc, per, c.w_dtype, c.zp_w)
         hit = self.weights.get(key)
         if hit is not None and hit[0] is tile and hit[1] == sig:
@@ -231,7 +231,7 @@ class Machine:
         if c.zp_w:
             w -= c.zp_w
         # conv: [oc, kh*kw*ic] for the GEMM; depthwise: [kh, kw, oc], the taps' layout
-        w = w.reshape(c.oc, per) if c.op == MacOp.CONV else np.ascontiguousarray(
+        w = w.reshape(c.oc, per) if c.op != MacOp.DEPTHWISE else np.ascontiguousarray(
             w.reshape(c.oc, c.kh, c.kw).transpose(1, 2, 0))
         self.weights[key] = (tile, sig, w)
         return w

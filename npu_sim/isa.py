@@ -47,6 +47,9 @@ KIND_NAMES = ("ifm", "weight", "table", "acc", "ofm")
 class MacOp(enum.IntEnum):
     CONV = 0
     DEPTHWISE = 1
+    # A convolution of a layer whose whole OFM is one row of even width under a one-row kernel: the same
+    # arithmetic as CONV; Ethos-U then works in 1x4 micro-blocks instead of 2x2 (Vela's GetOfmMicroBlock).
+    CONV_ROW = 2
 
 
 class PpuOp(enum.IntEnum):

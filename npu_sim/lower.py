@@ -22,6 +22,7 @@ from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
 from byoc.ops.kernels import kernel_to_hwio
 from byoc.quant import params as qp
+from .cost import deepened_shape
 from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
 __all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function", "concat_origins"]
@@ -560,6 +561,8 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
                 params[x], params[y] = params[y], params[x]
     params["bcast"] = bcast
     ofm = low.out_tensor(body.call, body.name)
+    if not bcast:
+        (a, b), ofm = _deepened(low, (a, b), ofm)
     low.layers.append(PpuLayer(body.name, comp, op, (a, b), ofm, params))
 
 
@@ -662,6 +665,7 @@ def _lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ifm = body.tensor(core.args[0], "data")
     table = _unary_table(body, ops, core, in_t.dtype, opname)
     ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
     low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(np.iinfo(in_t.dtype).min)),
                                table=table))
 
@@ -715,12 +719,27 @@ def _elementwise_lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     if table.size != 256 or table.dtype != np.dtype(out_t.dtype):
         raise body.fail(f"the chain gave {table.size} {table.dtype} values for 256 {in_t.dtype} inputs")
     ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
     low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(info.min)), table=table))
 
 
 def _requant_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ops = body.expect(body.chain(), [("qnn.requantize", False), ("clip", True)])
     _requant_layer(low, body, ops, ops["qnn.requantize"], body.call, body.name, comp)
+
+
+def _deepened(low: _Lowerer, ins: tuple[int, ...], ofm: int) -> tuple[tuple[int, ...], int]:
+    """Inputs and output of a same-shape elementwise layer viewed as Vela reshapes a shallow one (fewer than 8
+    channels: a deeper HWC view of the same bytes, ``cost.deepened_shape``), so its tiles, transfers and cycles
+    are those of the reshaped map. Exact: every element keeps its place in memory and its own computation."""
+    t = low.tensors[ofm]
+    if len(t.shape) == 0 or any(tuple(low.tensors[i].shape) != tuple(t.shape) for i in ins):
+        return ins, ofm
+    h, w, c = _hwc(tuple(t.shape), t.name)
+    shape = (1,) + deepened_shape(h, w, c)
+    if shape[1:] == (h, w, c):
+        return ins, ofm
+    return tuple(low.view_as(i, shape) for i in ins), low.view_as(ofm, shape)
 
 
 def _requant_layer(low, body, ops, rq: Call, out_call: Call, name: str, comp: str) -> None:
@@ -735,11 +754,14 @@ def _requant_layer(low, body, ops, rq: Call, out_call: Call, name: str, comp: st
             raise body.fail(f"per-channel requantize along axis {rq.attrs.axis} is not supported",
                             hint="the PPU's tables run along the innermost (channel) axis")
     c = _hwc(tuple(in_t.shape), name)[2]
-    if m.size != c:
-        m, s = np.repeat(m[:1], c), np.repeat(s[:1], c)
     ifm = body.tensor(rq.args[0], "data")
     lo, hi = _clamp(body, ops, out_t.dtype)
     ofm = low.out_tensor(out_call, name)
+    if len(set(m.tolist())) == 1 and len(set(s.tolist())) == 1:   # per-tensor: Vela reshapes a shallow map
+        (ifm,), ofm = _deepened(low, (ifm,), ofm)
+        c = low.tensors[ofm].shape[-1] if low.tensors[ofm].shape else 1
+    if m.size != c:
+        m, s = np.repeat(m[:1], c), np.repeat(s[:1], c)
     table = np.stack([np.zeros(c, np.int64), m, s])
     low.layers.append(PpuLayer(name, comp, "requant", (ifm,), ofm,
                                dict(zp_in=zp_rq, zp_out=zp_out, act_min=lo, act_max=hi, rounding=rounding),
@@ -761,6 +783,7 @@ def _clip_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     if "nn.relu" in ops:
         lo = max(lo, 0)
     ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
     low.layers.append(PpuLayer(body.name, comp, "copy", (ifm,), ofm, dict(act_min=lo, act_max=hi)))
 
 

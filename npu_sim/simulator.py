@@ -120,6 +120,8 @@ def schedule(prog: Program) -> Schedule:
     channels = (cfg.overheads.dma_in_channels, 0, 0, cfg.overheads.dma_out_channels)
     shared = cfg.ppu.shares_mac_engine
     ratios = [layer.weight_ratio for layer in prog.layers]
+    # a MAC layer's table load is its bias/scale stream (charged like its weights); a PPU layer's is a table
+    streams = [layer.kind in ("conv", "depthwise", "dense") for layer in prog.layers]
     # NHWC for the host, or an activation kept linear (a transpose's OFM)
     linear = {(r.area, r.base) for r in prog.regions if r.kind in ("input", "output", "linear")}
     queues: list[list[int]] = [[], [], [], []]
@@ -134,10 +136,11 @@ def schedule(prog: Program) -> Schedule:
         queues[e].append(i)
         if e in (0, 3):
             lin = (c.area, c.base) in linear
-            key = (_COST_FIELDS[type(c)](c), ratios[c.layer], lin, e)
+            key = (_COST_FIELDS[type(c)](c), ratios[c.layer], lin, e, streams[c.layer])
             hit = memo.get(key)
             if hit is None:
-                hit = memo[key] = dma_command_cost(cfg, c, ratios[c.layer], lin)  # type: ignore[arg-type]
+                hit = memo[key] = dma_command_cost(cfg, c, ratios[c.layer], lin,  # type: ignore[arg-type]
+                                                   streams[c.layer])
         else:
             key = _COST_FIELDS[type(c)](c)
             hit = memo.get(key)
@@ -289,7 +292,7 @@ def _label(c) -> str:
     if isinstance(c, Store):
         return "store"
     if isinstance(c, Mac):
-        return "conv" if c.op == 0 else "depthwise"
+        return "depthwise" if c.op == 1 else "conv"
     return ("requant", "add", "mul", "max_pool", "avg_pool", "mean", "lut", "copy")[c.op] if c.op < 8 else "ppu"
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from byoc.errors import ConfigError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
-from .cost import fm_transfer_cycles, mac_cycles, ppu_cycles, transfer_cycles, window_traffic
-from .isa import MacOp, PpuOp, src1_tile_shape
+from .cost import (fm_transfer_cycles, mac_cycles, mac_op, ppu_cycles, transfer_cycles, weight_transfer_cycles,
+                   window_traffic)
+from .isa import PpuOp, src1_tile_shape
 
 __all__ = ["TilePlan", "Geometry", "plan_layer", "fitting_plans", "best_plan", "ALIGN"]
 
@@ -157,7 +158,7 @@ def _fits(cfg: NPUConfig, slots: dict[str, int]) -> bool:
 def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple[int, int, int, int]:
     """(MAC cycles, PPU cycles, IFM window h, w) of one th×tw×tc tile."""
     ih, iw = g.in_tile(th, tw)
-    m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
+    m = mac_cycles(cfg, mac_op(g.kind, g.out_hwc, g.kernel), th, tw, tc,
                    g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
     taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
     p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
@@ -243,7 +244,8 @@ def _weighted(cfg: NPUConfig, g: Geometry, terms: tuple, w_area: int) -> int:
     """The estimate from ``_terms`` and the layer's weight stream (its encoded / raw ratio)."""
     compute, dma_in, ports, dma_out, fill, lat_in, w_loads, wb, tb = terms
     wr = g.weight_ratio if g.has_weights else 1.0
-    w_cyc = transfer_cycles(cfg, w_area, wb, wb, wr) + transfer_cycles(cfg, w_area, tb, tb, wr)
+    w_cyc = weight_transfer_cycles(cfg, w_area, wb, wr) + (
+        weight_transfer_cycles(cfg, w_area, tb, wr) if g.has_weights else transfer_cycles(cfg, w_area, tb, tb, wr))
     if wb or tb:
         dma_in += w_loads * (w_cyc + 2 * lat_in)
         if not g.lut:

@@ -30,9 +30,11 @@ def _align(n: int, a: int = STREAM_ALIGN) -> int:
     return -(-n // a) * a
 
 
-def _rice_rows(v: np.ndarray, max_div: int) -> np.ndarray:
+def _rice_rows(v: np.ndarray, max_div: int, raw_bits: np.ndarray | None = None) -> np.ndarray:
     """Bits of each row of ``v`` (non-negative ints, rows of one length) coded in chunks, each chunk with its
-    cheapest Rice divisor."""
+    cheapest Rice divisor, or stored uncompressed at ``raw_bits[row]`` bits per value when that is cheaper (Vela's
+    regor encoder has this mode for weight streams: the width of the largest value, or of the palette index;
+    ``None`` = not available)."""
     rows, n = v.shape
     pad = (-n) % _CHUNK
     vv = (np.concatenate([v, np.zeros((rows, pad), v.dtype)], axis=1) if pad else v).reshape(rows, -1, _CHUNK)
@@ -42,17 +44,26 @@ def _rice_rows(v: np.ndarray, max_div: int) -> np.ndarray:
     best = vv.sum(axis=2, dtype=np.int64) + counts
     for k in range(1, max_div + 1):
         np.minimum(best, (vv >> k).sum(axis=2, dtype=np.int64) + counts * (1 + k), out=best)
+    if raw_bits is not None:
+        np.minimum(best, counts[None, :] * np.asarray(raw_bits, np.int64)[:, None], out=best)
     return best.sum(axis=1) + _SLICE_HEADER_BITS * vv.shape[1]
 
 
-def _rice_bits(v: np.ndarray, max_div: int) -> int:
-    """Bits of ``v`` (non-negative ints) coded in chunks, each with its cheapest Rice divisor."""
-    return int(_rice_rows(v.reshape(1, -1), max_div)[0]) if v.size else 0
+def _rice_bits(v: np.ndarray, max_div: int, raw_bits: int = 0) -> int:
+    """Bits of ``v`` (non-negative ints) as ``_rice_rows`` codes one row (``raw_bits`` 0: no uncompressed mode)."""
+    if not v.size:
+        return 0
+    return int(_rice_rows(v.reshape(1, -1), max_div, np.array([raw_bits]) if raw_bits else None)[0])
 
 
 def _stream_len(bits):  # an int or an array of ints
     """Bytes of a sub-stream of ``bits`` payload bits: its header, whole bytes, padded to the stream alignment."""
     return -(-(-(-(bits + _STREAM_HEADER_BITS) // 8)) // STREAM_ALIGN) * STREAM_ALIGN
+
+
+def _width(codes: np.ndarray) -> int:
+    """Bits per value of a stream stored uncompressed: the width of its largest code (at least 2)."""
+    return max(2, int(codes.max()).bit_length()) if codes.size else 2
 
 
 def _stream_bytes(w: np.ndarray) -> int:
@@ -76,47 +87,47 @@ def _stream_bytes(w: np.ndarray) -> int:
             codes = pal_codes
         else:
             pal_bits = 0
-    plain = _rice_bits(codes, _MAX_DIV)
-    best = plain
-    if hist[0]:
-        # Zero runs: the non-zero values, plus the count of zeros before each of them (and after the last).
-        nz = zz != 0
-        nz_codes = codes[nz]
-        if codes is not zz:
-            nz_codes = nz_codes - (nz_codes > rank[0])
-        else:
-            nz_codes = nz_codes - 1
-        idx = np.flatnonzero(nz)
-        edges = np.concatenate([[-1], idx, [w.size]])
-        runs = np.diff(edges) - 1
-        best = min(plain, _rice_bits(nz_codes, _MAX_DIV) + _rice_bits(runs, _MAX_ZDIV))
+    # Vela 5.2's encoder codes zeros as runs when they outnumber the most common other value 4 to 1 (and only
+    # then: measured against its mlw_codec, whose source says 5); a chunk of values may also be stored
+    # uncompressed, each at the width of the largest code in the stream.
+    zero_runs = bool(hist[0]) and hist[0] > 4 * (int(hist[1:].max()) if hist.size > 1 else 0)
+    if not zero_runs:
+        return _stream_len(_rice_bits(codes, _MAX_DIV, _width(codes)) + pal_bits)
+    # Zero runs: the non-zero values, plus the count of zeros before each of them (and after the last).
+    nz = zz != 0
+    nz_codes = codes[nz]
+    if codes is not zz:
+        nz_codes = nz_codes - (nz_codes > rank[0])
+    else:
+        nz_codes = nz_codes - 1
+    idx = np.flatnonzero(nz)
+    edges = np.concatenate([[-1], idx, [w.size]])
+    runs = np.diff(edges) - 1
+    best = _rice_bits(nz_codes, _MAX_DIV, _width(nz_codes)) + _rice_bits(runs, _MAX_ZDIV)
     return _stream_len(best + pal_bits)
 
 
 def _streams_bytes(w: np.ndarray) -> int:
     """Total encoded bytes of sub-streams of one length, one per row of ``w`` (as ``_stream_bytes`` each).
-    The common stream (many distinct values, zero runs no help) is costed for all rows in a few array passes;
-    the rest go through ``_stream_bytes``."""
+    The common stream (many distinct values, zeros not coded as runs) is costed for all rows in a few array
+    passes; the rest go through ``_stream_bytes``."""
     rows, n = w.shape
     w = w.astype(np.int32, copy=False)
     zz = (w << 1) ^ (w >> 31)                  # zig-zag: 2w, or -2w - 1 when negative
     if -(1 << 14) <= int(w.min()) and int(w.max()) < 1 << 14:
         zz = zz.astype(np.int16)               # 8-bit weights: half the memory traffic of the Rice passes
-    plain = _rice_rows(zz, _MAX_DIV)
     k = int(zz.max()) + 1
-    hist = np.bincount((zz + (np.arange(rows, dtype=np.int32) * k)[:, None]).ravel(),
+    hist = np.bincount((zz.astype(np.int64) + (np.arange(rows, dtype=np.int64) * k)[:, None]).ravel(),
                        minlength=rows * k).reshape(rows, k)
     few = np.count_nonzero(hist, axis=1) <= _PALETTE_MAX    # palette candidates
-    # Zero runs cost at least, per non-zero value, its cheapest Rice code (of zz - 1) under any divisor, and one
-    # bit per run (one more run than non-zero values): a stream whose plain code is no longer keeps it.
-    nz_code = np.maximum(np.arange(k) - 1, 0)
-    cheapest = np.min([(nz_code >> d) + 1 + d for d in range(_MAX_DIV + 1)], axis=0)
-    cheapest[0] = 0
-    n_nz = n - hist[:, 0]
-    bound = hist @ cheapest + n_nz + 1 + _SLICE_HEADER_BITS * (-(-n_nz // _CHUNK) - (-(n_nz + 1) // _CHUNK))
-    common = ~few & ((hist[:, 0] == 0) | (bound >= plain))
-    total = int(_stream_len(plain[common]).sum())
-    for r in np.flatnonzero(~common):
+    most_other = hist[:, 1:].max(axis=1) if k > 1 else np.zeros(rows, np.int64)
+    zero_runs = (hist[:, 0] > 0) & (hist[:, 0] > 4 * most_other)   # the rule _stream_bytes applies
+    common = np.flatnonzero(~few & ~zero_runs)
+    total = 0
+    if common.size:
+        top = np.array([max(2, int(x).bit_length()) for x in zz[common].max(axis=1)], np.int64)
+        total = int(_stream_len(_rice_rows(zz[common], _MAX_DIV, top)).sum())
+    for r in np.flatnonzero(few | zero_runs):
         total += _stream_bytes(w[r])
     return total
 
