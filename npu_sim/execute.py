@@ -25,6 +25,7 @@ from byoc.ops.qnn_activation import softmax_rows_fixed
 from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
+from .int16x8 import requant_int64
 from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
 from .program import Program
 
@@ -34,6 +35,7 @@ _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("sp
 _NP = [np.dtype(d) for d in DTYPES]
 _RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 _INT32_MIN = -(1 << 31)
+_INT16 = DTYPES.index("int16")
 # RESIZE's ctm parameter → TFLite's coordinate mode as image.resize2d spells it (mode, rounding_method)
 RESIZE_MODES = (("asymmetric", ""), ("align_corners", ""), ("half_pixel", "round_prefer_ceil"))
 # Upper bound on one conv im2col block (float64): larger tiles are multiplied a band of output rows at a time.
@@ -194,7 +196,10 @@ class Machine:
                 for kx in range(c.kw):
                     ys, xs = ky * c.dh, kx * c.dw
                     acc += x[ys:ys + (c.oh - 1) * c.sh + 1:c.sh, xs:xs + (c.ow - 1) * c.sw + 1:c.sw] * w[:, ky, kx]
-        # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator.
+        # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator (an int16
+        # IFM keeps its int64 accumulator: npu_sim/int16x8.py).
+        if c.in_dtype == _INT16:
+            return acc.reshape(c.oh, c.ow, c.oc).astype(np.int64)
         return acc.reshape(c.oh, c.ow, c.oc).astype(np.int64).astype(np.int32)
 
     def weight_matrix(self, c: Mac, i: int, nk: int) -> np.ndarray:
@@ -238,7 +243,9 @@ class Machine:
         out_dt = _NP[c.out_dtype]
         src = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic)
         x = src.astype(np.int64) if op != PpuOp.REQUANT else src
-        if op == PpuOp.REQUANT:
+        if op == PpuOp.REQUANT and c.rounding == Rounding.TFLITE_INT64:
+            y = requant_int64(src, self.raw(c.table_buf, c.table_off, i), c.oc, c.param("zp_in")) + c.param("zp_out")
+        elif op == PpuOp.REQUANT:
             bias, m, s, simple, e, mask = self.requant_table(c, i)
             zp_in = c.param("zp_in")
             acc = np.add(src, bias, dtype=np.int32).astype(np.int64)   # wrapping int32 bias add

@@ -70,6 +70,10 @@ class Rounding(enum.IntEnum):
     # float32 output stage (ppu.float_scale): float32(acc − zp) × float32 scale, round half to even — ONNX's
     # requantization as onnxruntime's MLAS computes it; the table's mult field holds the scale's float32 bits
     FLOAT32_HALF_EVEN = 3
+    # int16x8 convolutions (LiteRT's int64 MultiplyByQuantizedMultiplier, quant-semantics §1.6): int64
+    # accumulator + 40-bit bias (the table's spare byte holds bias bits 32..39, as Ethos-U's 40-bit bias), the
+    # table's multiplier cut to Q15 and one rounding, ties up (npu_sim/int16x8.py)
+    TFLITE_INT64 = 4
 
 
 # IFM2 broadcast flags of an elementwise PPU command (Ethos-U's IFM2_BROADCAST register): each set bit makes

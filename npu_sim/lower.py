@@ -22,6 +22,7 @@ from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
 from byoc.ops.kernels import kernel_to_hwio
 from byoc.quant import params as qp
+from .int16x8 import check_int16x8, int16x8_rounding
 from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
 __all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function", "concat_origins"]
@@ -423,10 +424,12 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     zp_in = _scalar_int(body.const(core.args[2], "input_zero_point"), "input zero point", body.name)
     zp_w = _scalar_int(body.const(core.args[3], "kernel_zero_point"), "kernel zero point", body.name)
     out_t = _tensor_type(body.call)
-    if out_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"output dtype {out_t.dtype} is not supported", hint="int8 or uint8")
-    if x_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"input dtype {x_t.dtype} is not supported", hint="int8 or uint8")
+    int16x8 = check_int16x8(body, x_t.dtype, out_t.dtype, _tensor_type(ops["qnn.requantize"].args[0]).dtype, zp_in,
+                            zp_w)
+    if not int16x8 and out_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"output dtype {out_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
+    if not int16x8 and x_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"input dtype {x_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
     padding = (0, 0, 0, 0)
     pad_value = zp_in
     if comp == "npu.qnn_dense":
@@ -482,6 +485,8 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     else:
         bias = np.zeros(oc, np.int64)
     m, s, zp_rq, zp_out, rounding = _requant_tables(body, ops["qnn.requantize"], oc)
+    if int16x8:
+        rounding = int16x8_rounding(body, rounding, bias, s)
     lo, hi = _clamp(body, ops, out_t.dtype)
     ofm = low.out_tensor(body.call, body.name)
     layer = ConvLayer(body.name, comp, kind, ifm, ofm, kernel, stride, dilation, padding, pad_value, zp_in,  # type: ignore[arg-type]

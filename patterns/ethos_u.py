@@ -46,6 +46,7 @@ SAME_FILTER_MAX = 8
 VALID_FILTER_HEIGHT_MAX = 256
 VALID_FILTER_PRODUCT_MAX = 256 * 256
 MEAN_AXIS_MAX = 64 * 64
+BIAS_BITS = 40   # an int16 layer's int64 bias (Vela: "must fit within 40-bits"); npu_sim/int16x8.py agrees
 MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
@@ -178,14 +179,20 @@ def _weights_limit(ctx):
     return None if worst <= WEIGHTS_LIMIT else f"found {worst}"
 
 
-@rule("an optional bias is a 1-D int32 constant")
+@rule(f"an optional bias is a 1-D int32 constant (int64 for int16x8 layers, its values within {BIAS_BITS} bits: "
+      f"-2^{BIAS_BITS - 1}..2^{BIAS_BITS - 1}-1, the hardware's signed bias field)")
 def _bias(ctx):
     b = ctx.get("bias")
     if b is None:
         return None
     v = const_value(b.args[1])
-    return None if v is not None and v.ndim == 1 and v.dtype == np.int32 else \
-        f"found {None if v is None else (v.dtype, v.shape)}"
+    if v is not None and v.ndim == 1 and v.dtype == np.int32:
+        return None
+    if v is not None and v.ndim == 1 and v.dtype == np.int64 and _is_int16x8(ctx):
+        lim = 1 << (BIAS_BITS - 1)
+        return None if v.size == 0 or (int(v.min()) >= -lim and int(v.max()) < lim) else \
+            f"found int64 values {int(v.min())}..{int(v.max())}"
+    return f"found {None if v is None else (v.dtype, v.shape)}"
 
 
 @rule("for a depth multiplier above 1 the input has one channel and the output has multiplier channels")
@@ -218,9 +225,33 @@ def _reworded(r: Rule, description: str) -> Rule:
     return Rule(description, r.test, r.guard)
 
 
-_IO_8BIT = _reworded(dtype_rule("input and output", [capture("data"), root]),
-                     "input and output dtype is int8 or uint8 (Vela also runs int16x8 layers; byoc's simulator "
-                     "does not lower them yet, so they stay on the CPU)")
+def _is_int16x8(ctx) -> bool:
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    return ti is not None and to is not None and ti.dtype == to.dtype == "int16"
+
+
+@rule("input and output dtype is int8 or uint8, or both int16 (an int16x8 layer: int8 weights, zero points 0, "
+      "an int64 accumulator and bias, requantized by TFLite's int64 MultiplyByQuantizedMultiplier)")
+def _io_dtypes(ctx):
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    if ti is None or to is None:
+        return "found a non-tensor"
+    if ti.dtype in QUANT_DTYPES and to.dtype in QUANT_DTYPES:
+        return None
+    if not _is_int16x8(ctx):
+        return f"found {ti.dtype}, {to.dtype}"
+    acc = ttype(ctx["rq"].args[0])
+    if acc is None or acc.dtype != "int64":
+        return f"found int16 with a {acc.dtype if acc else None} accumulator (int64 needed)"
+    zps = [const_value(ctx["conv"].args[i]) for i in (2, 3)] + [const_value(ctx["rq"].args[i]) for i in (2, 4)]
+    if any(z is None or np.any(z != 0) for z in zps):
+        return "found an int16x8 layer with a nonzero zero point"
+    if ctx["rq"].attrs.rounding != "TFLITE":
+        return f"found int16x8 requantize rounding {ctx['rq'].attrs.rounding!r}"
+    return None
+
+
+_IO_8BIT = _io_dtypes
 _QZP = per_tensor_rule("the input zero point and requantize zero points",
                        [input_of("conv", 2), input_of("rq", 2), input_of("rq", 4)])
 _CONV_COMMON = (_IO_8BIT, _batch_one(capture("data"), "the input"), _dilated_kernel, _weights_8bit,
