@@ -246,7 +246,7 @@ def _io_dtypes(ctx):
     zps = [const_value(ctx["conv"].args[i]) for i in (2, 3)] + [const_value(ctx["rq"].args[i]) for i in (2, 4)]
     if any(z is None or np.any(z != 0) for z in zps):
         return "found an int16x8 layer with a nonzero zero point"
-    if ctx["rq"].attrs.rounding != "TFLITE":
+    if ctx["rq"].attrs.rounding not in ("TFLITE", "TFLITE_FLOAT"):   # TFLITE_FLOAT: the fixed-point rule names it
         return f"found int16x8 requantize rounding {ctx['rq'].attrs.rounding!r}"
     return None
 
