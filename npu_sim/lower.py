@@ -22,6 +22,8 @@ from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
 from byoc.ops.kernels import kernel_to_hwio
 from byoc.quant import params as qp
+from byoc.ops.qnn_elemwise import add_left_shift
+
 from .int16x8 import check_int16x8, int16x8_rounding
 from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
@@ -520,6 +522,9 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
                         hint="TFLite's fixed-point arithmetic ('TFLITE') or ONNX's float32 one ('ONNX') runs on "
                              "the NPU")
     a_t, b_t, out_t = _tensor_type(core.args[0]), _tensor_type(core.args[1]), _tensor_type(body.call)
+    if "int16" in (a_t.dtype, b_t.dtype, out_t.dtype) and (onnx or {a_t.dtype, b_t.dtype, out_t.dtype} != {"int16"}):
+        raise body.fail(f"{opname} on {a_t.dtype}, {b_t.dtype} → {out_t.dtype}",
+                        hint="int16 elementwise ops run with all three tensors int16 (TFLite's general path)")
     if onnx and tuple(a_t.shape) != tuple(b_t.shape):
         raise body.fail(f"{opname} rounding 'ONNX' with operands {tuple(a_t.shape)} and {tuple(b_t.shape)}",
                         hint="onnxruntime's broadcasting kernels order their float32 steps differently; only "
@@ -546,7 +551,7 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
         params.update(_onnx_binary_params(opname, *(np.float32(_vec(c[i])[0]) for i in (0, 2, 4)), zp_a, zp_b, zp_o))
         op = "add" if opname == "qnn.add" else "mul"
     elif opname == "qnn.add":
-        p = qp.add_params(c[0], c[2], c[4])
+        p = qp.add_params(c[0], c[2], c[4], add_left_shift(out_t.dtype))   # 15 on the int16 path
         params.update(left_shift=p.left_shift, m_a=int(p.lhs_multiplier[0]), e_a=int(p.lhs_shift[0]),
                       m_b=int(p.rhs_multiplier[0]), e_b=int(p.rhs_shift[0]), m_out=int(p.output_multiplier[0]),
                       e_out=int(p.output_shift[0]))

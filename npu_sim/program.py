@@ -321,7 +321,8 @@ def _static_problems(prog: Program) -> list[str]:
                 local(c.acc_buf, c.acc_off, c.oh * c.ow * c.oc * 4, TileKind.ACC, "mac acc", i)
             elif isinstance(c, Ppu):
                 # data movement and int16x8 requantization also write int16
-                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE) or c.rounding == Rounding.TFLITE_INT64
+                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE) or c.rounding == Rounding.TFLITE_INT64 or \
+                    (c.op in (PpuOp.ADD, PpuOp.MUL) and c.in_dtype == 2)
                 if c.op not in PpuOp._value2member_map_ or not 0 <= c.in_dtype < len(DTYPES) or \
                         not 0 <= c.out_dtype < (3 if wide_out else 2) or c.rounding not in Rounding._value2member_map_:
                     out.append(f"#{i}: unknown PPU op, rounding or dtype in {disassemble_command(c)}")

@@ -347,10 +347,26 @@ MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core",
                     clip_range_rule()), summary="MEAN")
 
 
+@rule("inputs and output dtype is int8 or uint8, or all int16 with zero points 0 (LiteRT's general int16 path; "
+      "its power-of-two-scale ADD path, rounding TFLITE_POT, stays on the CPU)")
+def _binary_dtypes(ctx):
+    core = ctx["core"]
+    ts = [ttype(core.args[0]), ttype(core.args[1]), ttype(ctx.root)]
+    if any(t is None for t in ts):
+        return "found a non-tensor"
+    dts = [t.dtype for t in ts]
+    if all(d in QUANT_DTYPES for d in dts):
+        return None
+    if dts != ["int16"] * 3:
+        return f"found {', '.join(dts)}"
+    zps = [const_value(core.args[i]) for i in (3, 5, 7)]
+    if any(z is None or np.any(z != 0) for z in zps):
+        return "found int16 with a nonzero zero point"
+    return None
+
+
 def _binary_check(what: str) -> Check:
-    return Check((_reworded(dtype_rule("inputs and output", [input_of("core", 0), input_of("core", 1), root]),
-                            "inputs and output dtype is int8 or uint8 (Vela also runs int16 elementwise ops; "
-                            "byoc's simulator does not lower them yet, so they stay on the CPU)"),
+    return Check((_binary_dtypes,
                   _npu._tflite_arithmetic, _npu._broadcast_shapes, _batch_one(root, "the output"),
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule(), _tens_dims), summary=what)

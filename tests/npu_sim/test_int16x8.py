@@ -180,3 +180,40 @@ def test_16bit_mac_runs_at_half_the_8bit_rate():
         c16 = mac_cycles(cfg, op, 16, 16, 32, ic, 3, 3, ifm_bits=16)
         fixed = cfg.overheads.cmd_issue + cfg.mac.pipe_fill
         assert c16 - fixed == pytest.approx(2 * (c8 - fixed), rel=0.05), (op, c8, c16)
+
+
+# -- int16 elementwise (LiteRT's general int16 path: left shift 15 for ADD, MBQM of the product for MUL) --------
+
+@pytest.mark.parametrize("path", sorted(SEANET.glob("add*.tflite")), ids=lambda p: p.stem)
+def test_seanet_int16_add_is_offloaded_and_bit_exact(path):
+    m = load_model(str(path), "auto", target="ethos-u")
+    _offloaded_run(m.data, _rng("seanet", path.stem), m.mod, m.params, ["ethos-u.qnn_add"])
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("case", range(4))
+def test_generated_int16_add_mul_is_bit_exact(op, case):
+    rng = _rng("binary", op, case)
+    w = TFLiteWriter()
+    shape = (1,) + tuple(int(v) for v in rng.integers(1, 9, 3))
+    bshape = (1, 1, 1, shape[3]) if case % 2 else shape                   # a per-channel operand: IFM2 broadcast
+    s1, s2 = (float(v) for v in rng.uniform(1e-5, 1e-3, 2))
+    a = w.input("a", shape, "int16", scale=s1, zero_point=0)
+    b = w.input("b", bshape, "int16", scale=s2, zero_point=0)
+    if op == "add":
+        y = w.add(a, b, activation=ACTS[case], out_scale=max(s1, s2) * float(rng.uniform(0.4, 3.0)), out_zp=0)
+    else:
+        y = w.mul(a, b, activation=ACTS[case], out_scale=s1 * s2 * 32768 * float(rng.uniform(0.1, 3.0)), out_zp=0)
+    w.output(y)
+    _offloaded_run(w.finish(), rng, composites=[f"ethos-u.qnn_{op}"])
+
+
+def test_int16_add_on_the_power_of_two_path_stays_on_the_cpu():
+    w = TFLiteWriter()
+    a = w.input("a", (1, 2, 3, 4), "int16", scale=2.0 ** -10, zero_point=0)
+    b = w.input("b", (1, 2, 3, 4), "int16", scale=2.0 ** -12, zero_point=0)
+    w.output(w.add(a, b, out_scale=2.0 ** -10, out_zp=0, pot_scale_int16=True))
+    mod, params = from_tflite(w.finish(), semantics="tflm")
+    _, report = partition_for("ethos-u", mod, params, return_report=True)
+    assert not report.partitions
+    assert any("TFLITE_POT" in n.reason for n in report.cpu_ops())
