@@ -285,7 +285,9 @@ class Machine:
                 ls = c.param("left_shift")
                 a_ = rdbpot(srdhm(a_ << ls, c.param("m_a")), -c.param("e_a"))
                 b_ = rdbpot(srdhm(b_ << ls, c.param("m_b")), -c.param("e_b"))
-                y = rdbpot(srdhm(a_ + b_, c.param("m_out")), -c.param("e_out"))
+                sub = c.param("sub")
+                y = rdbpot(srdhm(a_ + b_ if not sub else (a_ - b_ if sub == 1 else b_ - a_), c.param("m_out")),
+                           -c.param("e_out"))
             else:
                 y = mbqm(wrap32(a_ * b_), c.param("m_out"), c.param("e_out"))
             if c.rounding != Rounding.FLOAT32_HALF_EVEN:

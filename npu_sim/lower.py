@@ -512,7 +512,7 @@ def _onnx_binary_params(opname: str, sa, sb, sc, za: int, zb: int, zc: int) -> d
 
 
 def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
-    opname = "qnn.add" if comp == "npu.qnn_add" else "qnn.mul"
+    opname = {"npu.qnn_add": "qnn.add", "npu.qnn_subtract": "qnn.subtract"}.get(comp, "qnn.mul")
     chain = body.chain()
     ops = body.expect(chain, [(opname, False), ("clip", True)])
     core = ops[opname]
@@ -549,12 +549,15 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     params: dict[str, Any] = dict(zp_a=zp_a, zp_b=zp_b, zp_out=zp_o, act_min=lo, act_max=hi)
     if onnx:
         params.update(_onnx_binary_params(opname, *(np.float32(_vec(c[i])[0]) for i in (0, 2, 4)), zp_a, zp_b, zp_o))
+        if opname == "qnn.subtract":
+            raise body.fail("qnn.subtract rounding 'ONNX' is not implemented by the NPU's PPU",
+                            hint="TFLite's fixed-point SUB runs on the NPU")
         op = "add" if opname == "qnn.add" else "mul"
-    elif opname == "qnn.add":
+    elif opname in ("qnn.add", "qnn.subtract"):
         p = qp.add_params(c[0], c[2], c[4], add_left_shift(out_t.dtype))   # 15 on the int16 path
         params.update(left_shift=p.left_shift, m_a=int(p.lhs_multiplier[0]), e_a=int(p.lhs_shift[0]),
                       m_b=int(p.rhs_multiplier[0]), e_b=int(p.rhs_shift[0]), m_out=int(p.output_multiplier[0]),
-                      e_out=int(p.output_shift[0]))
+                      e_out=int(p.output_shift[0]), sub=int(opname == "qnn.subtract"))
         op = "add"
     else:
         m, e = qp.mul_params(c[0], c[2], c[4])
@@ -568,6 +571,8 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
         for x, y in (("zp_a", "zp_b"), ("m_a", "m_b"), ("e_a", "e_b")):
             if x in params:
                 params[x], params[y] = params[y], params[x]
+        if params.get("sub"):
+            params["sub"] = 2   # src1 − src0: the first operand is now src1
     params["bcast"] = bcast
     ofm = low.out_tensor(body.call, body.name)
     low.layers.append(PpuLayer(body.name, comp, op, (a, b), ofm, params))
@@ -851,7 +856,7 @@ def _concat_table(body: _Body, core: Call, i: int, t: TensorType, quant: tuple) 
 
 _COMPOSITES = {
     "npu.qnn_conv2d": _conv_composite, "npu.qnn_depthwise_conv2d": _conv_composite, "npu.qnn_dense": _conv_composite,
-    "npu.qnn_add": _binary_composite, "npu.qnn_mul": _binary_composite, "npu.qnn_avg_pool2d": _pool_composite,
+    "npu.qnn_add": _binary_composite, "npu.qnn_subtract": _binary_composite, "npu.qnn_mul": _binary_composite, "npu.qnn_avg_pool2d": _pool_composite,
     "npu.qnn_max_pool2d": _pool_composite, "npu.qnn_mean": _mean_composite, "npu.qnn_sigmoid": _lut_composite,
     "npu.qnn_tanh": _lut_composite, "npu.qnn_requantize": _requant_composite, "npu.qnn_clip": _clip_composite,
     "npu.qnn_concatenate": _concat_composite,

@@ -8,7 +8,7 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
   (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
   ``compare`` holds the NPU to TFLite Micro's kernels.
-* the simulator: Vela lowers SUB, MAXIMUM, PRELU, ... that ``npu_sim`` has no lowering for yet; they stay on the
+* the simulator: Vela lowers MAXIMUM, PRELU, ... that ``npu_sim`` has no lowering for yet; they stay on the
   CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE and RESIZE_* run
   as Vela runs them (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
 
@@ -51,8 +51,6 @@ MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
 VELA_DIFFERENCES = {
-    "qnn.subtract": "Vela runs SUB on the NPU's elementwise unit; byoc's NPU simulator lowers ADD and MUL only, so "
-                    "it runs on the CPU (differs from Vela)",
     "maximum": "Vela runs MAXIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
                "so it runs on the CPU (differs from Vela)",
     "minimum": "Vela runs MINIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
@@ -582,6 +580,7 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
         CompositePattern(f"{t}.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
         CompositePattern(f"{t}.qnn_add", binary("qnn.add"), _binary_check("ADD")),
+        CompositePattern(f"{t}.qnn_subtract", binary("qnn.subtract"), _binary_check("SUB")),
         CompositePattern(f"{t}.qnn_mul", binary("qnn.mul"), _binary_check("MUL")),
         CompositePattern(f"{t}.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
         CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
@@ -610,7 +609,8 @@ def pattern_table() -> list[CompositePattern]:
 
 ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_conv2d": "conv2d", f"{TARGET}.qnn_depthwise_conv2d": "depthwise_conv2d",
-    f"{TARGET}.qnn_dense": "dense", f"{TARGET}.qnn_add": "add", f"{TARGET}.qnn_mul": "mul",
+    f"{TARGET}.qnn_dense": "dense", f"{TARGET}.qnn_add": "add",
+    f"{TARGET}.qnn_subtract": "subtract", f"{TARGET}.qnn_mul": "mul",
     f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
     f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",

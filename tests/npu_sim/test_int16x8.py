@@ -217,3 +217,44 @@ def test_int16_add_on_the_power_of_two_path_stays_on_the_cpu():
     _, report = partition_for("ethos-u", mod, params, return_report=True)
     assert not report.partitions
     assert any("TFLITE_POT" in n.reason for n in report.cpu_ops())
+
+
+# -- SUB: the PPU's ADD with the second operand subtracted (int8 and int16) ------------------------------------
+
+@pytest.mark.parametrize("path", sorted(SEANET.glob("sub*.tflite")), ids=lambda p: p.stem)
+def test_seanet_int16_sub_is_offloaded_and_bit_exact(path):
+    m = load_model(str(path), "auto", target="ethos-u")
+    _offloaded_run(m.data, _rng("seanet", path.stem), m.mod, m.params, ["ethos-u.qnn_subtract"])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16"])
+@pytest.mark.parametrize("case", range(4))
+def test_generated_sub_is_bit_exact_whichever_operand_is_broadcast(dtype, case):
+    """case 1: b broadcast (src1 = b); case 3: a broadcast, so the PPU computes src1 − src0."""
+    rng = _rng("sub", dtype, case)
+    w = TFLiteWriter()
+    full = (1,) + tuple(int(v) for v in rng.integers(1, 9, 3))
+    small = (1, 1, 1, full[3])
+    ash, bsh = (small, full) if case == 3 else (full, small) if case == 1 else (full, full)
+    if dtype == "int16":
+        s1, s2 = (float(v) for v in rng.uniform(1e-5, 1e-3, 2))
+        z1 = z2 = zo = 0
+        so = max(s1, s2) * float(rng.uniform(0.4, 3.0))
+    else:
+        s1, s2, so = (float(v) for v in rng.uniform(0.01, 0.1, 3))
+        z1, z2, zo = (int(v) for v in rng.integers(-20, 20, 3))
+    a = w.input("a", ash, dtype, scale=s1, zero_point=z1)
+    b = w.input("b", bsh, dtype, scale=s2, zero_point=z2)
+    w.output(w.sub(a, b, activation=ACTS[case], out_scale=so, out_zp=zo))
+    data = w.finish()
+    mod, params = from_tflite(data, semantics="tflm")
+    pm, report = partition_for("ethos-u", mod, params, return_report=True)
+    assert [c for p in report.partitions for c in p.composites] == ["ethos-u.qnn_subtract"]
+    exe = byoc.build(pm, target="ethos-u,llvm")
+    info = np.iinfo(dtype)
+    for how in range(3):
+        xs = [(_int16(rng, s, ("mixed", "extremes", "small")[how]) if dtype == "int16" else
+               rng.integers(info.min, int(info.max) + 1, s).astype(dtype)) for s in (ash, bsh)]
+        got = exe.run({"a": xs[0], "b": xs[1]})[0]
+        np.testing.assert_array_equal(got, litert_run(data, xs)[0][0])
+        np.testing.assert_array_equal(got, tflm_run(data, xs)[0])
