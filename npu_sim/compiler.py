@@ -39,6 +39,7 @@ def _cdiv(a: int, b: int) -> int:
 def _pack_table(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> bytes:
     t = np.zeros(len(bias), _TABLE_DTYPE)
     t["bias"] = bias.astype(np.int64).astype(np.int32)
+    t["spare"] = (bias.astype(np.int64) >> 32) & 0xFF   # bias bits 32..39 (read by int16x8 requantization only)
     t["mult"] = mult
     t["shift"] = shift
     return t.tobytes()

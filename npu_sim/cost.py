@@ -74,12 +74,16 @@ def mac_op(kind: str, out_hwc: tuple[int, int, int], kernel: tuple[int, int]) ->
 
 
 def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: int, kw: int,
-               ih: int = 0, iw: int = 0) -> int:
+               ih: int = 0, iw: int = 0, ifm_bits: int = 8) -> int:
     """MAC-array cycles of one tile (Vela's ublock model): conv depth-first or part-kernel, or depthwise (a
     ``CONV_ROW`` tile, of a one-row OFM, in 1x4 micro-blocks when the array's are two high). A block
     one micro-block wide in x/y waits ``step_delay`` per kernel step; with ``overheads.block_overlap`` the block
-    costs at least its serial work (``block_floor``; ``ih``/``iw`` is its IFM window)."""
+    costs at least its serial work (``block_floor``; ``ih``/``iw`` is its IFM window). A 16-bit IFM runs at half
+    the 8-bit rate, as Vela models it: half the IFM block depth per pass (conv), half the taps per part-kernel
+    step, twice the cycles per depthwise micro-block."""
     m = cfg.mac
+    wide = 2 if ifm_bits == 16 else 1
+    block_depth = m.ifm_block_depth // wide
     ub_h, ub_w = (1, 4) if op == MacOp.CONV_ROW and m.ublock_h == 2 else (m.ublock_h, m.ublock_w)
     n_xy = _cdiv(oh, ub_h) * _cdiv(ow, ub_w)
     n_z = _cdiv(oc, m.ublock_c)
@@ -87,28 +91,28 @@ def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: 
     delay = 0
     if op == MacOp.DEPTHWISE:
         steps = _cdiv(k, m.dw_kernel_group)
-        core = n_z * steps * max(m.weight_buffer_min, m.dw_cycles_per_ublock * n_xy)
+        core = n_z * steps * max(m.weight_buffer_min, m.dw_cycles_per_ublock * n_xy * wide)
         passes = 1
     else:
         c_xy = m.ifm_block_depth // m.dot_depth
         step = max(m.weight_buffer_min, c_xy * n_xy)
-        passes = _cdiv(ic, m.ifm_block_depth)
+        passes = _cdiv(ic, block_depth)
         core = n_z * k * passes * step
         steps = k
-        if m.part_kernel and ic < m.ifm_block_depth:
+        if m.part_kernel and ic < block_depth:
             # Shallow IFM: kernel taps share the dot depth (Vela's part-kernel-first traversal).
-            steps = _cdiv(k, c_xy)
-            part = n_z * steps * _cdiv(min(ic, m.ifm_block_depth), m.dot_depth) * passes * step
+            steps = _cdiv(k, max(1, c_xy // wide))
+            part = n_z * steps * _cdiv(min(ic, block_depth), m.dot_depth) * passes * step
             if part < core:
                 core = part
-                passes *= _cdiv(min(ic, m.ifm_block_depth), m.dot_depth)
+                passes *= _cdiv(min(ic, block_depth), m.dot_depth)
             else:
                 steps = k
     if m.step_delay and n_xy == 1:
         delay = m.step_delay * (steps if n_z == 1 else (steps - 1) * n_z) * passes
     dpu = _cdiv(core + delay, m.cores)   # cores share the block's OFM depth
     if cfg.overheads.block_overlap:
-        ibc = min(ic, m.ifm_block_depth) if op != MacOp.DEPTHWISE else ic
+        ibc = min(ic, block_depth) if op != MacOp.DEPTHWISE else ic
         floor = block_floor(cfg, dpu + _output_cycles(cfg, oh, ow, oc), (ih or oh, iw or ow, ibc), (oh, ow, oc))
         dpu = max(dpu, math.ceil(floor))
     return cfg.overheads.cmd_issue + m.pipe_fill + dpu
@@ -237,7 +241,7 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:
-    return mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ic, c.kh, c.kw, c.ih, c.iw)
+    return mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ic, c.kh, c.kw, c.ih, c.iw, 8 * DTYPE_BYTES[c.in_dtype])
 
 
 def window_traffic(img_h: int, img_w: int, img_c: int, y0: int, x0: int, h: int, w: int, c: int,

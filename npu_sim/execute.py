@@ -24,6 +24,7 @@ from byoc.ops.qnn_activation import softmax_rows_fixed
 from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
+from .int16x8 import requant_int64
 from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
 from .program import Program
 
@@ -33,6 +34,7 @@ _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("sp
 _NP = [np.dtype(d) for d in DTYPES]
 _RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 _INT32_MIN = -(1 << 31)
+_INT16 = DTYPES.index("int16")
 # RESIZE's ctm parameter → TFLite's coordinate mode as image.resize2d spells it (mode, rounding_method)
 RESIZE_MODES = (("asymmetric", ""), ("align_corners", ""), ("half_pixel", "round_prefer_ceil"))
 # Upper bound on one conv im2col block (float64): larger tiles are multiplied a band of output rows at a time.
@@ -210,6 +212,8 @@ class Machine:
         # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator. When no
         # sum can leave int32 (the operands' ranges bound it), the direct cast is the same and one pass shorter.
         acc = acc.reshape(c.oh, c.ow, c.oc)
+        if c.in_dtype == _INT16:   # an int16 IFM keeps its int64 accumulator (npu_sim/int16x8.py)
+            return acc.astype(np.int64)
         terms = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
         if terms * _magnitude(self.tile(c.ifm_buf, c.ifm_off, i).dtype, c.zp_in) * \
                 _magnitude(_NP[c.w_dtype], c.zp_w) < 1 << 31:
@@ -260,7 +264,9 @@ class Machine:
         out_dt = _NP[c.out_dtype]
         src = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic)
         x = src.astype(np.int64) if op != PpuOp.REQUANT else src
-        if op == PpuOp.REQUANT:
+        if op == PpuOp.REQUANT and c.rounding == Rounding.TFLITE_INT64:
+            y = requant_int64(src, self.raw(c.table_buf, c.table_off, i), c.oc, c.param("zp_in")) + c.param("zp_out")
+        elif op == PpuOp.REQUANT:
             bias, m, s, simple, e, nudge, all_shift = self.requant_table(c, i)
             zp_in = c.param("zp_in")
             acc = np.add(src, bias, dtype=np.int32).astype(np.int64)   # wrapping int32 bias add
@@ -309,7 +315,9 @@ class Machine:
                 b_ <<= ls
                 a_ = _scaled(a_, c.param("m_a"), -c.param("e_a"))
                 b_ = _scaled(b_, c.param("m_b"), -c.param("e_b"))
-                y = _scaled(a_ + b_, c.param("m_out"), -c.param("e_out"))
+                sub = c.param("sub")   # 1: src0 - src1, 2: src1 - src0 (the broadcast operand first)
+                y = _scaled(a_ + b_ if not sub else (a_ - b_ if sub == 1 else b_ - a_), c.param("m_out"),
+                            -c.param("e_out"))
             else:
                 y = mbqm(wrap32(a_ * b_), c.param("m_out"), c.param("e_out"))
             if c.rounding != Rounding.FLOAT32_HALF_EVEN:

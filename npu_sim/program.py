@@ -311,7 +311,7 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                         out.append(f"#{i}: store window leaves the image")
                     local(c.buf, c.off, tile_bytes(c.h, c.w, c.c, c.dtype), TileKind.OFM, "store", i)
             elif isinstance(c, Mac):
-                if c.op not in MacOp._value2member_map_ or not 0 <= c.in_dtype < 2 or not 0 <= c.w_dtype < 2:
+                if c.op not in MacOp._value2member_map_ or not 0 <= c.in_dtype < 3 or not 0 <= c.w_dtype < 2:
                     out.append(f"#{i}: unknown MAC op or dtype in {disassemble_command(c)}")
                     continue
                 if min(c.oh, c.ow, c.oc, c.kh, c.kw, c.sh, c.sw, c.dh, c.dw, c.dm) <= 0:
@@ -325,7 +325,9 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                 local(c.w_buf, c.w_off, mac_weight_bytes(c), TileKind.WEIGHT, "mac weights", i)
                 local(c.acc_buf, c.acc_off, c.oh * c.ow * c.oc * 4, TileKind.ACC, "mac acc", i)
             elif isinstance(c, Ppu):
-                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE)   # data movement also writes int16
+                # data movement and int16x8 requantization also write int16
+                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE) or c.rounding == Rounding.TFLITE_INT64 or \
+                    (c.op in (PpuOp.ADD, PpuOp.MUL) and c.in_dtype == 2)
                 if c.op not in PpuOp._value2member_map_ or not 0 <= c.in_dtype < len(DTYPES) or \
                         not 0 <= c.out_dtype < (3 if wide_out else 2) or c.rounding not in Rounding._value2member_map_:
                     out.append(f"#{i}: unknown PPU op, rounding or dtype in {disassemble_command(c)}")

@@ -159,7 +159,7 @@ def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple
     """(MAC cycles, PPU cycles, IFM window h, w) of one th×tw×tc tile."""
     ih, iw = g.in_tile(th, tw)
     m = mac_cycles(cfg, mac_op(g.kind, g.out_hwc, g.kernel), th, tw, tc,
-                   g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
+                   g.in_channels(tc), *g.kernel, ih, iw, ifm_bits=8 * g.in_bytes) if g.kind != "ppu" else 0
     taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
     p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
                    from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes, out_bytes=g.out_bytes,
