@@ -13,10 +13,10 @@ import numpy as np
 from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
-from .cost import window_traffic
+from .cost import mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac, MacOp,
+from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
@@ -39,6 +39,7 @@ def _cdiv(a: int, b: int) -> int:
 def _pack_table(bias: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> bytes:
     t = np.zeros(len(bias), _TABLE_DTYPE)
     t["bias"] = bias.astype(np.int64).astype(np.int32)
+    t["spare"] = (bias.astype(np.int64) >> 32) & 0xFF   # bias bits 32..39 (read by int16x8 requantization only)
     t["mult"] = mult
     t["shift"] = shift
     return t.tobytes()
@@ -71,18 +72,23 @@ class _Emitter:
     def __init__(self, regions: list[Region]):
         self.cmds: list = []
         self.deps: list[list[int]] = []
+        self.engines: list[int] = []
         self.tracker = HazardTracker()
         self.index = RegionIndex(regions)
 
     def emit(self, cmd) -> None:
         reads, writes = command_accesses(cmd, self.index)
-        self.deps.append(self.tracker.access(len(self.cmds), int(cmd.ENGINE), reads, writes))
+        e = _ENGINE[type(cmd)]
+        self.deps.append(self.tracker.access(len(self.cmds), e, reads, writes))
         self.cmds.append(cmd)
+        self.engines.append(e)
 
     def finish(self) -> list:
-        engines = [int(c.ENGINE) for c in self.cmds]
-        wait, signal = assign_tokens(engines, self.deps)
+        wait, signal = assign_tokens(self.engines, self.deps)
         return [_with_tokens(c, w, s) if (w or s) else c for c, w, s in zip(self.cmds, wait, signal)]
+
+
+_ENGINE = {t: int(t.ENGINE) for t in (Load, Store, Mac, Ppu)}
 
 
 def _with_tokens(c, wait: int, signal: int):
@@ -173,6 +179,7 @@ class _Codegen:
         self.consts: list[dict] = []
         self.prefetched: dict[int, tuple] = {}   # layer → (its slots, its first (weight, table) slots)
         self.ratios: dict[tuple[int, int], float] = {}   # (layer, slice depth) → encoded / raw weight bytes
+        self.search_memo: dict = {}   # the tile search's work per workload, shared by this compile's layers
 
     def slots(self, plan: TilePlan, li: int | None = None) -> _Slots:
         if li is not None and li in self.prefetched:
@@ -261,7 +268,9 @@ class _Codegen:
                                       g.tensors[t].dtype) for t in g.outputs)
         prog = Program(self.cfg, tuple(self.mem.regions), tuple(self.mem.constants), inputs, outputs, tuple(infos),
                        tuple(cmds), g.name)
-        return prog.validate(check_hazards=False, check_deadlock=False)
+        # Its commands are correct by construction (each tile fits the slot its plan sized, each window lies in
+        # its tensor); Program.validate() and from_bytes check them, and the tests validate compiled programs.
+        return prog.validate(check_hazards=False, check_deadlock=False, check_commands=False)
 
     # ------------------------------------------------------------------------------------------ planning
     def geometry(self, layer) -> Geometry:
@@ -309,7 +318,7 @@ class _Codegen:
             out_dtype = layer.out_dtype if isinstance(layer, ConvLayer) else self.graph.tensors[layer.ofm].dtype
             return chooser.plan(self.cfg, g, self.graph.tensors[src].dtype, out_dtype, layer.name, self.fm_area,
                                 self.w_area)
-        return plan_layer(self.cfg, g, layer.name, self.fm_area, self.w_area)
+        return plan_layer(self.cfg, g, layer.name, self.fm_area, self.w_area, memo=self.search_memo)
 
     def weight_ratio(self, layer: ConvLayer, slice_depth: int) -> float:
         """Encoded / raw bytes of the layer's weights and tables, encoded per OFM slice of ``slice_depth``."""
@@ -424,7 +433,7 @@ class _Codegen:
         def compute(y, x, th, tw, c0, tc, ifm_slot, ic, ws, ts):
             ih, iw = ifm_window(y, x, th, tw)[2:]
             acc = slots.take("acc")
-            em.emit(Mac(0, 0, li, int(MacOp.DEPTHWISE if dw_op else MacOp.CONV), in_dt, w_dt, ifm_slot[0],
+            em.emit(Mac(0, 0, li, int(mac_op(L.kind, (OH, OW, OC), L.kernel)), in_dt, w_dt, ifm_slot[0],
                         ifm_slot[1], ih, iw, ic, ws[0], ws[1], acc[0], acc[1], th, tw, tc, kh, kw, sh, sw, dh, dw,
                         L.zp_in, L.zp_w, L.dm))
             out = slots.take("ofm")

@@ -43,14 +43,16 @@ class MacArray:
     pipe_fill: int = 2                 # cycles of pipeline fill per MAC command
     step_delay: int = 0                # Ethos-U: cycles per kernel step when a block is one micro-block in x/y
     pool_tap_cycles: int = 1           # Ethos-U: pooling cycles per tap and micro-block, per byte of input element
+    cores: int = 1                     # Ethos-U65-512: two such arrays share each block's OFM depth
 
     @property
     def macs_per_cycle(self) -> int:
-        return self.ublock_h * self.ublock_w * self.ublock_c * self.dot_depth
+        return self.ublock_h * self.ublock_w * self.ublock_c * self.dot_depth * self.cores
 
     @property
     def dw_macs_per_cycle(self) -> float:
-        return self.ublock_h * self.ublock_w * self.ublock_c * self.dw_kernel_group / self.dw_cycles_per_ublock
+        return self.ublock_h * self.ublock_w * self.ublock_c * self.dw_kernel_group / self.dw_cycles_per_ublock \
+            * self.cores
 
 
 @dataclass(frozen=True)
@@ -316,7 +318,7 @@ _N78 = NPUConfig(
 
 
 def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scale: float,
-             u65: str = "") -> NPUConfig:
+             u65: str = "", cores: int = 1) -> NPUConfig:
     """An Ethos-U configuration as Vela's architecture_features gives it (OFM micro-block, SHRAM banks of 1 KiB,
     output cycles per element relative to the 256-MAC table) on Vela's default system config: U55 on
     Ethos_U55_High_End_Embedded + Shared_Sram (SRAM 8 B/cycle, off-chip flash 1 B/cycle at 500 MHz), U65 on
@@ -330,7 +332,7 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
     base = _U55_256
     ppu = replace(base.ppu, cycles_per_element=tuple((op, v * ppu_scale) for op, v in base.ppu.cycles_per_element),
                   float_scale=False)   # Ethos-U's output stage is fixed-point only
-    mac = replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c)
+    mac = replace(base.mac, ublock_h=h, ublock_w=w, ublock_c=c, cores=cores)
     if h * w * c == 4:
         # Vela: the 32-MAC U55 pools one cycle per tap whatever the element size and waits 3 cycles per step
         mac = replace(mac, pool_tap_cycles=1, step_delay=3)
@@ -350,8 +352,10 @@ _ETHOS_U = tuple(_ethos_u(*a) for a in (
     ("ethos-u55-32", (1, 1, 4), 16, 8.0), ("ethos-u55-64", (1, 1, 8), 16, 4.0),
     ("ethos-u55-128", (2, 1, 8), 24, 2.0), ("ethos-u55-256", (2, 2, 8), 48, 1.0),
     ("ethos-u65-256", (2, 2, 8), 48, 1.0, "dedicated"), ("ethos-u65-256-shared", (2, 2, 8), 48, 1.0, "shared"),
-    # two 256-MAC cores splitting the OFM depth: one 2x2x16 array, half the output cycles per element
-    ("ethos-u65-512", (2, 2, 16), 48, 0.5, "dedicated"), ("ethos-u65-512-shared", (2, 2, 16), 48, 0.5, "shared")))
+    # two 256-MAC cores (2x2x8 each) sharing every block's OFM depth, as Vela models them: a block's MAC cycles
+    # divided by the core count, half the output cycles per element (regor s_EthosU65Configs / PerfInfo)
+    ("ethos-u65-512", (2, 2, 8), 48, 0.5, "dedicated", 2),
+    ("ethos-u65-512-shared", (2, 2, 8), 48, 0.5, "shared", 2)))
 
 PRESETS: dict[str, NPUConfig] = {c.name: c for c in (_N78, _VTA, _U55_256) + _ETHOS_U}
 

@@ -10,8 +10,8 @@ import math
 from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
-__all__ = ["mac_cycles", "ppu_cycles", "pool_cycles", "block_floor", "block_memory_cycles", "softmax_cycles",
-           "transpose_cycles", "resize_cycles", "transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+__all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
+           "transpose_cycles", "resize_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -63,47 +63,63 @@ def _output_cycles(cfg: NPUConfig, oh: int, ow: int, oc: int) -> float:
     return oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost("requant")
 
 
+def mac_op(kind: str, out_hwc: tuple[int, int, int], kernel: tuple[int, int]) -> MacOp:
+    """The MAC operation of a layer: DEPTHWISE, or CONV_ROW for a convolution whose whole OFM is one row of
+    even width under a one-row kernel (Vela's 1x4 micro-block case), else CONV."""
+    if kind == "depthwise":
+        return MacOp.DEPTHWISE
+    if kind == "conv" and out_hwc[0] == 1 and out_hwc[1] % 2 == 0 and kernel[0] == 1:
+        return MacOp.CONV_ROW
+    return MacOp.CONV
+
+
 def mac_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ic: int, kh: int, kw: int,
-               ih: int = 0, iw: int = 0) -> int:
-    """MAC-array cycles of one tile (Vela's ublock model): conv depth-first or part-kernel, or depthwise. A block
+               ih: int = 0, iw: int = 0, ifm_bits: int = 8) -> int:
+    """MAC-array cycles of one tile (Vela's ublock model): conv depth-first or part-kernel, or depthwise (a
+    ``CONV_ROW`` tile, of a one-row OFM, in 1x4 micro-blocks when the array's are two high). A block
     one micro-block wide in x/y waits ``step_delay`` per kernel step; with ``overheads.block_overlap`` the block
-    costs at least its serial work (``block_floor``; ``ih``/``iw`` is its IFM window)."""
+    costs at least its serial work (``block_floor``; ``ih``/``iw`` is its IFM window). A 16-bit IFM runs at half
+    the 8-bit rate, as Vela models it: half the IFM block depth per pass (conv), half the taps per part-kernel
+    step, twice the cycles per depthwise micro-block."""
     m = cfg.mac
-    n_xy = _cdiv(oh, m.ublock_h) * _cdiv(ow, m.ublock_w)
+    wide = 2 if ifm_bits == 16 else 1
+    block_depth = m.ifm_block_depth // wide
+    ub_h, ub_w = (1, 4) if op == MacOp.CONV_ROW and m.ublock_h == 2 else (m.ublock_h, m.ublock_w)
+    n_xy = _cdiv(oh, ub_h) * _cdiv(ow, ub_w)
     n_z = _cdiv(oc, m.ublock_c)
     k = kh * kw
     delay = 0
     if op == MacOp.DEPTHWISE:
         steps = _cdiv(k, m.dw_kernel_group)
-        core = n_z * steps * max(m.weight_buffer_min, m.dw_cycles_per_ublock * n_xy)
+        core = n_z * steps * max(m.weight_buffer_min, m.dw_cycles_per_ublock * n_xy * wide)
         passes = 1
     else:
         c_xy = m.ifm_block_depth // m.dot_depth
         step = max(m.weight_buffer_min, c_xy * n_xy)
-        passes = _cdiv(ic, m.ifm_block_depth)
+        passes = _cdiv(ic, block_depth)
         core = n_z * k * passes * step
         steps = k
-        if m.part_kernel and ic < m.ifm_block_depth:
+        if m.part_kernel and ic < block_depth:
             # Shallow IFM: kernel taps share the dot depth (Vela's part-kernel-first traversal).
-            steps = _cdiv(k, c_xy)
-            part = n_z * steps * _cdiv(min(ic, m.ifm_block_depth), m.dot_depth) * passes * step
+            steps = _cdiv(k, max(1, c_xy // wide))
+            part = n_z * steps * _cdiv(min(ic, block_depth), m.dot_depth) * passes * step
             if part < core:
                 core = part
-                passes *= _cdiv(min(ic, m.ifm_block_depth), m.dot_depth)
+                passes *= _cdiv(min(ic, block_depth), m.dot_depth)
             else:
                 steps = k
     if m.step_delay and n_xy == 1:
         delay = m.step_delay * (steps if n_z == 1 else (steps - 1) * n_z) * passes
-    dpu = core + delay
+    dpu = _cdiv(core + delay, m.cores)   # cores share the block's OFM depth
     if cfg.overheads.block_overlap:
-        ibc = min(ic, m.ifm_block_depth) if op != MacOp.DEPTHWISE else ic
+        ibc = min(ic, block_depth) if op != MacOp.DEPTHWISE else ic
         floor = block_floor(cfg, dpu + _output_cycles(cfg, oh, ow, oc), (ih or oh, iw or ow, ibc), (oh, ow, oc))
         dpu = max(dpu, math.ceil(floor))
     return cfg.overheads.cmd_issue + m.pipe_fill + dpu
 
 
 def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw: int, ih: int = 0, iw: int = 0,
-                in_bytes: int = 1) -> int:
+                in_bytes: int = 1, out_rate: float = 0.0) -> int:
     """A pooling tile on the MAC engine (Ethos-U): per 8x8 sub-kernel at least 4 steps per OFM micro-block, one
     per tap beyond that, each step ``pool_tap_cycles`` per byte of input element; the output stage (requantizing
     for average pooling, a plain pass for max) runs in parallel, so the slower of the two bounds the tile, and
@@ -115,8 +131,9 @@ def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw:
         for x in range(0, kw, 8):
             dpu += max(4, min(8, kh - y) * min(8, kw - x)) * n_ub
     dpu *= m.pool_tap_cycles * (in_bytes if m.pool_tap_cycles > 1 else 1)
-    out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * p.cost(
-        "requant" if op == PpuOp.AVG_POOL else "copy")
+    dpu = _cdiv(dpu, m.cores)
+    out = oh * ow * _cdiv(oc, p.channel_quantum) * p.channel_quantum * (out_rate or p.cost(
+        "requant" if op == PpuOp.AVG_POOL else "copy"))
     floor = block_floor(cfg, dpu + out, (ih or oh, iw or ow, oc), (oh, ow, oc), in_bytes) if dpu else 0.0
     return cfg.overheads.cmd_issue + p.command_overhead + math.ceil(max(dpu, out, floor))
 
@@ -132,6 +149,8 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     p = cfg.ppu
     if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
         return pool_cycles(cfg, op, oh, ow, oc, *kernel, ih, iw, in_bytes)
+    if p.pool_on_mac and op in UNARY_AS_POOL and not from_mac and in_bytes <= 2:
+        return unary_pool_cycles(cfg, op, oh, ow, oc, in_bytes)
     q = p.channel_quantum if from_mac or not p.elementwise_quantum else p.elementwise_quantum
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
@@ -157,6 +176,52 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     return cfg.overheads.cmd_issue + p.command_overhead + math.ceil(work)
 
 
+# Ethos-U runs a lone requantize (TFLite QUANTIZE), a lone activation (clip / relu; a lookup table is one) and a
+# memory copy as a 1x1 average pool on the MAC engine (Vela's AvgPool "nop": regor ArchEthosU55::UseAvgPoolNop,
+# GetHWOp -> Pooling).
+UNARY_AS_POOL = (PpuOp.REQUANT, PpuOp.COPY, PpuOp.LUT)
+
+
+def deepened_shape(h: int, w: int, c: int, min_depth: int = 16) -> tuple[int, int, int]:
+    """Vela's reshape of an elementwise-like op whose OFM is shallow (fewer than 8 channels, more than 16
+    elements; regor ``ReshapeToIncreaseDepth``): the element count's prime factors, smallest first, make a depth
+    of at least ``min_depth``; the rest is split between height and width, height the larger."""
+    n = h * w * c
+    if c >= 8 or n <= 16:
+        return h, w, c
+    primes, m = [], n
+    while m % 2 == 0:
+        primes.append(2)
+        m //= 2
+    f = 3
+    while f * f <= m:
+        while m % f == 0:
+            primes.append(f)
+            m //= f
+        f += 2
+    if m > 1:
+        primes.append(m)
+    depth, i = 1, 0
+    while i < len(primes) and depth < min_depth:
+        depth *= primes[i]
+        i += 1
+    hh = ww = 1
+    for q in primes[i:]:
+        if ww < hh:
+            ww *= q
+        else:
+            hh *= q
+    return max(hh, ww), min(hh, ww), depth
+
+
+def unary_pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, in_bytes: int = 1) -> int:
+    """A lone requantize / clip / lookup-table tile as Vela runs it on Ethos-U: a 1x1 average pool whose output
+    stage runs at the average pool's rate (a table costs more only as a second, fused op: Vela's activation
+    rates apply to fused activations). Shallow maps are viewed deeper when lowered, as Vela reshapes them
+    (``deepened_shape``)."""
+    return pool_cycles(cfg, PpuOp.AVG_POOL, oh, ow, oc, 1, 1, in_bytes=in_bytes, out_rate=cfg.ppu.cost("requant"))
+
+
 def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
     if c.op == PpuOp.TRANSPOSE:
         perm = (c.param("perm0"), c.param("perm1"), c.param("perm2"))
@@ -176,7 +241,7 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:
-    return mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ic, c.kh, c.kw, c.ih, c.iw)
+    return mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ic, c.kh, c.kw, c.ih, c.iw, 8 * DTYPE_BYTES[c.in_dtype])
 
 
 def window_traffic(img_h: int, img_w: int, img_c: int, y0: int, x0: int, h: int, w: int, c: int,
@@ -204,6 +269,15 @@ def transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, rati
     return math.ceil(eff / a.bytes_per_cycle)
 
 
+def weight_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, ratio: float = 1.0) -> int:
+    """Port cycles of a weight stream: its encoded bytes (``ratio``: encoded / raw) over the bandwidth. The
+    streams are contiguous and 16-byte aligned, so a short one pays no partial-burst penalty (Vela charges the
+    encoded size: ElementTransferToBytes)."""
+    if nbytes <= 0:
+        return 0
+    return math.ceil(nbytes * ratio / cfg.memory_areas[area_index].bytes_per_cycle)
+
+
 def brick_ratio(cfg: NPUConfig, channels: int) -> float:
     """Bytes moved per useful byte of a feature-map window ``channels`` deep (channels padded to bricks)."""
     q = cfg.fm_channel_quantum
@@ -225,14 +299,17 @@ def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, c
 
 
 def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
-                     linear: bool = False) -> tuple[int, int, int]:
+                     linear: bool = False, table_stream: bool = False) -> tuple[int, int, int]:
     """(bytes moved, area-port cycles, latency) of a DMA command; ``weight_ratio`` (encoded / raw bytes of the
-    layer's weights and tables) applies to weight and table loads."""
+    layer's weights and tables) applies to weight and table loads. Weights, and a MAC layer's bias/scale table
+    (``table_stream``), are contiguous encoded streams (``weight_transfer_cycles``)."""
     elem = DTYPE_BYTES[c.dtype]
     nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
     a = cfg.memory_areas[c.area]
     if isinstance(c, Load):
-        if c.kind in (TileKind.WEIGHT, TileKind.TABLE):
+        if c.kind == TileKind.WEIGHT or (c.kind == TileKind.TABLE and table_stream):
+            return nbytes, weight_transfer_cycles(cfg, c.area, nbytes, weight_ratio), a.read_latency
+        if c.kind == TileKind.TABLE:
             return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
         return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
     return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency

@@ -31,8 +31,17 @@ class RegionIndex:
             starts, regs = self.by_area.setdefault(r.area, ([], []))
             starts.append(r.base)
             regs.append(r)
+        self.found: dict[tuple[int, int, int], object] = {}   # a program names few distinct spans
 
     def find(self, area: int, lo: int, hi: int):
+        key = (area, lo, hi)
+        try:
+            return self.found[key]
+        except KeyError:
+            r = self.found[key] = self._find(area, lo, hi)
+            return r
+
+    def _find(self, area: int, lo: int, hi: int):
         starts, regs = self.by_area.get(area, ([], []))
         i = bisect.bisect_right(starts, lo) - 1
         if i >= 0:
@@ -47,7 +56,7 @@ def tile_bytes(h: int, w: int, c: int, dtype: int) -> int:
 
 
 def mac_weight_bytes(cmd: Mac) -> int:
-    per = cmd.kh * cmd.kw * (cmd.ic if cmd.op == 0 else 1)
+    per = cmd.kh * cmd.kw * (cmd.ic if cmd.op != 1 else 1)   # MacOp.DEPTHWISE reads kh*kw per channel
     return cmd.oc * per * DTYPE_BYTES[cmd.w_dtype]
 
 
@@ -64,21 +73,25 @@ def ppu_table_bytes(cmd: Ppu) -> int:
     return 0
 
 
-def command_accesses(cmd: Command, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
-    """(reads, writes) of a command. Main-memory windows are attributed to the region holding the tensor."""
-    if isinstance(cmd, Load):
-        r = regions.find(cmd.area, cmd.base, cmd.base + max(1, cmd.img_h * cmd.img_w * cmd.img_c *
-                                                            DTYPE_BYTES[cmd.dtype]))
-        reads = [(False, r.id, 0, 0)] if r is not None else []
-        return reads, [(True, cmd.buf, cmd.off, cmd.off + tile_bytes(cmd.h, cmd.w, cmd.c, cmd.dtype))]
-    if isinstance(cmd, Store):
-        r = regions.find(cmd.area, cmd.base, cmd.base + cmd.img_h * cmd.img_w * cmd.img_c * DTYPE_BYTES[cmd.dtype])
-        writes = [(False, r.id, 0, 0)] if r is not None else []
-        return [(True, cmd.buf, cmd.off, cmd.off + tile_bytes(cmd.h, cmd.w, cmd.c, cmd.dtype))], writes
-    if isinstance(cmd, Mac):
-        reads = [(True, cmd.ifm_buf, cmd.ifm_off, cmd.ifm_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype)),
-                 (True, cmd.w_buf, cmd.w_off, cmd.w_off + mac_weight_bytes(cmd))]
-        return reads, [(True, cmd.acc_buf, cmd.acc_off, cmd.acc_off + cmd.oh * cmd.ow * cmd.oc * 4)]
+def _load_accesses(cmd: Load, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
+    r = regions.find(cmd.area, cmd.base, cmd.base + max(1, cmd.img_h * cmd.img_w * cmd.img_c * DTYPE_BYTES[cmd.dtype]))
+    reads = [(False, r.id, 0, 0)] if r is not None else []
+    return reads, [(True, cmd.buf, cmd.off, cmd.off + cmd.h * cmd.w * cmd.c * DTYPE_BYTES[cmd.dtype])]
+
+
+def _store_accesses(cmd: Store, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
+    r = regions.find(cmd.area, cmd.base, cmd.base + cmd.img_h * cmd.img_w * cmd.img_c * DTYPE_BYTES[cmd.dtype])
+    writes = [(False, r.id, 0, 0)] if r is not None else []
+    return [(True, cmd.buf, cmd.off, cmd.off + cmd.h * cmd.w * cmd.c * DTYPE_BYTES[cmd.dtype])], writes
+
+
+def _mac_accesses(cmd: Mac, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
+    reads = [(True, cmd.ifm_buf, cmd.ifm_off, cmd.ifm_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype)),
+             (True, cmd.w_buf, cmd.w_off, cmd.w_off + mac_weight_bytes(cmd))]
+    return reads, [(True, cmd.acc_buf, cmd.acc_off, cmd.acc_off + cmd.oh * cmd.ow * cmd.oc * 4)]
+
+
+def _ppu_accesses(cmd: Ppu, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
     reads = [(True, cmd.src0_buf, cmd.src0_off, cmd.src0_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype))]
     if cmd.op in (PpuOp.ADD, PpuOp.MUL):
         reads.append((True, cmd.src1_buf, cmd.src1_off, cmd.src1_off + ppu_src1_bytes(cmd)))
@@ -86,6 +99,14 @@ def command_accesses(cmd: Command, regions: RegionIndex) -> tuple[list[Access], 
     if tb:
         reads.append((True, cmd.table_buf, cmd.table_off, cmd.table_off + tb))
     return reads, [(True, cmd.dst_buf, cmd.dst_off, cmd.dst_off + tile_bytes(cmd.oh, cmd.ow, cmd.oc, cmd.out_dtype))]
+
+
+_ACCESSES = {Load: _load_accesses, Store: _store_accesses, Mac: _mac_accesses, Ppu: _ppu_accesses}
+
+
+def command_accesses(cmd: Command, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
+    """(reads, writes) of a command. Main-memory windows are attributed to the region holding the tensor."""
+    return _ACCESSES[type(cmd)](cmd, regions)
 
 
 class _Record:
@@ -140,10 +161,28 @@ class HazardTracker:
                 j -= 1
         return los, recs, i, j
 
+    def _same_slot(self, key: int, lo: int, hi: int) -> _Record | None:
+        """The record of exactly [lo, hi) in buffer ``key``, if there is one (a slot used again: the common
+        case, which needs no split)."""
+        hit = self.local.get(key)
+        if hit is None or lo >= hi:
+            return None
+        los, recs = hit
+        i = bisect.bisect_right(los, lo) - 1
+        if i >= 0 and los[i] == lo and recs[i].hi == hi:
+            return recs[i]
+        return None
+
     def access(self, idx: int, engine: int, reads: list[Access], writes: list[Access]) -> list[int]:
         deps: list[int] = []
         for is_local, key, lo, hi in reads:
             if is_local:
+                rec = self._same_slot(key, lo, hi)
+                if rec is not None:
+                    if rec.writer is not None:
+                        deps.append(rec.writer)
+                    rec.readers[engine] = idx
+                    continue
                 _, recs, a, b = self._split(key, lo, hi)
                 for rec in recs[a:b]:
                     if rec.writer is not None:
@@ -158,6 +197,14 @@ class HazardTracker:
                 rec.readers[engine] = idx
         for is_local, key, lo, hi in writes:
             if is_local:
+                rec = self._same_slot(key, lo, hi)
+                if rec is not None:   # overwritten in place: its readers and writer go first
+                    if rec.writer is not None:
+                        deps.append(rec.writer)
+                    deps.extend(rec.readers.values())
+                    rec.writer = idx
+                    rec.readers = {}
+                    continue
                 los, recs, a, b = self._split(key, lo, hi)
                 for rec in recs[a:b]:
                     if rec.writer is not None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from byoc.errors import ExecutionError, NPUError
 from byoc.quant.fixedpoint import mbqm, rdbpot, srdhm, wrap32
@@ -25,6 +24,7 @@ from byoc.ops.qnn_activation import softmax_rows_fixed
 from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
+from .int16x8 import requant_int64
 from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
 from .program import Program
 
@@ -34,6 +34,7 @@ _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("sp
 _NP = [np.dtype(d) for d in DTYPES]
 _RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 _INT32_MIN = -(1 << 31)
+_INT16 = DTYPES.index("int16")
 # RESIZE's ctm parameter → TFLite's coordinate mode as image.resize2d spells it (mode, rounding_method)
 RESIZE_MODES = (("asymmetric", ""), ("align_corners", ""), ("half_pixel", "round_prefer_ceil"))
 # Upper bound on one conv im2col block (float64): larger tiles are multiplied a band of output rows at a time.
@@ -66,8 +67,13 @@ class Machine:
         self.local: dict[tuple[int, int], np.ndarray] = {}
         self.tables: dict[tuple[int, int], tuple] = {}   # decoded requant tables, keyed by the tile they came from
         self.weights: dict[tuple[int, int], tuple] = {}  # float64 weight matrices, keyed likewise
+        self.views: dict[tuple, np.ndarray] = {}          # (area, base, h, w, c, dtype) → that tensor's array
 
     def view(self, area: int, base: int, h: int, w: int, c: int, dtype: int) -> np.ndarray:
+        key = (area, base, h, w, c, dtype)
+        v = self.views.get(key)   # a program addresses few distinct tensors: each view is made once
+        if v is not None:
+            return v
         dt = _NP[dtype]
         n = h * w * c * dt.itemsize
         mem = self.mem[area]
@@ -75,8 +81,11 @@ class Machine:
             r = self.const_index.find(area, base, base + n)
             if r is None:
                 raise ValueError(f"memory {base:#x}..{base + n:#x} of area {area} is not one region")
-            return self.const_images[r.id][base - r.base:base - r.base + n].view(dt).reshape(h, w, c)
-        return mem[base:base + n].view(dt).reshape(h, w, c)
+            v = self.const_images[r.id][base - r.base:base - r.base + n].view(dt).reshape(h, w, c)
+        else:
+            v = mem[base:base + n].view(dt).reshape(h, w, c)
+        self.views[key] = v
+        return v
 
     def writable_area(self, area: int) -> None:
         """Materialise a constant area before something stores into it (never in compiled programs)."""
@@ -86,6 +95,7 @@ class Machine:
                 if r.area == area:
                     img[r.base:r.base + r.size] = self.const_images[r.id]
             self.mem[area] = img
+            self.views.clear()   # views of the constant images would no longer see the stores
 
     def write_inputs(self, inputs: dict) -> None:
         problems = []
@@ -123,39 +133,45 @@ class Machine:
         return t
 
     # ------------------------------------------------------------------------------------------- commands
-    def run(self) -> None:
-        for i, c in enumerate(self.prog.commands):
-            try:
-                self.step(i, c)
-            except (ValueError, IndexError, TypeError, OverflowError, ZeroDivisionError) as e:
-                # A validated program whose tiles disagree in size with what a command expects (corrupt data).
-                raise NPUError(f"command #{i} ({disassemble_command(c)}) cannot run: {e}",
-                               hint="the local tile it reads was written with a different shape") from e
-
     def step(self, i: int, c) -> None:
-        local = self.local
-        if True:
-            if isinstance(c, Load):
-                src = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
-                if c.pad:
-                    t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
-                    ya, yb = max(c.y0, 0), min(c.y0 + c.h, c.img_h)
-                    xa, xb = max(c.x0, 0), min(c.x0 + c.w, c.img_w)
-                    if ya < yb and xa < xb:
-                        t[ya - c.y0:yb - c.y0, xa - c.x0:xb - c.x0] = src[ya:yb, xa:xb, c.c0:c.c0 + c.c]
-                else:
-                    t = src[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c].copy()
-                local[(c.buf, c.off)] = t
-            elif isinstance(c, Mac):
-                local[(c.acc_buf, c.acc_off)] = self.mac(c, i)
-            elif isinstance(c, Ppu):
-                local[(c.dst_buf, c.dst_off)] = self.ppu(c, i)
-            elif isinstance(c, Store):
-                t = self.tile(c.buf, c.off, i)
-                if self.mem[c.area] is None:
-                    self.writable_area(c.area)
-                dst = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
-                dst[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c] = t.reshape(c.h, c.w, c.c)
+        """Run command ``c`` (number ``i``)."""
+        {Load: self.load, Store: self.store, Mac: self.run_mac, Ppu: self.run_ppu}[type(c)](i, c)
+
+    def run(self) -> None:
+        step = {Load: self.load, Store: self.store, Mac: self.run_mac, Ppu: self.run_ppu}
+        i, c = 0, None
+        try:
+            for i, c in enumerate(self.prog.commands):
+                step[type(c)](i, c)
+        except (ValueError, IndexError, TypeError, OverflowError, ZeroDivisionError) as e:
+            # A validated program whose tiles disagree in size with what a command expects (corrupt data).
+            raise NPUError(f"command #{i} ({disassemble_command(c)}) cannot run: {e}",
+                           hint="the local tile it reads was written with a different shape") from e
+
+    def load(self, i: int, c: Load) -> None:
+        src = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
+        if c.pad:
+            t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
+            ya, yb = max(c.y0, 0), min(c.y0 + c.h, c.img_h)
+            xa, xb = max(c.x0, 0), min(c.x0 + c.w, c.img_w)
+            if ya < yb and xa < xb:
+                t[ya - c.y0:yb - c.y0, xa - c.x0:xb - c.x0] = src[ya:yb, xa:xb, c.c0:c.c0 + c.c]
+        else:
+            t = src[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c].copy()
+        self.local[(c.buf, c.off)] = t
+
+    def store(self, i: int, c: Store) -> None:
+        t = self.tile(c.buf, c.off, i)
+        if self.mem[c.area] is None:
+            self.writable_area(c.area)
+        dst = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
+        dst[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c] = t.reshape(c.h, c.w, c.c)
+
+    def run_mac(self, i: int, c: Mac) -> None:
+        self.local[(c.acc_buf, c.acc_off)] = self.mac(c, i)
+
+    def run_ppu(self, i: int, c: Ppu) -> None:
+        self.local[(c.dst_buf, c.dst_off)] = self.ppu(c, i)
 
     def raw(self, buf: int, off: int, i: int) -> np.ndarray:
         return self.tile(buf, off, i).reshape(-1).view(np.uint8)
@@ -163,19 +179,19 @@ class Machine:
     def mac(self, c: Mac, i: int) -> np.ndarray:
         x = self.tile(c.ifm_buf, c.ifm_off, i)
         if x.shape != (c.ih, c.iw, c.ic):
-            # as_strided below trusts these extents: a tile of another shape (corrupt program) would be read
-            # out of bounds
+            # the strided views below are built on these extents
             raise NPUError(f"command #{i} ({disassemble_command(c)}) expects a {c.ih}x{c.iw}x{c.ic} IFM tile, "
                            f"found {'x'.join(map(str, x.shape))}", hint="the program is corrupt")
-        x = x.astype(np.float64)
-        if c.zp_in:
-            x -= c.zp_in
+        x = np.subtract(x, c.zp_in, dtype=np.float64)
         nk = c.kh * c.kw
         w = self.weight_matrix(c, i, nk)
-        if c.op == MacOp.CONV:
-            s0, s1, s2 = x.strides
-            cols = as_strided(x, shape=(c.oh, c.ow, c.kh, c.kw, c.ic),
-                              strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2), writeable=False)
+        if c.op != MacOp.DEPTHWISE:
+            if nk == 1 and (c.ih, c.iw) == (c.oh, c.ow):   # 1x1, stride 1: the tile is its own im2col
+                cols = x.reshape(c.oh, c.ow, 1, 1, c.ic)
+            else:
+                s0, s1, s2 = x.strides   # x is a fresh contiguous copy: a read-only strided view over it
+                cols = np.ndarray((c.oh, c.ow, c.kh, c.kw, c.ic), np.float64, x,
+                                  strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2))
             row_bytes = c.ow * nk * c.ic * 8
             if c.oh * row_bytes <= IM2COL_BLOCK_BYTES:
                 acc = cols.reshape(c.oh * c.ow, nk * c.ic) @ w.T
@@ -189,20 +205,27 @@ class Machine:
         else:
             if c.dm > 1:
                 x = np.repeat(x, c.dm, axis=2)
-            acc = np.zeros((c.oh, c.ow, c.oc), np.float64)
-            for ky in range(c.kh):
-                for kx in range(c.kw):
-                    ys, xs = ky * c.dh, kx * c.dw
-                    acc += x[ys:ys + (c.oh - 1) * c.sh + 1:c.sh, xs:xs + (c.ow - 1) * c.sw + 1:c.sw] * w[:, ky, kx]
-        # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator.
-        return acc.reshape(c.oh, c.ow, c.oc).astype(np.int64).astype(np.int32)
+            s0, s1, s2 = x.strides   # every tap of every output at once: a strided view, summed by einsum
+            taps = np.ndarray((c.oh, c.ow, c.kh, c.kw, c.oc), np.float64, x,
+                              strides=(s0 * c.sh, s1 * c.sw, s0 * c.dh, s1 * c.dw, s2))
+            acc = np.einsum("hwklc,klc->hwc", taps, w)
+        # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator. When no
+        # sum can leave int32 (the operands' ranges bound it), the direct cast is the same and one pass shorter.
+        acc = acc.reshape(c.oh, c.ow, c.oc)
+        if c.in_dtype == _INT16:   # an int16 IFM keeps its int64 accumulator (npu_sim/int16x8.py)
+            return acc.astype(np.int64)
+        terms = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
+        if terms * _magnitude(self.tile(c.ifm_buf, c.ifm_off, i).dtype, c.zp_in) * \
+                _magnitude(_NP[c.w_dtype], c.zp_w) < 1 << 31:
+            return acc.astype(np.int32)
+        return acc.astype(np.int64).astype(np.int32)
 
     def weight_matrix(self, c: Mac, i: int, nk: int) -> np.ndarray:
-        """The MAC's weights as float64 minus their zero point ([oc, kh*kw*ic], depthwise [oc, kh, kw]); decoded
+        """The MAC's weights as float64 minus their zero point ([oc, kh*kw*ic], depthwise [kh, kw, oc]); decoded
         once per weight tile (a tile stays resident across the spatial tiles of its channel slice)."""
         key = (c.w_buf, c.w_off)
         tile = self.tile(*key, i)
-        per = nk * c.ic if c.op == MacOp.CONV else nk
+        per = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
         sig = (c.op, c.oc, per, c.w_dtype, c.zp_w)
         hit = self.weights.get(key)
         if hit is not None and hit[0] is tile and hit[1] == sig:
@@ -211,7 +234,9 @@ class Machine:
         w = w.astype(np.float64)
         if c.zp_w:
             w -= c.zp_w
-        w = w.reshape(c.oc, per) if c.op == MacOp.CONV else w.reshape(c.oc, c.kh, c.kw)
+        # conv: [oc, kh*kw*ic] for the GEMM; depthwise: [kh, kw, oc], the taps' layout
+        w = w.reshape(c.oc, per) if c.op != MacOp.DEPTHWISE else np.ascontiguousarray(
+            w.reshape(c.oc, c.kh, c.kw).transpose(1, 2, 0))
         self.weights[key] = (tile, sig, w)
         return w
 
@@ -228,8 +253,9 @@ class Machine:
         # left-shift wrap or the saturation test (identical results; see byoc.quant.fixedpoint.mbqm).
         simple = bool(np.all(s <= 0) and np.all(m > _INT32_MIN))
         e = -s
-        mask = (np.int64(1) << e) - 1 if simple else None
-        decoded = (bias, m, s, simple, e, mask)
+        # RDBPOT(x, e) + zp = (x + 2^(e-1) - [x < 0 and e > 0] + zp·2^e) >> e: its rounding as one nudge
+        nudge = (np.int64(1) << e) >> 1 if simple else None
+        decoded = (bias, m, s, simple, e, nudge, bool(np.all(e > 0)) if simple else False)
         self.tables[key] = (tile, c.oc, decoded)
         return decoded
 
@@ -238,8 +264,10 @@ class Machine:
         out_dt = _NP[c.out_dtype]
         src = self.tile(c.src0_buf, c.src0_off, i).reshape(c.ih, c.iw, c.ic)
         x = src.astype(np.int64) if op != PpuOp.REQUANT else src
-        if op == PpuOp.REQUANT:
-            bias, m, s, simple, e, mask = self.requant_table(c, i)
+        if op == PpuOp.REQUANT and c.rounding == Rounding.TFLITE_INT64:
+            y = requant_int64(src, self.raw(c.table_buf, c.table_off, i), c.oc, c.param("zp_in")) + c.param("zp_out")
+        elif op == PpuOp.REQUANT:
+            bias, m, s, simple, e, nudge, all_shift = self.requant_table(c, i)
             zp_in = c.param("zp_in")
             acc = np.add(src, bias, dtype=np.int32).astype(np.int64)   # wrapping int32 bias add
             if zp_in:
@@ -250,13 +278,20 @@ class Machine:
                 v = acc.astype(np.float32) * scale
                 y = np.rint(np.clip(v, np.float32(-2.0 ** 40), np.float32(2.0 ** 40))).astype(np.int64)
             elif c.rounding == Rounding.TFLITE and simple and not zp_in:
-                h = acc
+                h = acc   # the common case, in place on the fresh accumulator copy
                 h *= m
                 h += 1 << 30
-                h >>= 31
-                y = (h & mask) > ((mask >> 1) + (h < 0))
-                h >>= e
-                y = np.add(h, y, out=h)
+                h >>= 31                                       # SRDHM
+                neg = h < 0
+                if not all_shift:
+                    neg &= e > 0
+                h += nudge + (np.int64(c.param("zp_out")) << e)
+                h -= neg
+                h >>= e                                        # RDBPOT, plus the output zero point
+                lo, hi = _RANGE[c.out_dtype]
+                np.maximum(h, max(lo, c.param("act_min")), out=h)
+                np.minimum(h, min(hi, c.param("act_max")), out=h)
+                return h.astype(out_dt)
             elif c.rounding == Rounding.TFLITE:
                 y = mbqm(acc, m, s)
             else:
@@ -276,9 +311,13 @@ class Machine:
                 y = _onnx_binary(c, x, b, a_ * b_)
             elif op == PpuOp.ADD:
                 ls = c.param("left_shift")
-                a_ = rdbpot(srdhm(a_ << ls, c.param("m_a")), -c.param("e_a"))
-                b_ = rdbpot(srdhm(b_ << ls, c.param("m_b")), -c.param("e_b"))
-                y = rdbpot(srdhm(a_ + b_, c.param("m_out")), -c.param("e_out"))
+                a_ <<= ls
+                b_ <<= ls
+                a_ = _scaled(a_, c.param("m_a"), -c.param("e_a"))
+                b_ = _scaled(b_, c.param("m_b"), -c.param("e_b"))
+                sub = c.param("sub")   # 1: src0 - src1, 2: src1 - src0 (the broadcast operand first)
+                y = _scaled(a_ + b_ if not sub else (a_ - b_ if sub == 1 else b_ - a_), c.param("m_out"),
+                            -c.param("e_out"))
             else:
                 y = mbqm(wrap32(a_ * b_), c.param("m_out"), c.param("e_out"))
             if c.rounding != Rounding.FLOAT32_HALF_EVEN:
@@ -330,6 +369,35 @@ class Machine:
         hi = min(hi, c.param("act_max"))
         y = np.asarray(y, np.int64)
         return np.minimum(np.maximum(y, lo), hi).astype(out_dt)
+
+
+def _scaled(x: np.ndarray, m: int, e: int) -> np.ndarray:
+    """rdbpot(srdhm(x, m), e) for one multiplier and shift, in place on ``x`` (a fresh int64 array): no
+    saturation test unless m is INT32_MIN, RDBPOT as a nudge and a shift (as the requantize path)."""
+    if m == _INT32_MIN or not 0 <= e <= 31:
+        return rdbpot(srdhm(x, m), e)
+    x *= m
+    x += 1 << 30
+    x >>= 31
+    if e:
+        neg = x < 0
+        x += 1 << (e - 1)
+        x -= neg
+        x >>= e
+    return x
+
+
+_MAGNITUDE: dict[tuple, int] = {}
+
+
+def _magnitude(dtype: np.dtype, zero_point: int) -> int:
+    """The largest |v − zero_point| over the values of an integer dtype."""
+    key = (dtype, zero_point)
+    hit = _MAGNITUDE.get(key)
+    if hit is None:
+        info = np.iinfo(dtype)
+        hit = _MAGNITUDE[key] = max(abs(int(info.min) - zero_point), abs(int(info.max) - zero_point))
+    return hit
 
 
 def _openblas():

@@ -47,6 +47,9 @@ KIND_NAMES = ("ifm", "weight", "table", "acc", "ofm")
 class MacOp(enum.IntEnum):
     CONV = 0
     DEPTHWISE = 1
+    # A convolution of a layer whose whole OFM is one row of even width under a one-row kernel: the same
+    # arithmetic as CONV; Ethos-U then works in 1x4 micro-blocks instead of 2x2 (Vela's GetOfmMicroBlock).
+    CONV_ROW = 2
 
 
 class PpuOp(enum.IntEnum):
@@ -70,6 +73,10 @@ class Rounding(enum.IntEnum):
     # float32 output stage (ppu.float_scale): float32(acc − zp) × float32 scale, round half to even — ONNX's
     # requantization as onnxruntime's MLAS computes it; the table's mult field holds the scale's float32 bits
     FLOAT32_HALF_EVEN = 3
+    # int16x8 convolutions (LiteRT's int64 MultiplyByQuantizedMultiplier, quant-semantics §1.6): int64
+    # accumulator + 40-bit bias (the table's spare byte holds bias bits 32..39, as Ethos-U's 40-bit bias), the
+    # table's multiplier cut to Q15 and one rounding, ties up (npu_sim/int16x8.py)
+    TFLITE_INT64 = 4
 
 
 # IFM2 broadcast flags of an elementwise PPU command (Ethos-U's IFM2_BROADCAST register): each set bit makes
@@ -100,8 +107,9 @@ def dtype_code(name: str) -> int:
 N_PPU_PARAMS = 16
 PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.REQUANT: ("zp_in", "zp_out", "act_min", "act_max", "channel0"),
+    # sub: 0 = a + b, 1 = src0 − src1, 2 = src1 − src0 (SUB with its first operand broadcast as src1)
     PpuOp.ADD: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "e_a", "m_b", "e_b", "m_out",
-                "e_out"),
+                "e_out", "sub"),
     PpuOp.MUL: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "m_out", "e_out"),
     PpuOp.MAX_POOL: ("act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw"),
     PpuOp.AVG_POOL: ("act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw", "y0", "x0", "img_h", "img_w",

@@ -35,6 +35,8 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
     LayerKind("dense", "npu.qnn_dense", "qnn.dense → [nn.bias_add] → qnn.requantize → [clip]",
               "MAC array + PPU requantization; 2-D input"),
     LayerKind("add", "npu.qnn_add", "qnn.add → [clip]", "PPU; TFLITE rounding, broadcasting along H/W/C"),
+    LayerKind("subtract", "npu.qnn_subtract", "qnn.subtract → [clip]",
+              "PPU (the ADD unit, second operand subtracted); TFLITE rounding, broadcasting along H/W/C"),
     LayerKind("mul", "npu.qnn_mul", "qnn.mul → [clip]", "PPU; TFLITE rounding, broadcasting along H/W/C"),
     LayerKind("avg_pool2d", "npu.qnn_avg_pool2d", "cast(int32) → nn.avg_pool2d → cast → [clip]",
               "PPU; NHWC, batch 1, ceil_mode off"),

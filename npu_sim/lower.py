@@ -21,7 +21,11 @@ from byoc.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem
 from byoc.ir.traversal import post_order
 from byoc.ir.types import TensorType
 from byoc.ops.kernels import kernel_to_hwio
+from byoc.ops.qnn_elemwise import add_left_shift
 from byoc.quant import params as qp
+
+from .cost import deepened_shape
+from .int16x8 import check_int16x8, int16x8_rounding
 from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
 __all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function", "concat_origins"]
@@ -423,10 +427,12 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     zp_in = _scalar_int(body.const(core.args[2], "input_zero_point"), "input zero point", body.name)
     zp_w = _scalar_int(body.const(core.args[3], "kernel_zero_point"), "kernel zero point", body.name)
     out_t = _tensor_type(body.call)
-    if out_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"output dtype {out_t.dtype} is not supported", hint="int8 or uint8")
-    if x_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"input dtype {x_t.dtype} is not supported", hint="int8 or uint8")
+    int16x8 = check_int16x8(body, x_t.dtype, out_t.dtype, _tensor_type(ops["qnn.requantize"].args[0]).dtype, zp_in,
+                            zp_w)
+    if not int16x8 and out_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"output dtype {out_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
+    if not int16x8 and x_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"input dtype {x_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
     padding = (0, 0, 0, 0)
     pad_value = zp_in
     if comp == "npu.qnn_dense":
@@ -482,6 +488,8 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     else:
         bias = np.zeros(oc, np.int64)
     m, s, zp_rq, zp_out, rounding = _requant_tables(body, ops["qnn.requantize"], oc)
+    if int16x8:
+        rounding = int16x8_rounding(body, rounding, bias, s)
     lo, hi = _clamp(body, ops, out_t.dtype)
     ofm = low.out_tensor(body.call, body.name)
     layer = ConvLayer(body.name, comp, kind, ifm, ofm, kernel, stride, dilation, padding, pad_value, zp_in,  # type: ignore[arg-type]
@@ -505,7 +513,7 @@ def _onnx_binary_params(opname: str, sa, sb, sc, za: int, zb: int, zc: int) -> d
 
 
 def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
-    opname = "qnn.add" if comp == "npu.qnn_add" else "qnn.mul"
+    opname = {"npu.qnn_add": "qnn.add", "npu.qnn_subtract": "qnn.subtract"}.get(comp, "qnn.mul")
     chain = body.chain()
     ops = body.expect(chain, [(opname, False), ("clip", True)])
     core = ops[opname]
@@ -515,6 +523,9 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
                         hint="TFLite's fixed-point arithmetic ('TFLITE') or ONNX's float32 one ('ONNX') runs on "
                              "the NPU")
     a_t, b_t, out_t = _tensor_type(core.args[0]), _tensor_type(core.args[1]), _tensor_type(body.call)
+    if "int16" in (a_t.dtype, b_t.dtype, out_t.dtype) and (onnx or {a_t.dtype, b_t.dtype, out_t.dtype} != {"int16"}):
+        raise body.fail(f"{opname} on {a_t.dtype}, {b_t.dtype} → {out_t.dtype}",
+                        hint="int16 elementwise ops run with all three tensors int16 (TFLite's general path)")
     if onnx and tuple(a_t.shape) != tuple(b_t.shape):
         raise body.fail(f"{opname} rounding 'ONNX' with operands {tuple(a_t.shape)} and {tuple(b_t.shape)}",
                         hint="onnxruntime's broadcasting kernels order their float32 steps differently; only "
@@ -539,12 +550,15 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     params: dict[str, Any] = dict(zp_a=zp_a, zp_b=zp_b, zp_out=zp_o, act_min=lo, act_max=hi)
     if onnx:
         params.update(_onnx_binary_params(opname, *(np.float32(_vec(c[i])[0]) for i in (0, 2, 4)), zp_a, zp_b, zp_o))
+        if opname == "qnn.subtract":
+            raise body.fail("qnn.subtract rounding 'ONNX' is not implemented by the NPU's PPU",
+                            hint="TFLite's fixed-point SUB runs on the NPU")
         op = "add" if opname == "qnn.add" else "mul"
-    elif opname == "qnn.add":
-        p = qp.add_params(c[0], c[2], c[4])
+    elif opname in ("qnn.add", "qnn.subtract"):
+        p = qp.add_params(c[0], c[2], c[4], add_left_shift(out_t.dtype))   # 15 on the int16 path
         params.update(left_shift=p.left_shift, m_a=int(p.lhs_multiplier[0]), e_a=int(p.lhs_shift[0]),
                       m_b=int(p.rhs_multiplier[0]), e_b=int(p.rhs_shift[0]), m_out=int(p.output_multiplier[0]),
-                      e_out=int(p.output_shift[0]))
+                      e_out=int(p.output_shift[0]), sub=int(opname == "qnn.subtract"))
         op = "add"
     else:
         m, e = qp.mul_params(c[0], c[2], c[4])
@@ -558,8 +572,12 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
         for x, y in (("zp_a", "zp_b"), ("m_a", "m_b"), ("e_a", "e_b")):
             if x in params:
                 params[x], params[y] = params[y], params[x]
+        if params.get("sub"):
+            params["sub"] = 2   # src1 − src0: the first operand is now src1
     params["bcast"] = bcast
     ofm = low.out_tensor(body.call, body.name)
+    if not bcast:
+        (a, b), ofm = _deepened(low, (a, b), ofm)
     low.layers.append(PpuLayer(body.name, comp, op, (a, b), ofm, params))
 
 
@@ -662,6 +680,7 @@ def _lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ifm = body.tensor(core.args[0], "data")
     table = _unary_table(body, ops, core, in_t.dtype, opname)
     ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
     low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(np.iinfo(in_t.dtype).min)),
                                table=table))
 
@@ -715,12 +734,27 @@ def _elementwise_lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     if table.size != 256 or table.dtype != np.dtype(out_t.dtype):
         raise body.fail(f"the chain gave {table.size} {table.dtype} values for 256 {in_t.dtype} inputs")
     ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
     low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(info.min)), table=table))
 
 
 def _requant_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ops = body.expect(body.chain(), [("qnn.requantize", False), ("clip", True)])
     _requant_layer(low, body, ops, ops["qnn.requantize"], body.call, body.name, comp)
+
+
+def _deepened(low: _Lowerer, ins: tuple[int, ...], ofm: int) -> tuple[tuple[int, ...], int]:
+    """Inputs and output of a same-shape elementwise layer viewed as Vela reshapes a shallow one (fewer than 8
+    channels: a deeper HWC view of the same bytes, ``cost.deepened_shape``), so its tiles, transfers and cycles
+    are those of the reshaped map. Exact: every element keeps its place in memory and its own computation."""
+    t = low.tensors[ofm]
+    if len(t.shape) == 0 or any(tuple(low.tensors[i].shape) != tuple(t.shape) for i in ins):
+        return ins, ofm
+    h, w, c = _hwc(tuple(t.shape), t.name)
+    shape = (1,) + deepened_shape(h, w, c)
+    if shape[1:] == (h, w, c):
+        return ins, ofm
+    return tuple(low.view_as(i, shape) for i in ins), low.view_as(ofm, shape)
 
 
 def _requant_layer(low, body, ops, rq: Call, out_call: Call, name: str, comp: str) -> None:
@@ -735,11 +769,14 @@ def _requant_layer(low, body, ops, rq: Call, out_call: Call, name: str, comp: st
             raise body.fail(f"per-channel requantize along axis {rq.attrs.axis} is not supported",
                             hint="the PPU's tables run along the innermost (channel) axis")
     c = _hwc(tuple(in_t.shape), name)[2]
-    if m.size != c:
-        m, s = np.repeat(m[:1], c), np.repeat(s[:1], c)
     ifm = body.tensor(rq.args[0], "data")
     lo, hi = _clamp(body, ops, out_t.dtype)
     ofm = low.out_tensor(out_call, name)
+    if len(set(m.tolist())) == 1 and len(set(s.tolist())) == 1:   # per-tensor: Vela reshapes a shallow map
+        (ifm,), ofm = _deepened(low, (ifm,), ofm)
+        c = low.tensors[ofm].shape[-1] if low.tensors[ofm].shape else 1
+    if m.size != c:
+        m, s = np.repeat(m[:1], c), np.repeat(s[:1], c)
     table = np.stack([np.zeros(c, np.int64), m, s])
     low.layers.append(PpuLayer(name, comp, "requant", (ifm,), ofm,
                                dict(zp_in=zp_rq, zp_out=zp_out, act_min=lo, act_max=hi, rounding=rounding),
@@ -761,6 +798,7 @@ def _clip_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     if "nn.relu" in ops:
         lo = max(lo, 0)
     ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
     low.layers.append(PpuLayer(body.name, comp, "copy", (ifm,), ofm, dict(act_min=lo, act_max=hi)))
 
 
@@ -841,7 +879,7 @@ def _concat_table(body: _Body, core: Call, i: int, t: TensorType, quant: tuple) 
 
 _COMPOSITES = {
     "npu.qnn_conv2d": _conv_composite, "npu.qnn_depthwise_conv2d": _conv_composite, "npu.qnn_dense": _conv_composite,
-    "npu.qnn_add": _binary_composite, "npu.qnn_mul": _binary_composite, "npu.qnn_avg_pool2d": _pool_composite,
+    "npu.qnn_add": _binary_composite, "npu.qnn_subtract": _binary_composite, "npu.qnn_mul": _binary_composite, "npu.qnn_avg_pool2d": _pool_composite,
     "npu.qnn_max_pool2d": _pool_composite, "npu.qnn_mean": _mean_composite, "npu.qnn_sigmoid": _lut_composite,
     "npu.qnn_tanh": _lut_composite, "npu.qnn_requantize": _requant_composite, "npu.qnn_clip": _clip_composite,
     "npu.qnn_concatenate": _concat_composite,

@@ -173,11 +173,14 @@ class Program:
         return prog
 
     # ------------------------------------------------------------------------------------------ validator
-    def validate(self, check_hazards: bool = True, check_deadlock: bool = True) -> "Program":
+    def validate(self, check_hazards: bool = True, check_deadlock: bool = True,
+                 check_commands: bool = True) -> "Program":
         """Every field in range, tokens balanced and deadlock-free, and (optionally) every hazard ordered.
         ``check_deadlock=False`` (the compiler's own output: its tokens are assigned in stream order, each wait
-        popping a token an earlier command pushed) checks the fields only."""
-        problems = _static_problems(self)
+        popping a token an earlier command pushed) checks the fields only; ``check_commands=False`` (the
+        compiler's commands, sized by its own tile plans) checks the memory map, constants and bindings only.
+        A decoded program (``from_bytes``) is always checked in full."""
+        problems = _static_problems(self, check_commands)
         if problems:
             raise NPUError(f"invalid NPU program {self.name!r}: {len(problems)} problem(s)",
                            notes=tuple("  - " + p for p in problems[:20]) +
@@ -230,7 +233,7 @@ def _config_to_dict(cfg: NPUConfig) -> dict:
 _DTYPE_RANGE = [(int(np.iinfo(d).min), int(np.iinfo(d).max)) for d in DTYPES]
 
 
-def _static_problems(prog: Program) -> list[str]:
+def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
     cfg = prog.config
     out: list[str] = []
     n_areas = len(cfg.memory_areas)
@@ -256,6 +259,8 @@ def _static_problems(prog: Program) -> list[str]:
         elif t.dtype not in DTYPES or int(np.prod(t.shape)) * DTYPE_BYTES[DTYPES.index(t.dtype)] != \
                 prog.regions[t.region].size:
             out.append(f"tensor {t.name} {t.shape} {t.dtype} does not fit region {t.region} exactly")
+    if not check_commands:
+        return out
     index = RegionIndex(prog.regions)
     n_layers = len(prog.layers)
     kind_name = ("ifm", "weight", "table", "acc", "ofm")
@@ -306,7 +311,7 @@ def _static_problems(prog: Program) -> list[str]:
                         out.append(f"#{i}: store window leaves the image")
                     local(c.buf, c.off, tile_bytes(c.h, c.w, c.c, c.dtype), TileKind.OFM, "store", i)
             elif isinstance(c, Mac):
-                if c.op not in MacOp._value2member_map_ or not 0 <= c.in_dtype < 2 or not 0 <= c.w_dtype < 2:
+                if c.op not in MacOp._value2member_map_ or not 0 <= c.in_dtype < 3 or not 0 <= c.w_dtype < 2:
                     out.append(f"#{i}: unknown MAC op or dtype in {disassemble_command(c)}")
                     continue
                 if min(c.oh, c.ow, c.oc, c.kh, c.kw, c.sh, c.sw, c.dh, c.dw, c.dm) <= 0:
@@ -320,7 +325,9 @@ def _static_problems(prog: Program) -> list[str]:
                 local(c.w_buf, c.w_off, mac_weight_bytes(c), TileKind.WEIGHT, "mac weights", i)
                 local(c.acc_buf, c.acc_off, c.oh * c.ow * c.oc * 4, TileKind.ACC, "mac acc", i)
             elif isinstance(c, Ppu):
-                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE)   # data movement also writes int16
+                # data movement and int16x8 requantization also write int16
+                wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE) or c.rounding == Rounding.TFLITE_INT64 or \
+                    (c.op in (PpuOp.ADD, PpuOp.MUL) and c.in_dtype == 2)
                 if c.op not in PpuOp._value2member_map_ or not 0 <= c.in_dtype < len(DTYPES) or \
                         not 0 <= c.out_dtype < (3 if wide_out else 2) or c.rounding not in Rounding._value2member_map_:
                     out.append(f"#{i}: unknown PPU op, rounding or dtype in {disassemble_command(c)}")

@@ -120,109 +120,111 @@ def schedule(prog: Program) -> Schedule:
     channels = (cfg.overheads.dma_in_channels, 0, 0, cfg.overheads.dma_out_channels)
     shared = cfg.ppu.shares_mac_engine
     ratios = [layer.weight_ratio for layer in prog.layers]
+    # a MAC layer's table load is its bias/scale stream (charged like its weights); a PPU layer's is a table
+    streams = [layer.kind in ("conv", "depthwise", "dense") for layer in prog.layers]
     # NHWC for the host, or an activation kept linear (a transpose's OFM)
     linear = {(r.area, r.base) for r in prog.regions if r.kind in ("input", "output", "linear")}
     queues: list[list[int]] = [[], [], [], []]
-    engine = np.empty(n, np.int8)
+    engine_of = {t: int(t.ENGINE) for t in (Load, Store, Mac, Ppu)}
+    engines = [engine_of[type(c)] for c in cmds]
+    engine = np.array(engines, np.int8)
     # Each command's cost depends only on its own fields: compute it once per distinct shape, before the events.
     cost: list = [None] * n
     memo: dict = {}
     for i, c in enumerate(cmds):
-        e = int(c.ENGINE)
-        engine[i] = e
+        e = engines[i]
         queues[e].append(i)
         if e in (0, 3):
             lin = (c.area, c.base) in linear
-            key = (_COST_FIELDS[type(c)](c), ratios[c.layer], lin, e)
+            key = (_COST_FIELDS[type(c)](c), ratios[c.layer], lin, e, streams[c.layer])
             hit = memo.get(key)
             if hit is None:
-                hit = memo[key] = dma_command_cost(cfg, c, ratios[c.layer], lin)  # type: ignore[arg-type]
+                hit = memo[key] = dma_command_cost(cfg, c, ratios[c.layer], lin,  # type: ignore[arg-type]
+                                                   streams[c.layer])
         else:
             key = _COST_FIELDS[type(c)](c)
             hit = memo.get(key)
             if hit is None:
                 hit = memo[key] = mac_command_cycles(cfg, c) if e == 1 else ppu_command_cycles(cfg, c)  # type: ignore[arg-type]
         cost[i] = hit
-    start = np.zeros(n, np.int64)
-    end = np.zeros(n, np.int64)
-    area_cyc = np.zeros(n, np.int64)
-    nbytes = np.zeros(n, np.int64)
-    area_of = np.full(n, -1, np.int16)
+    start = [0] * n
+    end = [0] * n
+    area_cyc = [0] * n
+    nbytes = [0] * n
+    area_of = [-1] * n
+    # each command's token sources and destinations, as engine tuples (a mask has 16 values)
+    engines_of = [tuple(f for f in range(4) if m >> f & 1) for m in range(16)]
+    waits = [engines_of[c.wait & 15] for c in cmds]
+    signals = [engines_of[c.signal & 15] for c in cmds]
     pushed: list[list[list[int]]] = [[[] for _ in range(4)] for _ in range(4)]  # completion times per edge
     popped = [[0] * 4 for _ in range(4)]
     heads = [0, 0, 0, 0]
+    lengths = [len(q) for q in queues]
     free = [0, 0, 0, 0]
     unit_free = 0                          # the shared MAC/PPU unit (VTA)
     inflight: list[list[int]] = [[], [], [], []]   # completion-time heaps of the DMA engines
     area_free = [0] * len(cfg.memory_areas)
-    done = 0
-    while done < n:
-        best = None
+    for _ in range(n):
+        best_t = best_e = best_i = -1
         for e in range(4):
-            if heads[e] >= len(queues[e]):
+            h = heads[e]
+            if h >= lengths[e]:
                 continue
-            i = queues[e][heads[e]]
-            c = cmds[i]
+            i = queues[e][h]
             t = free[e]
             ready = True
-            w = c.wait
-            if w:
-                for f in range(4):
-                    if w >> f & 1:
-                        k = popped[f][e]
-                        lst = pushed[f][e]
-                        if k >= len(lst):
-                            ready = False
-                            break
-                        if lst[k] > t:
-                            t = lst[k]
+            for f in waits[i]:
+                lst = pushed[f][e]
+                k = popped[f][e]
+                if k >= len(lst):
+                    ready = False
+                    break
+                if lst[k] > t:
+                    t = lst[k]
             if not ready:
                 continue
-            if e in (0, 3):
+            if e == 0 or e == 3:
                 q = inflight[e]
                 if len(q) >= channels[e] and q[0] > t:
                     t = q[0]
-            elif shared:
-                t = max(t, unit_free)
-            if best is None or t < best[0]:
-                best = (t, e, i)
-        if best is None:
+            elif shared and unit_free > t:
+                t = unit_free
+            if best_e < 0 or t < best_t:   # earliest start; ties go to the lower engine index
+                best_t, best_e, best_i = t, e, i
+        if best_e < 0:
             stuck = [f"{ENGINE_NAMES[e]}: {disassemble_command(cmds[queues[e][heads[e]]])}"
                      for e in range(4) if heads[e] < len(queues[e])]
             raise NPUError("program deadlocks: every engine waits for a token that is never pushed",
                            notes=tuple("  - " + s for s in stuck))
-        t, e, i = best
-        c = cmds[i]
-        if c.wait:
-            for f in range(4):
-                if c.wait >> f & 1:
-                    popped[f][e] += 1
-        if e in (0, 3):
+        t, e, i = best_t, best_e, best_i
+        for f in waits[i]:
+            popped[f][e] += 1
+        if e == 0 or e == 3:
             nb, xfer, lat = cost[i]
-            t0 = max(t + issue, area_free[c.area])  # type: ignore[union-attr]
-            area_free[c.area] = t0 + xfer  # type: ignore[union-attr]
+            a = cmds[i].area  # type: ignore[union-attr]
+            t0 = t + issue
+            if area_free[a] > t0:
+                t0 = area_free[a]
+            area_free[a] = t0 + xfer
             fin = t0 + xfer + lat
             q = inflight[e]
             while q and q[0] <= t:
                 heapq.heappop(q)
             heapq.heappush(q, fin)
             free[e] = t + issue
-            area_cyc[i], nbytes[i], area_of[i] = xfer, nb, c.area  # type: ignore[union-attr]
+            area_cyc[i], nbytes[i], area_of[i] = xfer, nb, a
         else:
-            dur = cost[i]
-            fin = t + dur
+            fin = t + cost[i]
             free[e] = fin
             if shared:
                 unit_free = fin
         start[i], end[i] = t, fin
-        if c.signal:
-            for f in range(4):
-                if c.signal >> f & 1:
-                    pushed[e][f].append(fin)
+        for f in signals[i]:
+            pushed[e][f].append(fin)
         heads[e] += 1
-        done += 1
     layer = np.fromiter((c.layer for c in cmds), np.int32, n)
-    return Schedule(start, end, engine, layer, area_cyc, nbytes, area_of)
+    return Schedule(np.array(start, np.int64), np.array(end, np.int64), engine, layer,
+                    np.array(area_cyc, np.int64), np.array(nbytes, np.int64), np.array(area_of, np.int16))
 
 
 def _busy(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -290,7 +292,7 @@ def _label(c) -> str:
     if isinstance(c, Store):
         return "store"
     if isinstance(c, Mac):
-        return "conv" if c.op == 0 else "depthwise"
+        return "depthwise" if c.op == 1 else "conv"
     return ("requant", "add", "mul", "max_pool", "avg_pool", "mean", "lut", "copy")[c.op] if c.op < 8 else "ppu"
 
 

@@ -8,14 +8,16 @@ memory port, each DMA engine) plus one tile of pipeline fill.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from byoc.errors import ConfigError
 
 from .config import TABLE_ENTRY_BYTES, NPUConfig
-from .cost import fm_transfer_cycles, mac_cycles, ppu_cycles, transfer_cycles, window_traffic
-from .isa import MacOp, PpuOp, src1_tile_shape
+from .cost import (fm_transfer_cycles, mac_cycles, mac_op, ppu_cycles, transfer_cycles, weight_transfer_cycles,
+                   window_traffic)
+from .isa import PpuOp, src1_tile_shape
 
 __all__ = ["TilePlan", "Geometry", "plan_layer", "fitting_plans", "best_plan", "ALIGN"]
 
@@ -156,8 +158,8 @@ def _fits(cfg: NPUConfig, slots: dict[str, int]) -> bool:
 def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple[int, int, int, int]:
     """(MAC cycles, PPU cycles, IFM window h, w) of one th×tw×tc tile."""
     ih, iw = g.in_tile(th, tw)
-    m = mac_cycles(cfg, MacOp.DEPTHWISE if g.kind == "depthwise" else MacOp.CONV, th, tw, tc,
-                   g.in_channels(tc), *g.kernel, ih, iw) if g.kind != "ppu" else 0
+    m = mac_cycles(cfg, mac_op(g.kind, g.out_hwc, g.kernel), th, tw, tc,
+                   g.in_channels(tc), *g.kernel, ih, iw, ifm_bits=8 * g.in_bytes) if g.kind != "ppu" else 0
     taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
     p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
                    from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes, out_bytes=g.out_bytes,
@@ -165,9 +167,11 @@ def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple
     return m, p, ih, iw
 
 
-def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, fm_area: int,
-             w_area: int, memo: dict | None = None) -> int:
-    """Estimated cycles of the layer tiled bh×bw×bc (``memo``: tile costs already computed for this layer)."""
+def _terms(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, fm_area: int, w_area: int,
+           memo: dict) -> tuple:
+    """Everything ``estimate`` needs that does not depend on the weight ratio (``memo``: tile costs already
+    computed for this workload): (compute, DMA-in cycles without the weights, port cycles without the weights,
+    DMA-out cycles, pipeline fill without the weights, weight loads, weight bytes, table bytes)."""
     oh, ow, oc = g.out_hwc
     H, W, C = g.in_hwc
     ov = cfg.overheads
@@ -178,8 +182,6 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     n_sp = _cdiv(oh, bh) * _cdiv(ow, bw)
     mac_t = ppu_t = 0
     first = None
-    if memo is None:
-        memo = {}
     for th, nh in _splits(oh, bh):
         for tw, nw in _splits(ow, bw):
             for tc, nc in _splits(oc, bc):
@@ -192,7 +194,7 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
                 mac_t += m * cnt
                 ppu_t += p * cnt
                 if first is None:
-                    first = (m, p, ih, iw, th, tw, tc)
+                    first = (m, p)
     ih, iw = g.in_tile(bh, bw)
     ic = g.in_channels(bc)
     if g.perm != (0, 1, 2):   # a transpose reads the OFM tile's box with its axes permuted
@@ -214,18 +216,14 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
     run_out = bc * g.out_bytes if bc < oc else (bw * oc * g.out_bytes if bw < ow else ofm_tile)
     ofm_cyc = fm_transfer_cycles(cfg, out_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
     wb, tb = g.weight_bytes(bc), g.table_bytes(bc)
-    wr = g.weight_ratio if g.has_weights else 1.0
-    w_cyc = transfer_cycles(cfg, w_area, wb, wb, wr) + transfer_cycles(cfg, w_area, tb, tb, wr)
     n_tiles = n_sp * n_c
-    port = [0.0] * len(cfg.memory_areas)   # busy cycles of each area's port
+    port = [0] * len(cfg.memory_areas)   # busy cycles of each area's port (integers: any order sums exactly)
     port[in_area] += ifm_loads * ifm_cyc
     port[out_area] += n_tiles * ofm_cyc
     if g.lut:
         port[w_area] += transfer_cycles(cfg, w_area, 256, 256)
-    elif wb or tb:
-        port[w_area] += w_loads * w_cyc
     lat_in = fm.read_latency + ov.cmd_issue
-    dma_in = (ifm_loads * (ifm_cyc + lat_in) + (w_loads * (w_cyc + 2 * lat_in) if (wb or tb) else 0))
+    dma_in = ifm_loads * (ifm_cyc + lat_in)
     if g.n_inputs == 2:
         # src1 per tile, from its own area: a broadcast one is a small window (e.g. 1x1xbc), not a full tile.
         in2_area = w_area if g.in2_in_weights else fm_area
@@ -235,22 +233,44 @@ def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str,
         in2_cyc = fm_transfer_cycles(cfg, in2_area, in2_bytes, in2_run, c2, g.in_bytes)
         port[in2_area] += n_tiles * in2_cyc
         dma_in += n_tiles * (in2_cyc + cfg.memory_areas[in2_area].read_latency + ov.cmd_issue)
-    ports = port
-    dma_in = max(dma_in / ov.dma_in_channels, max(ports))
     dma_out = n_tiles * (ofm_cyc + out_mem.write_latency + ov.cmd_issue) / ov.dma_out_channels
     compute = mac_t + ppu_t if cfg.ppu.shares_mac_engine else max(mac_t, ppu_t)
-    m, p, fih, fiw, fth, ftw, ftc = first  # type: ignore[misc]
-    fill = (ifm_cyc + lat_in + w_cyc + lat_in) + m + p + ofm_cyc + out_mem.write_latency
-    return int(max(compute, dma_in, dma_out, *ports) + fill)
+    m, p = first  # type: ignore[misc]
+    fill = (ifm_cyc + lat_in + lat_in) + m + p + ofm_cyc + out_mem.write_latency
+    return compute, dma_in, tuple(port), dma_out, fill, lat_in, w_loads, wb, tb
 
 
-def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> list[TilePlan]:
-    """Every tile plan the search considers that fits the local SRAM, with its estimate, in search order (the
-    tuner measures these; ``plan_layer`` picks the cheapest)."""
+def _weighted(cfg: NPUConfig, g: Geometry, terms: tuple, w_area: int) -> int:
+    """The estimate from ``_terms`` and the layer's weight stream (its encoded / raw ratio)."""
+    compute, dma_in, ports, dma_out, fill, lat_in, w_loads, wb, tb = terms
+    wr = g.weight_ratio if g.has_weights else 1.0
+    w_cyc = weight_transfer_cycles(cfg, w_area, wb, wr) + (
+        weight_transfer_cycles(cfg, w_area, tb, wr) if g.has_weights else transfer_cycles(cfg, w_area, tb, tb, wr))
+    if wb or tb:
+        dma_in += w_loads * (w_cyc + 2 * lat_in)
+        if not g.lut:
+            ports = list(ports)
+            ports[w_area] += w_loads * w_cyc
+    port_max = max(ports)
+    dma_in = max(dma_in / cfg.overheads.dma_in_channels, port_max)
+    return int(max(compute, dma_in, dma_out, port_max) + (fill + w_cyc))   # integer fill: one float add
+
+
+def estimate(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, fm_area: int,
+             w_area: int, memo: dict | None = None) -> int:
+    """Estimated cycles of the layer tiled bh×bw×bc (``memo``: tile costs already computed for this layer):
+    the steady-state bottleneck (MAC and PPU, each memory port, each DMA direction) plus one tile of fill."""
+    return _weighted(cfg, g, _terms(cfg, g, bh, bw, bc, order, fm_area, w_area, {} if memo is None else memo),
+                     w_area)
+
+
+def _fitting_terms(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> list[tuple]:
+    """(bh, bw, bc, order, slot bytes, terms) of every candidate that fits, in search order."""
     oh, ow, oc = g.out_hwc
     h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
     orders = ("depth_outer", "spatial_outer") if g.kind == "conv" else ("depth_outer",)
-    plans = []
+    buffers = [(b.size_bytes, b.holds) for b in cfg.local_buffers]
+    out = []
     memo: dict = {}
     for order in orders:
         for bc in c_cands:
@@ -259,11 +279,31 @@ def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int) -> lis
             for bh in h_cands:
                 for bw in w_cands:
                     slots = _slots(g, bh, bw, bc, order)
-                    if not _fits(cfg, slots):
+                    if any(sum(2 * slots.get(k, 0) for k in holds) > size for size, holds in buffers):
                         continue
-                    est = estimate(cfg, g, bh, bw, bc, order, fm_area, w_area, memo)
-                    plans.append(TilePlan(bh, bw, bc, order, tuple(sorted(slots.items())), est))
-    return plans
+                    out.append((bh, bw, bc, order, tuple(sorted(slots.items())),
+                                _terms(cfg, g, bh, bw, bc, order, fm_area, w_area, memo)))
+    return out
+
+
+def _shared_terms(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int, memo: dict | None) -> list[tuple]:
+    if memo is None:
+        return _fitting_terms(cfg, g, fm_area, w_area)
+    key = (dataclasses.replace(g, weight_ratio=1.0), fm_area, w_area)
+    cands = memo.get(key)
+    if cands is None:
+        cands = memo[key] = _fitting_terms(cfg, g, fm_area, w_area)
+    return cands
+
+
+def fitting_plans(cfg: NPUConfig, g: Geometry, fm_area: int, w_area: int,
+                  memo: dict | None = None) -> list[TilePlan]:
+    """Every tile plan the search considers that fits the local SRAM, with its estimate, in search order (the
+    tuner measures these; ``plan_layer`` picks the cheapest). ``memo`` (one config, one compile) shares the
+    search between layers whose workloads differ only in their weights' values (MobileNetV2 repeats its blocks):
+    only the weight stream's cycles are recomputed for each."""
+    return [TilePlan(bh, bw, bc, order, slots, _weighted(cfg, g, terms, w_area))
+            for bh, bw, bc, order, slots, terms in _shared_terms(cfg, g, fm_area, w_area, memo)]
 
 
 def _axis_candidates(cfg: NPUConfig, g: Geometry) -> tuple[list[int], list[int], list[int]]:
@@ -292,11 +332,20 @@ def best_plan(plans: list[TilePlan], g: Geometry) -> TilePlan:
 
 
 def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int,
-               plans: list[TilePlan] | None = None) -> TilePlan:
+               plans: list[TilePlan] | None = None, memo: dict | None = None) -> TilePlan:
     """The cheapest fitting tile plan; ConfigError naming the layer and the buffer when even the smallest tile
     does not fit.
-    ``plans``: ``fitting_plans``'s answer when the caller has it already."""
-    plans = fitting_plans(cfg, g, fm_area, w_area) if plans is None else plans
+    ``plans``: ``fitting_plans``'s answer when the caller has it already; ``memo``: as for ``fitting_plans``."""
+    if plans is None and not g.whole:
+        # the lowest estimate, ties to the larger tile, then search order (best_plan's choice), without a plan
+        # object per candidate
+        cands = _shared_terms(cfg, g, fm_area, w_area, memo)
+        if cands:
+            keys = [(_weighted(cfg, g, t[5], w_area), -(t[0] * t[1] * t[2])) for t in cands]
+            k = min(range(len(keys)), key=keys.__getitem__)
+            bh, bw, bc, order, slots, _ = cands[k]
+            return TilePlan(bh, bw, bc, order, slots, keys[k][0])
+    plans = fitting_plans(cfg, g, fm_area, w_area, memo) if plans is None else plans
     if not plans:
         h_cands, w_cands, c_cands = _axis_candidates(cfg, g)
         smallest = _slots(g, min(h_cands), min(w_cands), min(c_cands), "depth_outer")

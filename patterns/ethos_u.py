@@ -8,7 +8,7 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
   (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
   ``compare`` holds the NPU to TFLite Micro's kernels.
-* the simulator: Vela lowers SUB, MAXIMUM, PRELU, ... that ``npu_sim`` has no lowering for yet; they stay on the
+* the simulator: Vela lowers MAXIMUM, PRELU, ... that ``npu_sim`` has no lowering for yet; they stay on the
   CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE and RESIZE_* run
   as Vela runs them (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
 
@@ -46,12 +46,11 @@ SAME_FILTER_MAX = 8
 VALID_FILTER_HEIGHT_MAX = 256
 VALID_FILTER_PRODUCT_MAX = 256 * 256
 MEAN_AXIS_MAX = 64 * 64
+BIAS_BITS = 40   # an int16 layer's int64 bias (Vela: "must fit within 40-bits"); npu_sim/int16x8.py agrees
 MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
 VELA_DIFFERENCES = {
-    "qnn.subtract": "Vela runs SUB on the NPU's elementwise unit; byoc's NPU simulator lowers ADD and MUL only, so "
-                    "it runs on the CPU (differs from Vela)",
     "maximum": "Vela runs MAXIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
                "so it runs on the CPU (differs from Vela)",
     "minimum": "Vela runs MINIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
@@ -178,14 +177,20 @@ def _weights_limit(ctx):
     return None if worst <= WEIGHTS_LIMIT else f"found {worst}"
 
 
-@rule("an optional bias is a 1-D int32 constant")
+@rule(f"an optional bias is a 1-D int32 constant (int64 for int16x8 layers, its values within {BIAS_BITS} bits: "
+      f"-2^{BIAS_BITS - 1}..2^{BIAS_BITS - 1}-1, the hardware's signed bias field)")
 def _bias(ctx):
     b = ctx.get("bias")
     if b is None:
         return None
     v = const_value(b.args[1])
-    return None if v is not None and v.ndim == 1 and v.dtype == np.int32 else \
-        f"found {None if v is None else (v.dtype, v.shape)}"
+    if v is not None and v.ndim == 1 and v.dtype == np.int32:
+        return None
+    if v is not None and v.ndim == 1 and v.dtype == np.int64 and _is_int16x8(ctx):
+        lim = 1 << (BIAS_BITS - 1)
+        return None if v.size == 0 or (int(v.min()) >= -lim and int(v.max()) < lim) else \
+            f"found int64 values {int(v.min())}..{int(v.max())}"
+    return f"found {None if v is None else (v.dtype, v.shape)}"
 
 
 @rule("for a depth multiplier above 1 the input has one channel and the output has multiplier channels")
@@ -218,9 +223,33 @@ def _reworded(r: Rule, description: str) -> Rule:
     return Rule(description, r.test, r.guard)
 
 
-_IO_8BIT = _reworded(dtype_rule("input and output", [capture("data"), root]),
-                     "input and output dtype is int8 or uint8 (Vela also runs int16x8 layers; byoc's simulator "
-                     "does not lower them yet, so they stay on the CPU)")
+def _is_int16x8(ctx) -> bool:
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    return ti is not None and to is not None and ti.dtype == to.dtype == "int16"
+
+
+@rule("input and output dtype is int8 or uint8, or both int16 (an int16x8 layer: int8 weights, zero points 0, "
+      "an int64 accumulator and bias, requantized by TFLite's int64 MultiplyByQuantizedMultiplier)")
+def _io_dtypes(ctx):
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    if ti is None or to is None:
+        return "found a non-tensor"
+    if ti.dtype in QUANT_DTYPES and to.dtype in QUANT_DTYPES:
+        return None
+    if not _is_int16x8(ctx):
+        return f"found {ti.dtype}, {to.dtype}"
+    acc = ttype(ctx["rq"].args[0])
+    if acc is None or acc.dtype != "int64":
+        return f"found int16 with a {acc.dtype if acc else None} accumulator (int64 needed)"
+    zps = [const_value(ctx["conv"].args[i]) for i in (2, 3)] + [const_value(ctx["rq"].args[i]) for i in (2, 4)]
+    if any(z is None or np.any(z != 0) for z in zps):
+        return "found an int16x8 layer with a nonzero zero point"
+    if ctx["rq"].attrs.rounding not in ("TFLITE", "TFLITE_FLOAT"):   # TFLITE_FLOAT: the fixed-point rule names it
+        return f"found int16x8 requantize rounding {ctx['rq'].attrs.rounding!r}"
+    return None
+
+
+_IO_8BIT = _io_dtypes
 _QZP = per_tensor_rule("the input zero point and requantize zero points",
                        [input_of("conv", 2), input_of("rq", 2), input_of("rq", 4)])
 _CONV_COMMON = (_IO_8BIT, _batch_one(capture("data"), "the input"), _dilated_kernel, _weights_8bit,
@@ -316,10 +345,26 @@ MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core",
                     clip_range_rule()), summary="MEAN")
 
 
+@rule("inputs and output dtype is int8 or uint8, or all int16 with zero points 0 (LiteRT's general int16 path; "
+      "its power-of-two-scale ADD path, rounding TFLITE_POT, stays on the CPU)")
+def _binary_dtypes(ctx):
+    core = ctx["core"]
+    ts = [ttype(core.args[0]), ttype(core.args[1]), ttype(ctx.root)]
+    if any(t is None for t in ts):
+        return "found a non-tensor"
+    dts = [t.dtype for t in ts]
+    if all(d in QUANT_DTYPES for d in dts):
+        return None
+    if dts != ["int16"] * 3:
+        return f"found {', '.join(dts)}"
+    zps = [const_value(core.args[i]) for i in (3, 5, 7)]
+    if any(z is None or np.any(z != 0) for z in zps):
+        return "found int16 with a nonzero zero point"
+    return None
+
+
 def _binary_check(what: str) -> Check:
-    return Check((_reworded(dtype_rule("inputs and output", [input_of("core", 0), input_of("core", 1), root]),
-                            "inputs and output dtype is int8 or uint8 (Vela also runs int16 elementwise ops; "
-                            "byoc's simulator does not lower them yet, so they stay on the CPU)"),
+    return Check((_binary_dtypes,
                   _npu._tflite_arithmetic, _npu._broadcast_shapes, _batch_one(root, "the output"),
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule(), _tens_dims), summary=what)
@@ -535,6 +580,7 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
         CompositePattern(f"{t}.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
         CompositePattern(f"{t}.qnn_add", binary("qnn.add"), _binary_check("ADD")),
+        CompositePattern(f"{t}.qnn_subtract", binary("qnn.subtract"), _binary_check("SUB")),
         CompositePattern(f"{t}.qnn_mul", binary("qnn.mul"), _binary_check("MUL")),
         CompositePattern(f"{t}.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
         CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
@@ -563,7 +609,8 @@ def pattern_table() -> list[CompositePattern]:
 
 ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_conv2d": "conv2d", f"{TARGET}.qnn_depthwise_conv2d": "depthwise_conv2d",
-    f"{TARGET}.qnn_dense": "dense", f"{TARGET}.qnn_add": "add", f"{TARGET}.qnn_mul": "mul",
+    f"{TARGET}.qnn_dense": "dense", f"{TARGET}.qnn_add": "add",
+    f"{TARGET}.qnn_subtract": "subtract", f"{TARGET}.qnn_mul": "mul",
     f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
     f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",

@@ -194,9 +194,32 @@ def test_case_mix_covers_every_composite():
     assert names == {m[0] for m in _MAKERS}
 
 
-def test_conv_matches_independent_numpy_oracle():
-    """A conv computed here from quant-semantics §3.1 (not via byoc): per-channel MBQM, zero points, clamp."""
+def _oracle_conv(x, w, bias, s_in, s_w, s_out, zp_in, zp_out, clip):
+    """A 3x3 pad-1 conv computed here from quant-semantics §3.1 (not via byoc): per-channel MBQM, zero points,
+    clamp."""
     from byoc.quant.fixedpoint import quantize_multiplier
+    _, h, wd, _ = x.shape
+    xp = np.pad(x.astype(np.int64) - zp_in, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = np.empty((h, wd, len(w)), np.int64)
+    for oc in range(len(w)):
+        real = float(np.float64(s_in) * np.float64(s_w[oc])) / float(s_out)
+        m, sh = quantize_multiplier(real)
+        for oy in range(h):
+            for ox in range(wd):
+                acc = int(np.sum(xp[0, oy:oy + 3, ox:ox + 3, :] * w[oc].astype(np.int64))) + int(bias[oc])
+                left, right = max(sh, 0), max(-sh, 0)
+                v = acc * (1 << left)
+                prod = v * m
+                hi = (prod + (1 << 30)) >> 31           # SRDHM, ties up
+                if right:
+                    mask = (1 << right) - 1
+                    rem, thr = hi & mask, (mask >> 1) + (1 if hi < 0 else 0)
+                    hi = (hi >> right) + (1 if rem > thr else 0)
+                want[oy, ox, oc] = min(max(hi + zp_out, clip[0]), clip[1])
+    return want
+
+
+def test_conv_matches_independent_numpy_oracle():
     rng = np.random.default_rng(7)
     x = rng.integers(-128, 128, size=(1, 6, 7, 5)).astype(np.int8)
     w = rng.integers(-128, 128, size=(4, 3, 3, 5)).astype(np.int8)
@@ -207,21 +230,37 @@ def test_conv_matches_independent_numpy_oracle():
                              s_out=float(s_out), zp_out=zp_out, bias=bias, clip=(-100, 90))
     prog = npu_sim.compile(partition([p], body), "ethos-u55-256-like")
     (out,), _ = npu_sim.simulate(prog, {"p0": x})
-    xp = np.pad(x.astype(np.int64) - zp_in, ((0, 0), (1, 1), (1, 1), (0, 0)))
-    want = np.empty((6, 7, 4), np.int64)
-    for oc in range(4):
-        real = float(np.float64(s_in) * np.float64(s_w[oc])) / float(s_out)
-        m, sh = quantize_multiplier(real)
-        for oy in range(6):
-            for ox in range(7):
-                acc = int(np.sum(xp[0, oy:oy + 3, ox:ox + 3, :] * w[oc].astype(np.int64))) + int(bias[oc])
-                left, right = max(sh, 0), max(-sh, 0)
-                v = acc * (1 << left)
-                prod = v * m
-                hi = (prod + (1 << 30)) >> 31           # SRDHM, ties up
-                if right:
-                    mask = (1 << right) - 1
-                    rem, thr = hi & mask, (mask >> 1) + (1 if hi < 0 else 0)
-                    hi = (hi >> right) + (1 if rem > thr else 0)
-                want[oy, ox, oc] = min(max(hi + zp_out, -100), 90)
+    assert np.array_equal(out[0], _oracle_conv(x, w, bias, s_in, s_w, s_out, zp_in, zp_out, (-100, 90)))
+
+
+def test_requantize_without_right_shift_on_some_channels_matches_the_oracle():
+    # multipliers in [0.5, 1) have no right shift (RDBPOT by 2^0 never rounds): channels 0 and 1 here, next to
+    # channels with shifts 1..8, on small operands so the outputs land inside the clamp, ties included
+    rng = np.random.default_rng(11)
+    x = rng.integers(-4, 5, size=(1, 5, 6, 3)).astype(np.int8)
+    w = rng.integers(-3, 4, size=(5, 3, 3, 3)).astype(np.int8)
+    bias = rng.integers(-40, 40, size=5).astype(np.int32)
+    s_in, s_out, zp_in, zp_out = np.float32(0.04), np.float32(0.15), 1, 2
+    s_w = np.array([2.0, 3.5, 0.01, 0.5, 1.0], np.float32)
+    p, body = conv_composite(x.shape, w, padding=(1, 1, 1, 1), zp_in=zp_in, s_in=float(s_in), s_w=s_w,
+                             s_out=float(s_out), zp_out=zp_out, bias=bias)
+    prog = npu_sim.compile(partition([p], body), "ethos-u55-256-like")
+    (out,), _ = npu_sim.simulate(prog, {"p0": x})
+    want = _oracle_conv(x, w, bias, s_in, s_w, s_out, zp_in, zp_out, (-128, 127))
+    assert np.abs(want).max() < 127 and len(np.unique(want[..., 0])) > 5
     assert np.array_equal(out[0], want)
+
+
+def test_in_place_rescale_equals_srdhm_then_rdbpot():
+    # the ADD path's in-place rescale (no saturation test, RDBPOT as nudge + shift) against byoc's fixed point,
+    # over full int32 inputs, every shift, and INT32_MIN (the saturating case)
+    from byoc.quant.fixedpoint import rdbpot, srdhm
+    from npu_sim.execute import _scaled
+    rng = np.random.default_rng(5)
+    for t in range(600):
+        x = rng.integers(-(1 << 31), 1 << 31, 200) if t % 2 else rng.integers(-300 << 20, 300 << 20, 200)
+        m = int(rng.integers(-(1 << 31), 1 << 31)) if t % 5 == 0 else int(rng.integers(1 << 30, 1 << 31))
+        if t % 50 == 0:
+            m, x[:3] = -(1 << 31), -(1 << 31)
+        e = t % 32
+        assert np.array_equal(_scaled(x.copy(), m, e), rdbpot(srdhm(x, m), e)), (t, m, e)

@@ -87,3 +87,17 @@ def test_next_layers_weights_are_queued_while_the_current_layer_computes_and_res
     w2_cmd = [i for i, c in enumerate(cmds) if isinstance(c, Load) and c.layer == 1 and c.kind == TileKind.WEIGHT]
     s = stats._schedule
     assert s.start[w2_cmd[0]] < max(s.end[i] for i, c in enumerate(cmds) if c.layer == 0)
+
+
+def test_u65_512_is_two_256_mac_cores_sharing_each_block():
+    """Vela's Ethos-U65-512: two cores with the 256-MAC 2x2x8 micro-block; a block's MAC (and pooling) cycles
+    are divided by the core count and the output stage is twice as fast (regor s_EthosU65Configs / PerfInfo)."""
+    u512, u256 = npu_sim.preset("ethos-u65-512"), npu_sim.preset("ethos-u65-256")
+    assert (u512.mac.ublock_h, u512.mac.ublock_w, u512.mac.ublock_c, u512.mac.cores) == (2, 2, 8, 2)
+    assert u512.mac.macs_per_cycle == 512 and u512.ppu.cost("requant") == u256.ppu.cost("requant") / 2
+    # 2x4x8 tile, 3x3 kernel over 64 channels: 9 steps x 2 passes x 32 cycles = 576 on one core, 288 on two;
+    # plus issue 4 and pipeline fill 2.
+    assert mac_cycles(u256, MacOp.CONV, 2, 4, 8, 64, 3, 3) == 4 + 2 + 576
+    assert mac_cycles(u512, MacOp.CONV, 2, 4, 8, 64, 3, 3) == 4 + 2 + 288
+    # an 8-channel tile uses both cores too (a 2x2x16 array would have left half of it idle)
+    assert mac_cycles(u512, MacOp.CONV, 2, 4, 8, 256, 1, 1) == 4 + 2 + 8 * 32 // 2
