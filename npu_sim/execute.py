@@ -24,7 +24,7 @@ from byoc.ops.qnn_activation import softmax_rows_fixed
 from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
-from .int16x8 import requant_int64
+from .int16_layers import requant_int64
 from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
 from .program import Program
 
@@ -212,7 +212,7 @@ class Machine:
         # The float64 sums are exact integers; the int64 → int32 cast wraps like TFLite's accumulator. When no
         # sum can leave int32 (the operands' ranges bound it), the direct cast is the same and one pass shorter.
         acc = acc.reshape(c.oh, c.ow, c.oc)
-        if c.in_dtype == _INT16:   # an int16 IFM keeps its int64 accumulator (npu_sim/int16x8.py)
+        if c.in_dtype == _INT16:   # an int16 IFM keeps its int64 accumulator (npu_sim/int16_layers.py)
             return acc.astype(np.int64)
         terms = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
         if terms * _magnitude(self.tile(c.ifm_buf, c.ifm_off, i).dtype, c.zp_in) * \

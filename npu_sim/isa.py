@@ -75,7 +75,7 @@ class Rounding(enum.IntEnum):
     FLOAT32_HALF_EVEN = 3
     # int16x8 convolutions (LiteRT's int64 MultiplyByQuantizedMultiplier, quant-semantics §1.6): int64
     # accumulator + 40-bit bias (the table's spare byte holds bias bits 32..39, as Ethos-U's 40-bit bias), the
-    # table's multiplier cut to Q15 and one rounding, ties up (npu_sim/int16x8.py)
+    # table's multiplier cut to Q15 and one rounding, ties up (npu_sim/int16_layers.py)
     TFLITE_INT64 = 4
 
 

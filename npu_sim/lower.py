@@ -25,7 +25,7 @@ from byoc.ops.qnn_elemwise import add_left_shift
 from byoc.quant import params as qp
 
 from .cost import deepened_shape
-from .int16x8 import check_int16x8, int16x8_rounding
+from .int16_layers import check_int16x8, int16x8_rounding
 from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
 
 __all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function", "concat_origins"]

@@ -46,7 +46,7 @@ SAME_FILTER_MAX = 8
 VALID_FILTER_HEIGHT_MAX = 256
 VALID_FILTER_PRODUCT_MAX = 256 * 256
 MEAN_AXIS_MAX = 64 * 64
-BIAS_BITS = 40   # an int16 layer's int64 bias (Vela: "must fit within 40-bits"); npu_sim/int16x8.py agrees
+BIAS_BITS = 40   # an int16 layer's int64 bias (Vela: "must fit within 40-bits"); npu_sim/int16_layers.py agrees
 MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
