@@ -164,6 +164,7 @@ def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, let_value:
     global_types = global_types or {}
     args_first = touched is not None
     typed = touched.typed.append if touched is not None else None
+    shared = _SHARED_TYPES.get
     for node in order:
         if node._checked_type is not None:  # type: ignore[attr-defined]
             if type(node) is Function and node.ret_type is None:  # typed by a pass that carries types over
@@ -178,7 +179,9 @@ def _infer_ordered(expr: Expr, order: list[Expr], global_types, root, let_value:
         except ByocError as e:
             _attach_excerpt(e, root if root is not None else expr, node)
             raise
-        node._set_checked_type(_shared(t))
+        if type(t) is TensorType:   # one object per distinct tensor type (``_shared``, inlined: once per node)
+            t = shared((t.shape, t.dtype)) or _shared(t)
+        node._set_checked_type(t)
         if typed is not None:
             typed(node)
     return expr.checked_type
