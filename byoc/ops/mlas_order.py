@@ -168,6 +168,33 @@ def _m1_chain(prods: list, c):
     return c
 
 
+def _tb_rows(kind: str, rows: str, m: int, n: int):
+    """For the ``"tb"`` kernel, each output element's 4/2/1 block size (``transpose_b_block`` along the rows of
+    A when ``rows`` is ``"m"``, else along the rows of B), as an [m, n] array; None for the other kernels."""
+    if kind != "tb":
+        return None
+    if rows == "m":
+        blocks = np.array([[transpose_b_block(i, m)] for i in range(m)])
+    else:
+        blocks = np.array([[transpose_b_block(j, n) for j in range(n)]])
+    return np.broadcast_to(blocks, (m, n))
+
+
+def _k_block(kind: str, a: np.ndarray, w: np.ndarray, ks: range, rows_of, c):
+    """One K block (columns ``ks`` of ``a`` [M, K] and ``w`` [N, K]) in ``kind``'s order, added onto ``c`` (None:
+    the block's sum is the result)."""
+    cols = [a[:, j:j + 1] for j in ks]
+    wts = [w[:, j] for j in ks]
+    if kind == "m1":
+        return _m1_chain([(col * wt).astype(np.float32) for col, wt in zip(cols, wts)], c)
+    if kind == "tb":
+        return _tb_chain([np.broadcast_to(col, rows_of.shape) for col in cols], wts, rows_of, c)
+    acc = np.zeros((a.shape[0], w.shape[0]), np.float32)
+    for col, wt in zip(cols, wts):
+        acc = fma_f32(acc, col, wt)
+    return acc if c is None else _add(acc, c)
+
+
 def mlas_dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """float32 x[..., K] · w[N, K]ᵀ in MlasGemm's order (ONNX MatMul with a non-constant B, one thread)."""
     shape = x.shape[:-1]
@@ -176,21 +203,10 @@ def mlas_dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     m, k = a.shape
     n = w.shape[0]
     kind, block = gemm_plan(m, n, k)
+    rows_of = _tb_rows(kind, "m", m, n)
     c = None
     for k0 in range(0, k, block):
-        ks = range(k0, min(k, k0 + block))
-        cols = [a[:, j:j + 1] for j in ks]
-        wts = [w[:, j] for j in ks]
-        if kind == "m1":
-            c = _m1_chain([(col * wt).astype(np.float32) for col, wt in zip(cols, wts)], c)
-        elif kind == "tb":
-            rows_of = np.array([[transpose_b_block(i, m)] for i in range(m)])
-            c = _tb_chain([np.broadcast_to(col, (m, n)) for col in cols], wts, rows_of, c)
-        else:
-            acc = np.zeros((m, n), np.float32)
-            for col, wt in zip(cols, wts):
-                acc = fma_f32(acc, col, wt)
-            c = acc if c is None else _add(acc, c)
+        c = _k_block(kind, a, w, range(k0, min(k, k0 + block)), rows_of, c)
     if c is None:
         c = np.zeros((m, n), np.float32)
     return c.reshape(shape + (n,))
@@ -279,20 +295,7 @@ def mlas_gemm(x: np.ndarray, w: np.ndarray, c: np.ndarray, trans_b: bool, packed
     n = w.shape[0]
     kind, block, rows = gemm_kernel(m, n, k, trans_b, packed_b)
     out = np.array(np.broadcast_to(c, (m, n)), np.float32)
+    rows_of = _tb_rows(kind, rows, m, n)
     for k0 in range(0, k, block):
-        ks = range(k0, min(k, k0 + block))
-        cols = [a[:, j:j + 1] for j in ks]
-        wts = [w[:, j] for j in ks]
-        if kind == "m1":
-            out = _m1_chain([(col * wt).astype(np.float32) for col, wt in zip(cols, wts)], out)
-        elif kind == "tb":
-            rows_of = np.array([[transpose_b_block(i, m)] for i in range(m)]) if rows == "m" else \
-                np.array([[transpose_b_block(j, n) for j in range(n)]])
-            out = _tb_chain([np.broadcast_to(col, (m, n)) for col in cols], wts, np.broadcast_to(rows_of, (m, n)),
-                            out)
-        else:
-            acc = np.zeros((m, n), np.float32)
-            for col, wt in zip(cols, wts):
-                acc = fma_f32(acc, col, wt)
-            out = _add(acc, out)
+        out = _k_block(kind, a, w, range(k0, min(k, k0 + block)), rows_of, out)
     return out
