@@ -125,8 +125,8 @@ def _streams_bytes(w: np.ndarray) -> int:
     common = np.flatnonzero(~few & ~zero_runs)
     total = 0
     if common.size:
-        top = np.array([max(2, int(x).bit_length()) for x in zz[common].max(axis=1)], np.int64)
-        total = int(_stream_len(_rice_rows(zz[common], _MAX_DIV, top)).sum())
+        rows_c = zz[common]
+        total = int(_stream_len(_rice_rows(rows_c, _MAX_DIV, [_width(r) for r in rows_c])).sum())
     for r in np.flatnonzero(few | zero_runs):
         total += _stream_bytes(w[r])
     return total
