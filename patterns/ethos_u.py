@@ -21,6 +21,7 @@ import numpy as np
 from byoc.ops.kernels import kernel_hwio_shape, kernel_to_hwio
 from byoc.relay.dataflow_pattern import is_constant, is_op, is_tuple, wildcard
 from byoc.relay.dataflow_pattern.check import Check, Rule, rule
+from npu_sim.int16_layers import BIAS_BITS   # an int16 layer's int64 bias: Vela's "must fit within 40-bits"
 
 from . import npu as _npu
 from . import npu_qdq as _qdq
@@ -46,7 +47,6 @@ SAME_FILTER_MAX = 8
 VALID_FILTER_HEIGHT_MAX = 256
 VALID_FILTER_PRODUCT_MAX = 256 * 256
 MEAN_AXIS_MAX = 64 * 64
-BIAS_BITS = 40   # an int16 layer's int64 bias (Vela: "must fit within 40-bits"); npu_sim/int16_layers.py agrees
 MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
