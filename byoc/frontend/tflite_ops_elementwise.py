@@ -1,5 +1,5 @@
 """TFLite converters for elementwise arithmetic and (de)quantization: ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM,
-SQUARED_DIFFERENCE, RSQRT, ABS, NEG, CAST, QUANTIZE, DEQUANTIZE.
+SQUARED_DIFFERENCE, RSQRT, SQRT, ABS, NEG, CAST, QUANTIZE, DEQUANTIZE, FLOOR_DIV.
 
 Quantized ops map to the qnn ops whose reference semantics are TFLite's kernels (docs/architecture.md op catalog).
 MAXIMUM / MINIMUM compare raw values (LiteRT does not rescale them), so quantized tensors map to the plain ops.
@@ -7,6 +7,9 @@ MAXIMUM / MINIMUM compare raw values (LiteRT does not rescale them), so quantize
 * SQUARED_DIFFERENCE: float32/int32 → ``d = subtract(a, b); multiply(d, d)`` (LiteRT's ``diff * diff``, exact);
   int8 → ``qnn.squared_difference``. LiteRT refuses uint8 and int16 outputs, and so does the importer.
 * RSQRT: float32 → ``rsqrt`` (1.f / sqrtf(x), exact); int8 → ``qnn.rsqrt``. int16 (a table) is not supported.
+* SQRT: float32 → ``sqrt`` (sqrtf, exact). LiteRT has no quantized SQRT.
+* FLOOR_DIV: float32 → ``floor_divide`` (floorf(a / b)); int32 → ``floor_divide`` (the quotient rounded toward
+  −inf: LiteRT's floor of the double quotient, which is exact for int32; a zero divisor is an ExecutionError).
 * CAST → ``cast``: LiteRT's static_cast of the raw values (quantization is ignored; →bool is ≠ 0).
 * NEG → ``negative`` (float32, int32, int64; int8 raw values, wrapping: LiteRT ignores the quantization).
 * ABS: float32/int32 → ``abs``; int8/int16 → ``qnn.abs`` (LiteRT's rescale when the scales differ).
@@ -182,6 +185,16 @@ def convert_rsqrt(ctx: OpContext) -> list[Expr]:
     return [ctx.call("qnn.rsqrt", [ctx.input(0)] + ctx.quant_operands((x_t, "input")) + ctx.quant_operands((out_t, "output")))]
 
 
+@converter("SQRT", float=("sqrt",))
+def convert_sqrt(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(1)
+    x_t = ctx.tensor(0)
+    if ctx.same_dtype(x_t, ctx.out_tensor()) != "float32":
+        raise ctx.fail(f"input {x_t.label} is {x_t.dtype}; SQRT is supported for float32 only",
+                       hint="LiteRT has no quantized SQRT kernel; dequantize around it")
+    return [ctx.call("sqrt", [ctx.input(0)])]
+
+
 # ---------------------------------------------------------------------------------------------------- unary
 @converter("CAST", quant=("cast",), float=("cast",))
 def convert_cast(ctx: OpContext) -> list[Expr]:
@@ -215,6 +228,18 @@ def convert_abs(ctx: OpContext) -> list[Expr]:
     if dtype == "int16" and (ctx.quant(x_t, "input")[1] != 0 or ctx.quant(out_t, "output")[1] != 0):
         raise ctx.fail("int16 ABS needs zero points 0 on input and output", hint="LiteRT rejects this model too")
     return [ctx.call("qnn.abs", [ctx.input(0)] + q)]
+
+
+# ------------------------------------------------------------------------------------------------- FLOOR_DIV
+@converter("FLOOR_DIV", float=("floor_divide",))
+def convert_floor_div(ctx: OpContext) -> list[Expr]:
+    ctx.check_arity(2)
+    a_t, b_t, out_t = ctx.tensor(0), ctx.tensor(1), ctx.out_tensor()
+    dtype = ctx.same_dtype(a_t, b_t, out_t)
+    if dtype not in ("float32", "int32"):
+        raise ctx.fail(f"operands are {dtype}; FLOOR_DIV is supported for float32 and int32",
+                       hint="only the float32 and int32 kernels are implemented")
+    return [ctx.call("floor_divide", [ctx.input(0), ctx.input(1)])]
 
 
 # ------------------------------------------------------------------------------------------------------- DIV

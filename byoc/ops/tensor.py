@@ -47,8 +47,18 @@ def _float_or_int_div(a, b):
     return a / b
 
 
+def _floor_div(a, b):
+    # Integers: the quotient rounded toward −inf (TVM's floor_divide, TFLite's FLOOR_DIV); floats: floor(a / b).
+    if a.dtype.kind in "iu":
+        if np.any(b == 0):
+            from ..errors import ExecutionError
+            raise ExecutionError("floor_divide: integer division by zero")
+        return a // b
+    return np.floor(a / b)
+
+
 for _name, _fn in (("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
-                   ("divide", _float_or_int_div), ("maximum", np.maximum), ("minimum", np.minimum)):
+                   ("divide", _float_or_int_div), ("floor_divide", _floor_div), ("maximum", np.maximum), ("minimum", np.minimum)):
     register_op(_name, ("lhs", "rhs"), rel=_binary_rel(_name), fusion=FusionKind.BROADCAST,
                 compute=_int_wrap(_fn), doc=f"Elementwise {_name} with numpy broadcasting.")
 

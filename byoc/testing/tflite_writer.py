@@ -718,6 +718,17 @@ class TFLiteWriter:
         self.op("DIV", [a, b], [y], "DivOptions", dict(fused_activation_function=ACTIVATIONS[activation]))
         return y
 
+    def floor_div(self, a: TensorRef, b, *, name=None) -> TensorRef:
+        """FLOOR_DIV (float32 / int32) with broadcasting; ``b`` may be an array (a constant of ``a``'s dtype)."""
+        if not isinstance(b, TensorRef):
+            b = self.const(self._name(None, "floor_div_rhs"), np.asarray(b), a.dtype)
+        y = self._out(a, tuple(np.broadcast_shapes(a.shape, b.shape)), name, "floor_div")
+        self.op("FLOOR_DIV", [a, b], [y], "FloorDivOptions", {})
+        return y
+
+    def sqrt(self, x: TensorRef, *, name=None) -> TensorRef:
+        return self._unary("SQRT", x, None, None, name, "sqrt")
+
     # ------------------------------------------------------------------ serialisation
     def finish(self) -> bytes:
         """Serialise the model (schema version 3, one subgraph) to ``.tflite`` bytes."""

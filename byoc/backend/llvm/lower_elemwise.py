@@ -119,6 +119,27 @@ def _int_divide(ctx, builder, a, b):
 _binary("divide", _int_divide, lambda b, x, y: b.fdiv(x, y))
 
 
+def _int_floor_divide(ctx, builder, a, b):
+    """The truncated quotient, one less when the remainder is non-zero and its sign differs from the divisor's."""
+    dt = _dtype(ctx)
+    ty = llvm_type(dt)
+    if not is_signed(dt):
+        return _int_divide(ctx, builder, a, b)
+    a64, b64 = builder.sext(a, I64), builder.sext(b, I64)
+    q = _int_divide(ctx, builder, a, b)
+    q64 = builder.sext(q, I64) if ty.width < 64 else q
+    r = builder.sub(a64, builder.mul(q64, b64))
+    zero = const_int(I64, 0)
+    adjust = builder.and_(builder.icmp_signed("!=", r, zero),
+                          builder.icmp_signed("!=", builder.icmp_signed("<", r, zero), builder.icmp_signed("<", b64, zero)))
+    q64 = builder.select(adjust, builder.sub(q64, const_int(I64, 1)), q64)
+    return builder.trunc(q64, ty) if ty.width < 64 else q64
+
+
+_binary("floor_divide", _int_floor_divide,
+        lambda b, x, y: call_intrinsic(b, "floor", [b.fdiv(x, y)]))
+
+
 # --- clip, cast ----------------------------------------------------------------------------------------------
 
 @lower_element("clip")

@@ -6,7 +6,7 @@ from ...ops.registry import register_op_attr  # TVM spelling: relay.op.register_
 from .op import register_legalize, register_qnn_legalize  # noqa: E402
 from . import contrib  # noqa: E402,F401 - as TVM's relay imports op.contrib (registers target.dnnl checks)
 
-__all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "maximum", "minimum", "clip",
+__all__ = ["make_call", "TupleWrapper", "add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "clip",
            "cast", "negative", "abs", "exp", "sqrt", "rsqrt", "tanh", "sigmoid", "round", "floor", "copy",
            "reshape", "squeeze", "expand_dims", "transpose", "concatenate", "split", "strided_slice", "mean", "sum",
            "max", "min", "register_op_attr", "stack", "take", "argmax", "argmin", "broadcast_to",
@@ -53,6 +53,7 @@ add = _binary("add")
 subtract = _binary("subtract")
 multiply = _binary("multiply")
 divide = _binary("divide")
+floor_divide = _binary("floor_divide")
 maximum = _binary("maximum")
 minimum = _binary("minimum")
 
