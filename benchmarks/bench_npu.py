@@ -62,11 +62,18 @@ MODELS = {   # name → .tflite (unseen models first; MobileNetV2 is the model t
 UNSEEN = _beside("ext", "unseen")
 UNSEEN_MODELS = {stem: UNSEEN / f"{stem}.tflite" for stem in (
     "mobilenet_v1_1.0_224_quant", "mobilenet_v2_1.0_224_quant", "model_ToyCar_quant_fullint")}
+# google-coral/test_data (uint8 TF1 and int8 TF2 classifiers, DeepLabV3 segmentation, MoveNet pose), in
+# /work/ext/unseen/coral; added after the cost model was last fitted.
+UNSEEN_MODELS.update({stem: UNSEEN / "coral" / f"{stem}.tflite" for stem in (
+    "mobilenet_v1_0.25_128_quant", "mobilenet_v1_0.5_160_quant", "mobilenet_v1_0.75_192_quant",
+    "mobilenet_v2_1.0_224_inat_bird_quant", "tf2_mobilenet_v2_1.0_224_ptq", "deeplabv3_mnv2_dm05_pascal_quant",
+    "movenet_single_pose_lightning_ptq")})
 MODELS.update(UNSEEN_MODELS)
 # Models checked for placement only (byoc cannot import them, or runs none of their compute on the NPU): an LSTM,
 # SVDF and SSD post-processing model, and the int16x8 SEANet convolutions (one single-op file per layer).
 PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite" for stem in (
     "detect", "keyword_scrambled", "keyword_scrambled_8bit", "dtln_noise_suppression", "trained_lstm_int8")}
+PLACEMENT_ONLY["keras_lstm_mnist_ptq"] = UNSEEN / "coral" / "keras_lstm_mnist_ptq.tflite"
 PLACEMENT_GROUPS = {"seanet conv (int16x8)": ("seanet", "conv"),
                     "seanet transpose_conv (int16x8)": ("seanet", "transpose_conv")}
 # Vela "Original Operator" → our layer kinds that implement it.
