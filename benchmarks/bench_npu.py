@@ -426,7 +426,9 @@ def _op_outputs(data: bytes) -> tuple[list[str], list[str]]:
     from byoc.frontend.tflite_reader import read_model
     m = read_model(data)
     names = [t.name or f"t{t.index}" for t in m.tensors]
-    return [names[o.outputs[0]] for o in m.operators], [o.opcode for o in m.operators]
+    # Vela writes some ethos-u operators with no outputs (their results stay in scratch): they name nothing.
+    return ([names[o.outputs[0]] if o.outputs else f"<no output: operator {k}>" for k, o in enumerate(m.operators)],
+            [o.opcode for o in m.operators])
 
 
 def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
@@ -443,7 +445,7 @@ def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
     vela_cpu = {n for n, c in zip(v_names, v_codes) if c != "CUSTOM:ethos-u"} & set(ops)
     try:
         m = load_model(str(path), "auto", target=TARGET)
-        _, report = partition_for(TARGET, m.mod, m.params, return_report=True, inline_non_mac=True,
+        _, report = partition_for(TARGET, m.mod, m.params, return_report=True, inline_non_mac=False,
                                   boundary_rule=True)
         reasons = {n.name: n.reason for n in report.cpu_ops() if n.name}
     except ByocError as e:   # not imported: byoc runs none of it

@@ -152,6 +152,26 @@ def preferred_semantics(target: str) -> str | None:
     return _PREFERRED_SEMANTICS.get(target)
 
 
+_KEEPS_COMPUTE_FREE: set[str] = set()
+
+
+def set_keeps_compute_free(target: str) -> None:
+    """``target``'s compiler places every op it supports, partitions without multiply-accumulate work included
+    (Vela does; Ethos-N's InlineNonComputeIntensivePartitions does not): the CLI then keeps such partitions on
+    the accelerator by default instead of giving them back to the CPU."""
+    _KEEPS_COMPUTE_FREE.add(target)
+
+
+def keeps_compute_free(target: str) -> bool:
+    """Whether ``target`` declared ``set_keeps_compute_free`` (its table is loaded first)."""
+    if target not in _KEEPS_COMPUTE_FREE and target not in _TABLE_FUNCS:
+        try:
+            get_pattern_table(target)
+        except PatternError:
+            return False
+    return target in _KEEPS_COMPUTE_FREE
+
+
 _DESIRED_LAYOUTS: dict[str, dict[str, list[str]]] = {}
 
 

@@ -26,7 +26,8 @@ def add_target_args(p: argparse.ArgumentParser, default: str = "npu") -> None:
     p.add_argument("--target", default=default, help=f"offload target (default {default})")
     p.add_argument("--keep-compute-free", action="store_true",
                    help="keep partitions without multiply-accumulate work on the accelerator (by default they "
-                        "go back to the CPU, like Ethos-N's InlineNonComputeIntensivePartitions)")
+                        "go back to the CPU, like Ethos-N's InlineNonComputeIntensivePartitions, except on "
+                        "targets whose compiler places them, such as ethos-u: Vela does)")
     p.add_argument("--min-partition-size", type=positive_int, default=1, metavar="N",
                    help="partitions with fewer ops go back to the CPU (default 1)")
     p.add_argument("--keep-unprofitable", action="store_true",
@@ -59,12 +60,15 @@ def model_target(args) -> str:
 
 
 def partition_model(model, target: str, args):
+    from patterns import keeps_compute_free
+
     from ..partition import partition_for
     if getattr(args, "placement", "all") == "cost":
         return partition_for(target, model.mod, model.params, return_report=True, placement="cost",
                              npu_config=getattr(args, "npu_config", None))
     return partition_for(target, model.mod, model.params, return_report=True,
-                         inline_non_mac=not getattr(args, "keep_compute_free", False),
+                         inline_non_mac=not (getattr(args, "keep_compute_free", False)
+                                             or keeps_compute_free(target)),
                          min_partition_size=getattr(args, "min_partition_size", 1),
                          boundary_rule=not getattr(args, "keep_unprofitable", False))
 

@@ -30,7 +30,7 @@ KWS = TINY / "kws_ref_model.tflite"
 
 def _ethos_u(path: Path):
     m = load_model(str(path), "auto", target="ethos-u")
-    pm, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=True,
+    pm, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=False,
                                boundary_rule=True)
     return m, pm, report
 
@@ -199,3 +199,28 @@ def test_an_op_vela_offloads_and_the_simulator_cannot_run_says_so():
     _, report = partition_for("ethos-u", mod, params, return_report=True)
     (mx,) = [n for n in report.cpu_ops() if n.op == "maximum"]
     assert "Vela runs MAXIMUM on the NPU" in mx.reason and "differs from Vela" in mx.reason
+
+
+def test_cli_keeps_compute_free_partitions_on_ethos_u_as_vela_does(tmp_path):
+    """Vela runs a lone ADD on the NPU; Ethos-N's InlineNonComputeIntensivePartitions (the ``npu`` default)
+    gives it back. With the boundary rule off, only that policy separates the two targets."""
+    import json
+    from byoc.testing import TFLiteWriter
+    sys.path.insert(0, str(REPO / "tests" / "byoc" / "cli"))
+    from cli_helpers import run_cli
+    w = TFLiteWriter()
+    a = w.input("a", (1, 4, 4, 8), "int8", scale=0.05, zero_point=0)
+    b = w.input("b", (1, 4, 4, 8), "int8", scale=0.05, zero_point=0)
+    w.output(w.add(a, b))
+    path = tmp_path / "add.tflite"
+    path.write_bytes(w.finish())
+    got = {}
+    for target in ("ethos-u", "npu"):
+        p = run_cli("partition", path, "--target", target, "--keep-unprofitable", "--json")
+        assert p.returncode == 0, p.stderr
+        got[target] = json.loads(p.stdout)
+    assert [s["target"] for s in got["ethos-u"]["summary"] if s["partitions"]] == ["ethos-u"]
+    assert got["npu"]["summary"] == [{"target": "cpu", "partitions": 0, "ops": 1, "macs": 0}]
+    assert any("no multiply-accumulate work" in n for n in got["npu"]["notes"])
+    p = run_cli("partition", path, "--target", "npu", "--keep-unprofitable", "--keep-compute-free", "--json")
+    assert [s["target"] for s in json.loads(p.stdout)["summary"] if s["partitions"]] == ["npu"]
