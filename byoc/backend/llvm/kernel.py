@@ -109,6 +109,7 @@ class KernelBuilder:
         self.builder = ir.IRBuilder(self.function.append_basic_block("entry"))
         self.slots: list[Slot] = []
         self._slot_ptr: dict[tuple, ir.Value] = {}
+        self._keepalive: list = []   # arrays keyed by id in data(): alive as long as their keys
         self.parallel_extent = 1
         self._error_blocks: dict[int, ir.Block] = {}
         self.value_bounds: dict[int, int] = {}  # id(node) -> bound on |value| (see KernelContext.set_result_bound)
@@ -136,6 +137,10 @@ class KernelBuilder:
         """A host array computed at build time (weights, tables), passed by pointer so it stays out of the IR."""
         arr = np.ascontiguousarray(array)
         k = ("data", key if key is not None else id(array))
+        if key is None:
+            # An id names an object only while it lives: a temporary (``w.astype(...)`` of a non-contiguous w,
+            # copied just above) would free its id for the next array, which would then get this slot's data.
+            self._keepalive.append(array)
         return Buffer(self._slot_pointer(k, Slot("data", arr)), arr.shape, arr.dtype.name)
 
     @contextmanager
