@@ -209,7 +209,28 @@ def lower_for_host(mod: IRModule, params: dict | None) -> IRModule:
     what the CPU executor compiles."""
     from .transform.canonicalize_qnn import canonicalize_module
     from .transform.infer_type import InferType
-    return InferType()(canonicalize_module(inline_composites(bind_params(mod, params))))
+    return InferType()(_host_layouts(canonicalize_module(inline_composites(bind_params(mod, params)))))
+
+
+# The CPU's integer convolution kernels (backend/llvm/gemm.py, depthwise.py) run NHWC: ONNX's NCHW ones are
+# converted first. Integer sums are exact in any order, so the outputs do not change; float convolutions keep
+# their layout (their summation order follows MLAS's, which is layout-specific).
+_HOST_LAYOUTS = {"qnn.conv2d": ["NHWC", "default"]}
+
+
+def _host_layouts(mod: IRModule) -> IRModule:
+    from .ir.expr import Call, Op
+    from .ir.traversal import post_order
+    from .transform import PassContext, Sequential
+    if not any(isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "qnn.conv2d"
+               and n.attrs.data_layout != "NHWC"
+               for f in mod.functions.values() if isinstance(f, Function) for n in post_order(f.body)):
+        return mod   # TFLite models are NHWC already: no pass, no cost
+    from .transform.convert_layout import ConvertLayout
+    from .transform.sink_layout_transform import SinkLayoutTransform
+    outer = PassContext.current()
+    with PassContext(opt_level=3, instruments=outer.instruments, config=outer.config):
+        return Sequential([ConvertLayout(_HOST_LAYOUTS), SinkLayoutTransform()], name="host_layouts")(mod)
 
 
 class _CallableModule(__import__("types").ModuleType):
