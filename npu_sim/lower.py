@@ -429,8 +429,9 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     out_t = _tensor_type(body.call)
     int16x8 = check_int16x8(body, x_t.dtype, out_t.dtype, _tensor_type(ops["qnn.requantize"].args[0]).dtype, zp_in,
                             zp_w)
-    if not int16x8 and out_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"output dtype {out_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
+    if not int16x8 and out_t.dtype not in ("int8", "uint8") and (x_t.dtype, out_t.dtype) != ("int8", "int16"):
+        raise body.fail(f"output dtype {out_t.dtype} is not supported",
+                        hint="int8 or uint8 (int16 for int16x8, or from an int8 input: the LSTM gate FC)")
     if not int16x8 and x_t.dtype not in ("int8", "uint8"):
         raise body.fail(f"input dtype {x_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
     padding = (0, 0, 0, 0)

@@ -229,13 +229,17 @@ def _is_int16x8(ctx) -> bool:
 
 
 @rule("input and output dtype is int8 or uint8, or both int16 (an int16x8 layer: int8 weights, zero points 0, "
-      "an int64 accumulator and bias, requantized by TFLite's int64 MultiplyByQuantizedMultiplier)")
+      "an int64 accumulator and bias, requantized by TFLite's int64 MultiplyByQuantizedMultiplier), or int8 in and "
+      "int16 out with an int32 accumulator (Vela's LSTM gate FULLY_CONNECTED)")
 def _io_dtypes(ctx):
     ti, to = ttype(ctx["data"]), ttype(ctx.root)
     if ti is None or to is None:
         return "found a non-tensor"
     if ti.dtype in QUANT_DTYPES and to.dtype in QUANT_DTYPES:
         return None
+    if (ti.dtype, to.dtype) == ("int8", "int16"):   # Vela's LSTM gate FC (lstm.py): int32 accumulator, int16 OFM
+        acc = ttype(ctx["rq"].args[0])
+        return None if acc is not None and acc.dtype == "int32" else f"found int8 → {acc.dtype if acc else None} → int16"
     if not _is_int16x8(ctx):
         return f"found {ti.dtype}, {to.dtype}"
     acc = ttype(ctx["rq"].args[0])
