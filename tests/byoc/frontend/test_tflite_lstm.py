@@ -116,3 +116,24 @@ def test_real_lstm_models_are_bit_exact(name, semantics):
     if not path.exists():
         pytest.skip(f"{path} is not on this machine")
     assert _check(path.read_bytes(), semantics, samples=3, cpu=name.startswith("dtln")) > 0
+
+
+def test_ethos_u_offloads_the_gate_fully_connected_layers_bit_exact():
+    """Vela's gate FC (int8 in, int16 out at 2^-12) runs on the simulator; the whole build equals TFLM."""
+    from byoc.partition import partition_for
+    data = lstm_model(steps=3, n_cell=8, seed=8)
+    mod, params = from_tflite(data, semantics="tflm")
+    pm, report = partition_for("ethos-u", mod, params, return_report=True)
+    exe = byoc.build(pm, target="ethos-u,llvm")
+    from byoc.ir.traversal import post_order
+    dense_ops = sum(1 for n in post_order(mod["main"].body) if getattr(getattr(n, "op", None), "name", "") == "qnn.dense")
+    dense_layers = [x for p in exe.npu_programs.values() for x in p.layers if x.kind == "dense"]
+    assert dense_ops >= 12 and len(dense_layers) == dense_ops, "every gate FC runs on the NPU"
+    assert not [n for n in report.cpu_ops() if n.op == "qnn.dense"]
+    p = mod["main"].params[0]
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.integers(-128, 128, p.type_annotation.shape).astype(np.int8)
+        got = exe.run({p.name_hint: x})[0]
+        want = _oracle("tflm", data, x)
+        assert np.array_equal(got, want), f"{int((got != want).sum())} NPU-build mismatches vs TFLM"
