@@ -239,7 +239,9 @@ def _io_dtypes(ctx):
         return None
     if (ti.dtype, to.dtype) == ("int8", "int16"):   # Vela's LSTM gate FC (lstm.py): int32 accumulator, int16 OFM
         acc = ttype(ctx["rq"].args[0])
-        return None if acc is not None and acc.dtype == "int32" else f"found int8 → {acc.dtype if acc else None} → int16"
+        if acc is not None and acc.dtype == "int32":
+            return None
+        return f"found int8 → {acc.dtype if acc else None} → int16"
     if not _is_int16x8(ctx):
         return f"found {ti.dtype}, {to.dtype}"
     acc = ttype(ctx["rq"].args[0])

@@ -126,7 +126,8 @@ def test_ethos_u_offloads_the_gate_fully_connected_layers_bit_exact():
     pm, report = partition_for("ethos-u", mod, params, return_report=True)
     exe = byoc.build(pm, target="ethos-u,llvm")
     from byoc.ir.traversal import post_order
-    dense_ops = sum(1 for n in post_order(mod["main"].body) if getattr(getattr(n, "op", None), "name", "") == "qnn.dense")
+    dense_ops = sum(1 for n in post_order(mod["main"].body)
+                    if getattr(getattr(n, "op", None), "name", "") == "qnn.dense")
     dense_layers = [x for p in exe.npu_programs.values() for x in p.layers if x.kind == "dense"]
     assert dense_ops >= 12 and len(dense_layers) == dense_ops, "every gate FC runs on the NPU"
     assert not [n for n in report.cpu_ops() if n.op == "qnn.dense"]
