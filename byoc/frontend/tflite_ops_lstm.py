@@ -7,7 +7,9 @@ the same way, ``ethosu/vela/lstm.py``), so every executor and the NPU tables see
   at 2^-12 (multiplier float32(s_x·s_w)/2^-12, both runtimes), the same for the hidden state with ``R_g`` (no
   bias), their saturating int16 sum, then ``qnn.sigmoid`` (``qnn.tanh`` for the cell gate) int16 Q3.12 → Q0.15;
 * cell: c = clip(f·c + i·g) with each product ``cast(int32) → multiply → qnn.requantize`` to the int16 cell scale;
-* hidden: h = tanh(c)·o, ``cast → multiply → qnn.requantize`` to the int8 hidden state; the output is h_t stacked.
+* hidden: h = tanh(c)·o, ``cast → multiply → qnn.requantize`` to the int8 hidden state; the output is the h_t
+  concatenated (equal quantization: a copy). The input FCs of all steps are one FC per gate over every step's rows
+  (they do not depend on the recurrence; row for row the same arithmetic), sliced per step.
 
 The two runtimes differ (they disagree on one unit in some outputs), so the arithmetic follows ``semantics``:
 
@@ -167,15 +169,15 @@ def _gate_sum(ctx: OpContext, a: Expr, r: Expr | None) -> Expr:
     return ctx.call("cast", [ctx.call("clip", [s], {"a_min": -32768.0, "a_max": 32767.0})], {"dtype": "int16"})
 
 
-def _step(ctx: OpContext, p: _Lstm, x: Expr, h: Expr | None, c: Expr | None) -> tuple[Expr, Expr]:
+def _step(ctx: OpContext, p: _Lstm, pre: dict, h: Expr | None, c: Expr | None) -> tuple[Expr, Expr]:
+    """One time step from the input projections ``pre`` (each gate's int16 input FC of this step)."""
     tflm = ctx.semantics == "tflm"
     gates = {}
     for gate, wi, ri, bi, kind in _GATES:
-        a = _gate_fc(ctx, x, wi, p.s_x, p.zp_x, p.weights[wi], bi, "int16")
         r = None
         if h is not None:
             r = _gate_fc(ctx, h, ri, p.s_h, p.zp_h, p.weights[ri], None, "int16" if tflm else "int32")
-        gates[gate] = _activation(ctx, kind, _gate_sum(ctx, a, r), _GATE_SCALE)
+        gates[gate] = _activation(ctx, kind, _gate_sum(ctx, pre[gate], r), _GATE_SCALE)
     rounding = "TFLITE" if tflm else "TFLITE_FLOAT"
     ig = _requantize(ctx, _product(ctx, gates["input"], gates["cell"]), _Q15 * _Q15, p.s_c, 0, rounding, "int16")
     if c is None:
@@ -195,26 +197,45 @@ def _step(ctx: OpContext, p: _Lstm, x: Expr, h: Expr | None, c: Expr | None) -> 
     return h_new, c_new
 
 
+def _input_projections(ctx: OpContext, p: _Lstm) -> list[dict]:
+    """Each step's input FC per gate. The input products do not depend on the recurrence, so every step's rows
+    go through one FC per gate (row for row the kernels' arithmetic), then each step's rows are sliced out."""
+    x_t = ctx.tensor(0)
+    rows = p.steps * p.batch
+    x = ctx.call("reshape", [ctx.input(0)], {"newshape": (rows, p.n_input)})
+    full = {gate: _gate_fc(ctx, x, wi, p.s_x, p.zp_x, p.weights[wi], bi, "int16") for gate, wi, _, bi, _ in _GATES}
+    if p.steps == 1:
+        return [full]
+    shape = tuple(x_t.shape[:2]) + (p.n_cell,)
+    ax = 0 if p.time_major else 1
+    out = []
+    for step in range(p.steps):
+        begin, end = [0, 0, 0], list(shape)
+        begin[ax], end[ax] = step, step + 1
+        out.append({gate: ctx.call("reshape", [ctx.call("strided_slice", [ctx.call("reshape", [v], {
+            "newshape": shape})], {"begin": tuple(begin), "end": tuple(end), "strides": (1, 1, 1)})],
+            {"newshape": (p.batch, p.n_cell)}) for gate, v in full.items()})
+    return out
+
+
 @converter("UNIDIRECTIONAL_SEQUENCE_LSTM",
            quant=("strided_slice", "reshape", "qnn.dense", "nn.bias_add", "qnn.requantize", "qnn.add", "qnn.sigmoid",
-                  "qnn.tanh", "cast", "multiply", "add", "clip", "stack"))
+                  "qnn.tanh", "cast", "multiply", "add", "clip", "qnn.concatenate"))
 def convert_unidirectional_sequence_lstm(ctx: OpContext) -> list[Expr]:
     p = _Lstm(ctx)
-    x_all = ctx.input(0)
     out_t = ctx.out_tensor()
-    rows = (p.batch, p.n_input)
     h = c = None
     outs = []
-    for step in range(p.steps):
-        x = x_all
-        if p.steps > 1:
-            begin, end = [0, 0, 0], list(ctx.tensor(0).shape)
-            ax = 0 if p.time_major else 1
-            begin[ax], end[ax] = step, step + 1
-            x = ctx.call("strided_slice", [x], {"begin": tuple(begin), "end": tuple(end), "strides": (1, 1, 1)})
-        x = ctx.call("reshape", [x], {"newshape": rows})
-        h, c = _step(ctx, p, x, h, c)
+    for pre in _input_projections(ctx, p):
+        h, c = _step(ctx, p, pre, h, c)
         outs.append(h)
     if p.steps == 1:
         return [ctx.call("reshape", [h], {"newshape": tuple(out_t.shape)})]
-    return [ctx.call("stack", [ctx.tuple(outs)], {"axis": 0 if p.time_major else 1})]
+    # The output is every step's hidden state in order: a concatenation of [B, 1, H] (or [1, B, H]) pieces with
+    # equal quantization (a copy), so it is the same on every executor and an NPU concatenation.
+    ax = 0 if p.time_major else 1
+    piece = (1, p.batch, p.n_cell) if p.time_major else (p.batch, 1, p.n_cell)
+    q = [_c(ctx, p.s_h, "float32"), _c(ctx, p.zp_h, "int32")]
+    pieces = [ctx.call("reshape", [v], {"newshape": piece}) for v in outs]
+    return [ctx.call("qnn.concatenate", [ctx.tuple(pieces), ctx.tuple([q[0]] * len(pieces)),
+                                          ctx.tuple([q[1]] * len(pieces))] + q, {"axis": ax})]

@@ -21,8 +21,8 @@ import numpy as np
 
 from .fixedpoint import rdbpot, srdhm16, tdiv, wrap16
 
-__all__ = ["sigmoid_table_uint16", "lut16_input_params", "tflm_sigmoid16", "tflm_tanh16", "gemmlowp_sigmoid16",
-           "gemmlowp_tanh16"]
+__all__ = ["sigmoid_table_uint16", "lut16_input_params", "interpolated_sigmoid16", "interpolated_tanh16",
+           "tflm_sigmoid16", "tflm_tanh16", "gemmlowp_sigmoid16", "gemmlowp_tanh16"]
 
 _TABLE_PLUS_ONE = (4, 8, 12, 14, 15, 16, 17, 19, 20, 21, 22, 25, 27, 28, 29, 30, 31, 33, 34, 35, 37, 39, 40, 41,
                    43, 44, 45, 46, 49, 50, 54, 62, 63, 64, 66, 82, 86, 93, 100, 103, 112, 116, 135, 255)
@@ -49,15 +49,14 @@ def lut16_input_params(scale_log2: int) -> tuple[int, int]:
     return 3 << left, 0
 
 
-def _scaled_input(x, scale_log2: int) -> np.ndarray:
-    m, shift = lut16_input_params(scale_log2)
-    v = np.asarray(x, dtype=np.int64) * m
+def _scaled_input(x, multiplier: int, shift: int) -> np.ndarray:
+    v = np.asarray(x, dtype=np.int64) * multiplier
     return (v + ((1 << (shift - 1)) if shift > 0 else 0)) >> shift
 
 
-def tflm_sigmoid16(x, scale_log2: int = -12) -> np.ndarray:
-    """reference_integer_ops::Logistic on int16 (Q0.15 result, int64 array)."""
-    v = _scaled_input(x, scale_log2)
+def interpolated_sigmoid16(x, multiplier: int, shift: int) -> np.ndarray:
+    """reference_integer_ops::Logistic on int16 given its input multiplier and right shift (Q0.15, int64)."""
+    v = _scaled_input(x, multiplier, shift)
     a = np.abs(v)
     uh = np.minimum(a >> 9, 254)
     ua, ub = _TABLE[uh], _TABLE[uh + 1]
@@ -66,15 +65,25 @@ def tflm_sigmoid16(x, scale_log2: int = -12) -> np.ndarray:
     return wrap16(r >> 10)
 
 
-def tflm_tanh16(x, scale_log2: int = -12) -> np.ndarray:
-    """reference_integer_ops::Tanh on int16 (Q0.15 result, int64 array)."""
-    v = _scaled_input(x, scale_log2)
+def interpolated_tanh16(x, multiplier: int, shift: int) -> np.ndarray:
+    """reference_integer_ops::Tanh on int16 given its input multiplier and right shift (Q0.15, int64)."""
+    v = _scaled_input(x, multiplier, shift)
     a = np.abs(v)
     uh = np.minimum(a >> 8, 254)
     ua, ub = _TABLE[uh], _TABLE[uh + 1]
     r = np.where((a >> 8) >= 255, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua))
     r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
     return wrap16(r >> 8)
+
+
+def tflm_sigmoid16(x, scale_log2: int = -12) -> np.ndarray:
+    """TFLite Micro's int16 sigmoid of an input with scale 2^scale_log2 (Q0.15 result, int64 array)."""
+    return interpolated_sigmoid16(x, *lut16_input_params(scale_log2))
+
+
+def tflm_tanh16(x, scale_log2: int = -12) -> np.ndarray:
+    """TFLite Micro's int16 tanh of an input with scale 2^scale_log2 (Q0.15 result, int64 array)."""
+    return interpolated_tanh16(x, *lut16_input_params(scale_log2))
 
 
 # ----------------------------------------------------------------------------------- gemmlowp on int16 raws
