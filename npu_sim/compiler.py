@@ -148,6 +148,11 @@ class _Slots:
         return b, off + k * size
 
 
+def _has_lut_table(layer) -> bool:
+    """A LUT layer reading a 256-entry table (the int16 sigmoid / tanh functions, ``fn16``, read none)."""
+    return getattr(layer, "op", None) == "lut" and not layer.params.get("fn16")
+
+
 def _ppu_params(op: PpuOp, values: dict) -> tuple[int, ...]:
     names = PPU_PARAM_NAMES[op]
     p = [int(values.get(n, 0)) for n in names]
@@ -301,7 +306,7 @@ class _Codegen:
                        whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1]))
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
-                        layer.op == "requant", layer.op == "lut", layer.op == "mean", **in2)
+                        layer.op == "requant", _has_lut_table(layer), layer.op == "mean", **in2)
 
     def plan(self, layer) -> TilePlan:
         g = self.geometry(layer)
@@ -339,7 +344,7 @@ class _Codegen:
             t = self.mem.add(f"{layer.name}.table", self.w_area, 10 * len(layer.bias), "constant",
                              _pack_table(layer.bias, layer.multiplier, layer.shift))
             return {"weights": w, "table": t}
-        if layer.op == "lut":
+        if _has_lut_table(layer):
             tab = np.asarray(layer.table).astype(np.int8 if layer.table.dtype == np.int8 else np.uint8)
             return {"table": self.mem.add(f"{layer.name}.lut", self.w_area, 256, "constant", tab.tobytes())}
         if layer.op == "requant":
@@ -532,7 +537,7 @@ class _Codegen:
         oy, ox, oc = L.out_origin or (0, 0, 0)
         iy, ix, ic0 = L.in_origin or (0, 0, 0)   # a window copy's start in its input
         lut_slot = None
-        if op == PpuOp.LUT:
+        if op == PpuOp.LUT and _has_lut_table(L):
             lut_slot = slots.take("table")
             em.emit(self.load_const(li, TileKind.TABLE, const["table"], 0, 256, lut_slot))
         for c0 in range(0, OC, plan.bc):

@@ -346,6 +346,10 @@ class Machine:
         elif op == PpuOp.MEAN:
             s = x.sum(axis=(0, 1), keepdims=True)
             y = mbqm(s - c.param("zp_in") * c.param("count"), c.param("m"), c.param("e")) + c.param("zp_out")
+        elif op == PpuOp.LUT and c.param("fn16"):
+            from byoc.quant.int16_activation import interpolated_sigmoid16, interpolated_tanh16
+            fn = interpolated_sigmoid16 if c.param("fn16") == 1 else interpolated_tanh16
+            return fn(x, c.param("in_mult"), c.param("in_shift")).astype(out_dt)
         elif op == PpuOp.LUT:
             table = self.raw(c.table_buf, c.table_off, i)[:256].view(out_dt)
             return table[x - c.param("qmin")].astype(out_dt)

@@ -59,7 +59,7 @@ class PpuOp(enum.IntEnum):
     MAX_POOL = 3
     AVG_POOL = 4
     MEAN = 5         # reduce over the whole tile's H×W
-    LUT = 6          # 256-entry table lookup
+    LUT = 6          # 256-entry table lookup; fn16 ≠ 0: the int16 sigmoid (1) / tanh (2) activation, no table
     COPY = 7         # copy with clamp (clip, concatenate)
     SOFTMAX = 8      # TFLite's integer softmax along the tile's channels (the tile holds whole rows)
     TRANSPOSE = 9    # the src tile's axes permuted (perm = which src axis each dst axis is)
@@ -115,7 +115,9 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.AVG_POOL: ("act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw", "y0", "x0", "img_h", "img_w",
                      "count_include_pad"),
     PpuOp.MEAN: ("zp_in", "zp_out", "act_min", "act_max", "m", "e", "count"),
-    PpuOp.LUT: ("qmin",),
+    # fn16: 0 = an 8-bit table; 1 / 2 = the PPU's int16 sigmoid / tanh (TFLite's interpolated kernel: the input
+    # times in_mult, rounded right by in_shift; Vela's LSTM gates) with no table
+    PpuOp.LUT: ("qmin", "fn16", "in_mult", "in_shift"),
     PpuOp.COPY: ("act_min", "act_max"),
     PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
     PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),

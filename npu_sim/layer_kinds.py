@@ -70,6 +70,9 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
               "cast(int32) → sum (axes 1 and 2, keepdims) → qnn.requantize → [clip] (QLinearGlobalAveragePool)",
               "MAC array (depthwise convolution with an all-ones H×W kernel: the exact int32 sum) + PPU "
               "requantization (float32 for rounding ONNX); NHWC, batch 1"),
+    LayerKind("int16_mul", "int16_mul", "cast(int16 → int32) ×2 → multiply → qnn.requantize (TFLITE, input zero point 0) "
+              "→ [clip]", "PPU MUL with the requantize's multiplier as explicit scaling (Vela's LSTM gate products); "
+              "int16 × int16 → int16 or int8, same shapes"),
     LayerKind("softmax", "softmax", "qnn.softmax (axis −1, rounding TFLITE)",
               "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8 or uint8 → uint8; "
               "charged as Vela's 30-operation sequence (cost.softmax_cycles)"),

@@ -429,8 +429,9 @@ def _conv_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     out_t = _tensor_type(body.call)
     int16x8 = check_int16x8(body, x_t.dtype, out_t.dtype, _tensor_type(ops["qnn.requantize"].args[0]).dtype, zp_in,
                             zp_w)
-    if not int16x8 and out_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"output dtype {out_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
+    if not int16x8 and out_t.dtype not in ("int8", "uint8") and (x_t.dtype, out_t.dtype) != ("int8", "int16"):
+        raise body.fail(f"output dtype {out_t.dtype} is not supported",
+                        hint="int8 or uint8 (int16 for int16x8, or from an int8 input: the LSTM gate FC)")
     if not int16x8 and x_t.dtype not in ("int8", "uint8"):
         raise body.fail(f"input dtype {x_t.dtype} is not supported", hint="int8 or uint8 (int16 for int16x8)")
     padding = (0, 0, 0, 0)
@@ -675,6 +676,9 @@ def _lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ops = body.expect(body.chain(), [(opname, False), ("clip", True)])
     core = ops[opname]
     in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if in_t.dtype == out_t.dtype == "int16":
+        _int16_activation(low, body, comp, ops, core, opname)
+        return
     if in_t.dtype not in ("int8", "uint8") or out_t.dtype != in_t.dtype:
         raise body.fail(f"LUT ops need int8/uint8 in and out, found {in_t.dtype} → {out_t.dtype}")
     ifm = body.tensor(core.args[0], "data")
@@ -683,6 +687,28 @@ def _lut_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     (ifm,), ofm = _deepened(low, (ifm,), ofm)
     low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm, dict(qmin=int(np.iinfo(in_t.dtype).min)),
                                table=table))
+
+
+def _int16_activation(low: _Lowerer, body: _Body, comp: str, ops: dict[str, Call], core: Call, opname: str) -> None:
+    """int16 sigmoid / tanh (TFLite Micro's interpolated kernel, Q0.15 out): the PPU's int16 activation function,
+    as Vela's LSTM fuses it after the gate ADD (here a layer of its own)."""
+    from byoc.ops.qnn_activation import int16_gate_scale_log2
+    from byoc.quant.int16_activation import lut16_input_params
+    if core.attrs.rounding != "TFLM" or "clip" in ops:
+        raise body.fail(f"int16 {opname} runs on the PPU with rounding TFLM and no clip, found rounding "
+                        f"{core.attrs.rounding!r}{' and a clip' if 'clip' in ops else ''}")
+    kind = "sigmoid" if opname == "qnn.sigmoid" else "tanh"
+    consts = [body.const(core.args[i], f"{opname} operand {i}") for i in range(1, 5)]
+    try:
+        e = int16_gate_scale_log2(kind, "TFLM", *consts)
+    except ByocError as err:
+        raise body.fail(err.message) from err
+    mult, shift = lut16_input_params(e)
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
+    low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm,
+                               dict(qmin=-32768, fn16=1 if kind == "sigmoid" else 2, in_mult=mult, in_shift=shift)))
 
 
 def _unary_table(body: _Body, ops: dict[str, Call], core: Call, dtype: str, opname: str) -> np.ndarray:
@@ -886,8 +912,47 @@ _COMPOSITES = {
 }
 
 
+def _int16_mul_composite(low: _Lowerer, body: _Body, comp: str) -> None:
+    """The ``int16_mul`` kind: ``qnn.requantize(multiply(cast(a), cast(b)))`` of two int16 tensors with zero points
+    0 (an LSTM's gate products): the PPU's MUL with the requantize's own (multiplier, shift) as explicit scaling,
+    as Vela lowers them; int16 or int8 out. MBQM(a·b) + zp is what qnn.requantize computes on the exact int32
+    product."""
+    root = body.fn.body
+    ops: dict[str, Call] = {}
+    if isinstance(root, Call) and isinstance(root.op, Op) and root.op.name == "clip":
+        ops["clip"], root = root, root.args[0]
+    rq = root
+    mul = rq.args[0] if isinstance(rq, Call) and isinstance(rq.op, Op) and rq.op.name == "qnn.requantize" else None
+    casts = mul.args if isinstance(mul, Call) and isinstance(mul.op, Op) and mul.op.name == "multiply" else ()
+    if len(casts) != 2 or not all(isinstance(c, Call) and isinstance(c.op, Op) and c.op.name == "cast"
+                                  for c in casts):
+        raise body.fail("expected qnn.requantize(multiply(cast(a), cast(b))) [→ clip]")
+    a_t, b_t, out_t = (_tensor_type(casts[0].args[0]), _tensor_type(casts[1].args[0]), _tensor_type(body.call))
+    if (a_t.dtype, b_t.dtype) != ("int16", "int16") or out_t.dtype not in ("int8", "int16"):
+        raise body.fail(f"an int16 product takes two int16 tensors to int8/int16, found {a_t.dtype}, {b_t.dtype} → "
+                        f"{out_t.dtype}")
+    if tuple(a_t.shape) != tuple(b_t.shape) or tuple(a_t.shape) != tuple(out_t.shape):
+        raise body.fail(f"an int16 product of shapes {tuple(a_t.shape)} and {tuple(b_t.shape)} does not broadcast")
+    if rq.attrs.rounding != "TFLITE":
+        raise body.fail(f"requantize rounding {rq.attrs.rounding!r} is not the PPU's", hint="TFLITE")
+    s_in, zp_in, s_out, zp_out = (body.const(rq.args[i], n) for i, n in
+                                  ((1, "input_scale"), (2, "input_zero_point"), (3, "output_scale"),
+                                   (4, "output_zero_point")))
+    if _scalar_int(zp_in, "input zero point", body.name) != 0 or _vec(s_in).size != 1:
+        raise body.fail("an int16 product's requantize has one input scale and zero point 0")
+    m, e = qp.requant_params(s_in, s_out)
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    params = dict(zp_a=0, zp_b=0, zp_out=_scalar_int(zp_out, "output zero point", body.name), act_min=lo,
+                  act_max=hi, m_out=int(m[0]), e_out=int(e[0]), bcast=0)
+    a = body.tensor(casts[0].args[0], "lhs")
+    b = body.tensor(casts[1].args[0], "rhs")
+    ofm = low.out_tensor(body.call, body.name)
+    (a, b), ofm = _deepened(low, (a, b), ofm)
+    low.layers.append(PpuLayer(body.name, comp, "mul", (a, b), ofm, params))
+
+
 # layer kinds other targets can map onto that no npu composite uses (npu_sim/layer_kinds.py)
-_KIND_ONLY = {"elementwise_lut": _elementwise_lut_composite}
+_KIND_ONLY = {"elementwise_lut": _elementwise_lut_composite, "int16_mul": _int16_mul_composite}
 
 
 class _BareBody(_Body):

@@ -230,13 +230,19 @@ def _is_int16x8(ctx) -> bool:
 
 
 @rule("input and output dtype is int8 or uint8, or both int16 (an int16x8 layer: int8 weights, zero points 0, "
-      "an int64 accumulator and bias, requantized by TFLite's int64 MultiplyByQuantizedMultiplier)")
+      "an int64 accumulator and bias, requantized by TFLite's int64 MultiplyByQuantizedMultiplier), or int8 in and "
+      "int16 out with an int32 accumulator (Vela's LSTM gate FULLY_CONNECTED)")
 def _io_dtypes(ctx):
     ti, to = ttype(ctx["data"]), ttype(ctx.root)
     if ti is None or to is None:
         return "found a non-tensor"
     if ti.dtype in QUANT_DTYPES and to.dtype in QUANT_DTYPES:
         return None
+    if (ti.dtype, to.dtype) == ("int8", "int16"):   # Vela's LSTM gate FC (lstm.py): int32 accumulator, int16 OFM
+        acc = ttype(ctx["rq"].args[0])
+        if acc is not None and acc.dtype == "int32":
+            return None
+        return f"found int8 → {acc.dtype if acc else None} → int16"
     if not _is_int16x8(ctx):
         return f"found {ti.dtype}, {to.dtype}"
     acc = ttype(ctx["rq"].args[0])
@@ -374,6 +380,64 @@ def _binary_check(what: str) -> Check:
 def _lut(what: str) -> Check:
     c = _npu._lut_check(what)
     return Check(c.rules + (_tens_dims,), summary=c.summary)
+
+
+@rule("input and output are both int8 or both uint8, or both int16 with rounding TFLM (TFLite Micro's "
+      "interpolated int16 kernel: a power-of-two input scale, a Q0.15 output, zero points 0, no clip; Vela's LSTM "
+      "gate and cell activations)")
+def _gate_activation_dtypes(ctx):
+    core = ctx["core"]
+    a, b = ttype(core.args[0]), ttype(ctx.root)
+    if a is None or b is None:
+        return "found a non-tensor"
+    if a.dtype == b.dtype and a.dtype in QUANT_DTYPES:
+        return None
+    if (a.dtype, b.dtype) != ("int16", "int16"):
+        return f"found {a.dtype}, {b.dtype}"
+    if core.attrs.rounding != "TFLM" or ctx.get("clip") is not None:
+        return f"found int16 with rounding {core.attrs.rounding!r}" + (" and a clip" if ctx.get("clip") else "")
+    from byoc.errors import ByocError
+    from byoc.ops.qnn_activation import int16_gate_scale_log2
+    values = [const_value(core.args[i]) for i in range(1, 5)]
+    if any(v is None for v in values):
+        return "found non-constant quantization parameters"
+    try:
+        int16_gate_scale_log2(core.op.name.split(".")[-1], "TFLM", *values)
+    except ByocError as e:
+        return e.message
+    return None
+
+
+@rule("both operands are int16 tensors of the output's shape, cast to int32 and multiplied; the requantize has "
+      "rounding TFLITE, one input scale and zero point 0, and an int16 or int8 output (Vela's LSTM gate products: a "
+      "MUL with explicit scaling)")
+def _int16_product(ctx):
+    rq, mul = ctx["rq"], ctx["mul"]
+    ts = [ttype(mul.args[0].args[0]), ttype(mul.args[1].args[0]), ttype(ctx.root)]
+    if any(t is None for t in ts):
+        return "found a non-tensor"
+    if (ts[0].dtype, ts[1].dtype) != ("int16", "int16") or ts[2].dtype not in ("int8", "int16"):
+        return f"found {ts[0].dtype} × {ts[1].dtype} → {ts[2].dtype}"
+    if not tuple(ts[0].shape) == tuple(ts[1].shape) == tuple(ts[2].shape):
+        return f"found shapes {tuple(ts[0].shape)}, {tuple(ts[1].shape)} → {tuple(ts[2].shape)}"
+    if any(c.attrs.dtype != "int32" for c in mul.args):
+        return "found a cast to " + ", ".join(c.attrs.dtype for c in mul.args)
+    if rq.attrs.rounding != "TFLITE":
+        return f"found rounding {rq.attrs.rounding!r}"
+    s_in, zp_in = const_value(rq.args[1]), const_value(rq.args[2])
+    if s_in is None or s_in.size != 1 or zp_in is None or np.any(zp_in != 0):
+        return "found a per-channel or non-zero input quantization"
+    return None
+
+
+INT16_MUL_CHECK = Check((_int16_product, per_tensor_rule("output zero point", [input_of("rq", 4)]),
+                         clip_range_rule(), _tens_dims), summary="MUL of two int16 tensors (an LSTM gate product)")
+
+
+def _gate_activation(what: str) -> Check:
+    """LOGISTIC / TANH: the 8-bit table rules, or the int16 gate activation of an LSTM."""
+    c = _npu._lut_check(what)
+    return Check((_gate_activation_dtypes,) + c.rules[2:] + (_tens_dims,), summary=c.summary)
 
 
 # -- SOFTMAX, TRANSPOSE, RESIZE (Vela's Regor core lowers each to a sequence of NPU operations) -----------------
@@ -575,8 +639,12 @@ def pattern_table() -> list[CompositePattern]:
     rq = optional_clip(is_op("qnn.requantize")(wildcard("data"), is_constant(), is_constant(), is_constant(),
                                                is_constant()).named("rq"))
     clip = is_op("clip")(wildcard("data")).named("clip")
+    product = is_op("multiply")(is_op("cast")(wildcard("lhs")), is_op("cast")(wildcard("rhs"))).named("mul")
+    int16_mul = optional_clip(is_op("qnn.requantize")(product, is_constant(), is_constant(), is_constant(),
+                                                      is_constant()).named("rq"))
     t = TARGET
     table = [
+        CompositePattern(f"{t}.int16_mul", int16_mul, INT16_MUL_CHECK),
         CompositePattern(f"{t}.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
         CompositePattern(f"{t}.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
         CompositePattern(f"{t}.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
@@ -589,8 +657,9 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_concatenate", concat, Check(_npu.CONCAT_CHECK.rules + (_tens_dims,),
                                                                summary="CONCATENATION")),
         CompositePattern(f"{t}.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
-                         on_integer_op(_lut("LOGISTIC"))),
-        CompositePattern(f"{t}.qnn_tanh", quantized_activation("tanh", "qnn.tanh"), on_integer_op(_lut("TANH"))),
+                         on_integer_op(_gate_activation("LOGISTIC"))),
+        CompositePattern(f"{t}.qnn_tanh", quantized_activation("tanh", "qnn.tanh"),
+                         on_integer_op(_gate_activation("TANH"))),
         CompositePattern(f"{t}.qnn_hardswish", quantized_activation("hardswish", "qnn.hardswish"),
                          on_integer_op(_lut("HARD_SWISH"))),
         CompositePattern(f"{t}.qnn_leaky_relu", quantized_activation("nn.leaky_relu", "qnn.leaky_relu"),
@@ -617,7 +686,7 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
-    f"{TARGET}.qdq_elementwise": "qdq_elementwise",
+    f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.int16_mul": "int16_mul",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).

@@ -115,6 +115,7 @@ class OperatorInfo:
     outputs: tuple[int, ...]
     options: dict
     offset: int
+    intermediates: tuple[int, ...] = ()  # Operator.intermediates (the integer LSTM's effective scales)
 
     @property
     def label(self) -> str:
@@ -386,7 +387,8 @@ def _read_operator(t: _Table, i: int, opcodes: list[tuple[str, int]], num_tensor
     inputs = _index_vector(t, 1, "inputs", num_tensors, allow_optional=True)
     outputs = _index_vector(t, 2, "outputs", num_tensors)
     options = _read_options(t, what + f" ({opcode})")
-    return OperatorInfo(i, opcode, version, inputs, outputs, options, t.pos)
+    intermediates = _index_vector(t, 8, "intermediates", num_tensors)
+    return OperatorInfo(i, opcode, version, inputs, outputs, options, t.pos, intermediates)
 
 
 def _read_options(t: _Table, what: str) -> dict:
@@ -415,3 +417,6 @@ OPTIONS_SPECS.update({"MirrorPadOptions": (("mode", "b", 0),), "TileOptions": ()
                       "LessEqualOptions": (), "GreaterOptions": (), "GreaterEqualOptions": (), "SelectV2Options": (),
                       "GatherNdOptions": ()})  # MIRROR_PAD .. GATHER_ND
 OPTIONS_SPECS.update({"DivOptions": (("fused_activation_function", "b", 0),)})
+OPTIONS_SPECS.update({"UnidirectionalSequenceLSTMOptions": (
+    ("fused_activation_function", "b", 0), ("cell_clip", "f", 0.0), ("proj_clip", "f", 0.0), ("time_major", "B", 0),
+    ("asymmetric_quantize_inputs", "B", 0), ("diagonal_recurrent_tensors", "B", 0))})

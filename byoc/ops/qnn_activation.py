@@ -6,7 +6,10 @@ qnn.softmax: gemmlowp fixed-point exp / reciprocal (int8 → int8 or int16, uint
 (``byoc.quant.onnxrt.qlinear_softmax``).
 qnn.sigmoid / qnn.tanh: ``rounding="TFLITE"`` is LiteRT's 256-entry float32 table (int8, uint8);
 ``rounding="TFLM"`` is TFLite-Micro's fixed-point reference_integer_ops::Logistic / Tanh (int8), which assumes
-the standard output parameters (1/256, −128 for sigmoid; 1/128, 0 for tanh) and never reads them.
+the standard output parameters (1/256, −128 for sigmoid; 1/128, 0 for tanh) and never reads them; on int16 data
+(a power-of-two input scale, Q0.15 output) it is the int16 kernel's interpolated table, as TFLite Micro's LSTM
+gates use it; ``rounding="GEMMLOWP"`` (int16 only) is LiteRT's LSTM gates: gemmlowp's fixed-point logistic / tanh
+on int16 (``byoc.quant.int16_activation``).
 qnn.hardswish: the 16-bit fixed-point HARD_SWISH path. qnn.leaky_relu: LEAKY_RELU with two multipliers.
 ``rounding="ONNX"`` (qnn.sigmoid, qnn.leaky_relu; int8/uint8) is onnxruntime's QLinearSigmoid / QLinearLeakyRelu:
 a 256-entry table of QuantizeLinear(f(DequantizeLinear(q))) in float32 (``byoc.quant.onnxrt.qlinear_lookup_table``).
@@ -147,7 +150,7 @@ register_op("qnn.softmax", _ACT_ARGS, attrs=QnnSoftmaxAttrs, rel=_softmax_rel, f
 
 
 # ------------------------------------------------------------------------------------------- sigmoid / tanh
-_LUT_ROUNDING = ("TFLITE", "TFLM", "ONNX")
+_LUT_ROUNDING = ("TFLITE", "TFLM", "ONNX", "GEMMLOWP")
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,9 @@ class QnnLutAttrs(Attrs):
         Attrs.__post_init__(self)
         if self.rounding not in _LUT_ROUNDING:
             raise IRError(f"unknown rounding {self.rounding!r} for qnn.sigmoid/qnn.tanh",
-                          hint="TFLITE (LiteRT's float LUT), TFLM (TFLite-Micro's fixed point) or ONNX "
-                               "(onnxruntime's QLinearSigmoid table)")
+                          hint="TFLITE (LiteRT's float LUT), TFLM (TFLite-Micro's fixed point; int16: its "
+                               "interpolated table), ONNX (onnxruntime's QLinearSigmoid table) or GEMMLOWP "
+                               "(int16: LiteRT's LSTM gates, gemmlowp's fixed point)")
 
 
 def _lut_rel(name):
@@ -168,6 +172,10 @@ def _lut_rel(name):
         if attrs.rounding == "ONNX" and name != "qnn.sigmoid":
             raise fail(name, "rounding", "TFLITE or TFLM (onnxruntime has no quantized tanh kernel)", "ONNX")
         allowed = ("int8",) if attrs.rounding == "TFLM" else ("int8", "uint8")
+        if attrs.rounding == "TFLM":  # int16: the LSTM gates' interpolated table (byoc.quant.int16_activation)
+            allowed = ("int8", "int16")
+        if attrs.rounding == "GEMMLOWP":
+            allowed = ("int16",)
         if attrs.rounding == "ONNX":  # onnxruntime's float path on 16-bit QDQ tensors, tabulated (65,536 values)
             allowed = ("int8", "uint8", "int16", "uint16")
         expect_dtype(name, "data", data, allowed)
@@ -188,9 +196,41 @@ def _fixed_point_activation(kind: str, q: np.ndarray, scale, zero_point) -> np.n
     return r.astype(np.int8)
 
 
+def int16_gate_scale_log2(kind: str, rounding: str, s_in, zp_in, s_out, zp_out) -> int:
+    """log2 of the input scale of an int16 sigmoid/tanh (TFLM / GEMMLOWP): a power of two with zero point 0,
+    read into an output of 2^-15 with zero point 0 (the kernels never read the output parameters)."""
+    from ..quant.params import checked_log2
+    name = f"qnn.{kind}"
+    if _scalar_int(zp_in) != 0 or _scalar_int(zp_out) != 0:
+        raise ExecutionError(f"{name} (int16, rounding {rounding}) needs zero points 0, found "
+                             f"{_scalar_int(zp_in)} and {_scalar_int(zp_out)}")
+    s_o = float(np.asarray(s_out, dtype=np.float32).reshape(-1)[0])
+    if s_o != 2.0 ** -15:
+        raise ExecutionError(f"{name} (int16, rounding {rounding}) writes Q0.15: the output scale must be 2^-15, "
+                             f"found {s_o!r}")
+    e, exact = checked_log2(np.asarray(s_in, dtype=np.float32).reshape(-1)[0])
+    lo = -15 if rounding == "GEMMLOWP" else -30
+    if not exact or not lo <= e <= -9:
+        raise ExecutionError(f"{name} (int16, rounding {rounding}) needs a power-of-two input scale between "
+                             f"2^{lo} and 2^-9, found {float(np.asarray(s_in).reshape(-1)[0])!r}")
+    return e
+
+
+def _int16_gate(kind: str, x, args, rounding: str) -> np.ndarray:
+    from ..quant import int16_activation as a16
+    e = int16_gate_scale_log2(kind, rounding, *args[1:])
+    if rounding == "GEMMLOWP":
+        fn = a16.gemmlowp_sigmoid16 if kind == "sigmoid" else a16.gemmlowp_tanh16
+        return fn(x, 15 + e).astype(np.int16)
+    fn = a16.tflm_sigmoid16 if kind == "sigmoid" else a16.tflm_tanh16
+    return fn(x, e).astype(np.int16)
+
+
 def _lut_compute(kind: str):
     def compute(args, attrs):
         x, s_in, zp_in, s_out, zp_out = args
+        if x.dtype == np.int16 and attrs.rounding in ("TFLM", "GEMMLOWP"):
+            return _int16_gate(kind, x, args, attrs.rounding)
         if attrs.rounding == "TFLM":
             return _fixed_point_activation(kind, x, s_in, zp_in)
         if attrs.rounding == "ONNX":

@@ -69,6 +69,7 @@ class _Tensor:
     zero_point: tuple[int, ...] | None
     quantized_dimension: int
     shape_signature: tuple[int, ...] | None = None
+    is_variable: bool = False
 
 
 @dataclass
@@ -78,6 +79,7 @@ class _Operator:
     outputs: tuple[int, ...]
     options_name: str | None
     options: dict = field(default_factory=dict)
+    intermediates: tuple[int, ...] = ()
 
 
 def _snake_to_camel(name: str) -> str:
@@ -121,8 +123,8 @@ class TFLiteWriter:
 
     def tensor(self, name: str | None, shape: Sequence[int], dtype: str, scale=None, zero_point=0,
                quantized_dimension: int = 0, data: np.ndarray | bytes | None = None,
-               shape_signature: Sequence[int] | None = None) -> TensorRef:
-        """Low level: add a tensor (with a constant buffer when ``data`` is given)."""
+               shape_signature: Sequence[int] | None = None, is_variable: bool = False) -> TensorRef:
+        """Low level: add a tensor (with a constant buffer when ``data`` is given; ``is_variable``: a state)."""
         if dtype not in TENSOR_TYPES:
             raise ValueError(f"unsupported tensor dtype {dtype!r}; one of {sorted(TENSOR_TYPES)}")
         scales = zps = None
@@ -144,7 +146,7 @@ class TFLiteWriter:
             buffer_index = len(self._buffers) - 1
         name = self._name(name, "t")
         t = _Tensor(name, tuple(int(d) for d in shape), dtype, buffer_index, scales, zps, int(quantized_dimension),
-                    tuple(shape_signature) if shape_signature is not None else None)
+                    tuple(shape_signature) if shape_signature is not None else None, bool(is_variable))
         self._tensors.append(t)
         return TensorRef(len(self._tensors) - 1, name, t.shape, dtype, scales, zps, int(quantized_dimension))
 
@@ -183,14 +185,16 @@ class TFLiteWriter:
 
     # ------------------------------------------------------------------ operators
     def op(self, builtin: str, inputs: Sequence[TensorRef | None], outputs: Sequence[TensorRef],
-           options_name: str | None = None, options: dict | None = None, version: int = 1) -> None:
+           options_name: str | None = None, options: dict | None = None, version: int = 1,
+           intermediates: Sequence[TensorRef] = ()) -> None:
         """Low level: add an operator. ``None`` inputs are written as -1 (optional, absent)."""
         code = getattr(tflite.BuiltinOperator, builtin)
         key = (code, int(version))
         if key not in self._opcodes:
             self._opcodes[key] = len(self._opcodes)
         self._operators.append(_Operator(self._opcodes[key], tuple(-1 if t is None else t.index for t in inputs),
-                                         tuple(t.index for t in outputs), options_name, dict(options or {})))
+                                         tuple(t.index for t in outputs), options_name, dict(options or {}),
+                                         tuple(t.index for t in intermediates)))
 
     def _weight(self, w, stem, dtype, scale, zp, qdim) -> TensorRef:
         if isinstance(w, TensorRef):
@@ -730,6 +734,39 @@ class TFLiteWriter:
         return self._unary("SQRT", x, None, None, name, "sqrt")
 
     # ------------------------------------------------------------------ serialisation
+    def unidirectional_sequence_lstm(self, x: TensorRef, input_weights: Sequence, recurrent_weights: Sequence,
+                                     biases: Sequence, *, weight_scales: Sequence[float],
+                                     recurrent_scales: Sequence[float], hidden_scale: float, hidden_zp: int = 0,
+                                     cell_scale: float = 2.0 ** -11, cell_clip: float = 0.0,
+                                     time_major: bool = False, hidden_intermediate: tuple[float, int] | None = None,
+                                     name=None) -> TensorRef:
+        """Integer UNIDIRECTIONAL_SEQUENCE_LSTM as TFLite's converter writes it: gates in (input, forget, cell,
+        output) order, int8 weights [n_cell, n_input] / [n_cell, n_cell] per tensor, int32 biases, an int8
+        hidden-state and an int16 cell-state variable, five intermediates (the fifth carries the effective
+        hidden scale; default: the hidden state's), TANH cell activation."""
+        n_cell = np.asarray(input_weights[0]).shape[0]
+        batch = x.shape[1] if time_major else x.shape[0]
+        gate = ("input", "forget", "cell", "output")
+        w_in = [self.const(self._name(None, f"{g}_w"), np.asarray(w, np.int8), "int8", s, 0)
+                for g, w, s in zip(gate, input_weights, weight_scales)]
+        w_rec = [self.const(self._name(None, f"{g}_r"), np.asarray(w, np.int8), "int8", s, 0)
+                 for g, w, s in zip(gate, recurrent_weights, recurrent_scales)]
+        b = [self.const(self._name(None, f"{g}_b"), np.asarray(v, np.int32), "int32",
+                        float(np.float32(x.scale[0]) * np.float32(s)), 0)
+             for g, v, s in zip(gate, biases, weight_scales)]
+        h = self.tensor(self._name(None, "output_state"), (batch, n_cell), "int8", hidden_scale, hidden_zp,
+                        is_variable=True)
+        c = self.tensor(self._name(None, "cell_state"), (batch, n_cell), "int16", cell_scale, 0, is_variable=True)
+        inter = [self.tensor(self._name(None, f"{g}_intermediate"), (0,), "float32") for g in gate]
+        s4, z4 = hidden_intermediate if hidden_intermediate is not None else (hidden_scale, hidden_zp)
+        inter.append(self.tensor(self._name(None, "effective_hidden_scale_intermediate"), (0,), "int8", s4, z4))
+        y = self.tensor(self._name(name, "lstm"), tuple(x.shape[:2]) + (n_cell,), "int8", hidden_scale, hidden_zp)
+        inputs = [x, *w_in, *w_rec, None, None, None, *b, None, None, h, c, None, None, None, None]
+        self.op("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, [y], "UnidirectionalSequenceLSTMOptions",
+                dict(fused_activation_function=ACTIVATIONS["TANH"], cell_clip=float(cell_clip), proj_clip=0.0,
+                     time_major=bool(time_major)), intermediates=inter)
+        return y
+
     def finish(self) -> bytes:
         """Serialise the model (schema version 3, one subgraph) to ``.tflite`` bytes."""
         b = flatbuffers.Builder(1024 + sum(len(d) for d in self._buffers))
@@ -794,12 +831,15 @@ class TFLiteWriter:
             tflite.TensorAddQuantization(b, quant)
         if sig is not None:
             tflite.TensorAddShapeSignature(b, sig)
+        if t.is_variable:
+            tflite.TensorAddIsVariable(b, True)
         return tflite.TensorEnd(b)
 
     @staticmethod
     def _write_operator(b, op: _Operator) -> int:
         inputs = b.CreateNumpyVector(np.asarray(op.inputs, np.int32))
         outputs = b.CreateNumpyVector(np.asarray(op.outputs, np.int32))
+        inter = b.CreateNumpyVector(np.asarray(op.intermediates, np.int32)) if op.intermediates else None
         options = None
         if op.options_name is not None:
             options = _write_options(b, op.options_name, op.options)
@@ -810,6 +850,8 @@ class TFLiteWriter:
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, op.options_name))
             tflite.OperatorAddBuiltinOptions(b, options)
+        if inter is not None:
+            tflite.OperatorAddIntermediates(b, inter)
         return tflite.OperatorEnd(b)
 
     def _write_subgraph(self, b, tensor_offsets, operator_offsets) -> int:

@@ -1,0 +1,140 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM (integer) against both oracles: TFLite Micro (``semantics="tflm"``) and LiteRT's
+BUILTIN_REF kernels (``semantics="litert"``), on small LSTMs built here and on the real models when present.
+
+The two runtimes disagree on some elements (TFLM's interpolated sigmoid/tanh table vs LiteRT's gemmlowp int16
+fixed point, MBQM vs RoundingDivideByPOT in the cell products): the last test shows that, so each semantics is
+really checked against its own oracle.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import byoc
+from byoc.errors import ModelError
+from byoc.frontend import from_tflite
+from byoc.testing.tflite_writer import TFLiteWriter
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tflite_oracles import litert_run, tflm_run  # noqa: E402
+
+UNSEEN = Path("/work/ext/unseen")
+SEMANTICS = ("tflm", "litert")
+
+
+def _oracle(semantics: str, data: bytes, x: np.ndarray) -> np.ndarray:
+    return tflm_run(data, [x])[0] if semantics == "tflm" else litert_run(data, [x])[0][0]
+
+
+def lstm_model(batch=1, steps=5, n_input=6, n_cell=4, *, seed=0, time_major=False, cell_scale=2.0 ** -11,
+               cell_clip=0.0, hidden_zp=3, hidden_intermediate=None) -> bytes:
+    rng = np.random.default_rng(seed)
+    w = TFLiteWriter()
+    shape = (steps, batch, n_input) if time_major else (batch, steps, n_input)
+    x = w.input("x", shape, "int8", scale=0.03, zero_point=-5)
+    wi = [rng.integers(-127, 128, (n_cell, n_input)) for _ in range(4)]
+    wr = [rng.integers(-127, 128, (n_cell, n_cell)) for _ in range(4)]
+    b = [rng.integers(-3000, 3000, n_cell) for _ in range(4)]
+    y = w.unidirectional_sequence_lstm(x, wi, wr, b, weight_scales=rng.uniform(0.005, 0.02, 4),
+                                       recurrent_scales=rng.uniform(0.005, 0.02, 4), hidden_scale=0.0078,
+                                       hidden_zp=hidden_zp, cell_scale=cell_scale, cell_clip=cell_clip,
+                                       time_major=time_major, hidden_intermediate=hidden_intermediate)
+    w.output(y)
+    return w.finish()
+
+
+def _check(data: bytes, semantics: str, samples: int = 3, cpu: bool = True) -> int:
+    """Outputs of byoc.evaluate (and the LLVM build) equal the oracle's; returns the elements compared."""
+    mod, _ = from_tflite(data, semantics=semantics)
+    exe = byoc.build(mod, target="llvm") if cpu else None
+    p = mod["main"].params[0]
+    rng = np.random.default_rng(7)
+    n = 0
+    for _ in range(samples):
+        x = rng.integers(-128, 128, p.type_annotation.shape).astype(np.int8)
+        want = _oracle(semantics, data, x)
+        got = byoc.evaluate(mod, {p.name_hint: x})
+        got = got[0] if isinstance(got, (list, tuple)) else got
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert np.array_equal(got, want), f"{int((got != want).sum())}/{want.size} differ from {semantics}"
+        if exe is not None:
+            cpu_out = exe.run({p.name_hint: x})[0]
+            assert np.array_equal(cpu_out, want), f"{int((cpu_out != want).sum())} CPU mismatches"
+        n += want.size
+    return n
+
+
+@pytest.mark.parametrize("semantics", SEMANTICS)
+@pytest.mark.parametrize("case", [
+    dict(),                                              # 5 steps, batch 1
+    dict(batch=2, steps=3, seed=1),                      # batches run side by side
+    dict(steps=4, time_major=True, batch=2, seed=2),     # time-major layout
+    dict(steps=6, cell_scale=2.0 ** -13, cell_clip=1.5, seed=3, hidden_zp=-7),  # clip active, other tanh shift
+    dict(steps=1, n_input=9, n_cell=8, seed=4),          # one step: no recurrence (dtln's shape)
+])
+def test_small_lstm_is_bit_exact(semantics, case):
+    assert _check(lstm_model(**case), semantics) > 0
+
+
+def test_litert_reads_the_hidden_intermediate_and_tflm_the_hidden_state():
+    """LiteRT requantizes the hidden state with intermediate 4's parameters, TFLM with the state tensor's."""
+    data = lstm_model(steps=3, hidden_intermediate=(0.011, -2), seed=5)
+    for semantics in SEMANTICS:
+        _check(data, semantics, samples=2, cpu=False)
+
+
+def test_the_two_runtimes_differ_and_each_semantics_follows_its_own():
+    data = lstm_model(steps=8, n_cell=16, n_input=12, seed=6)
+    rng = np.random.default_rng(0)
+    diffs = 0
+    for _ in range(4):
+        x = rng.integers(-128, 128, (1, 8, 12)).astype(np.int8)
+        diffs += int((_oracle("tflm", data, x) != _oracle("litert", data, x)).sum())
+    assert diffs > 0, "TFLM and LiteRT agreed everywhere: the semantics split would be untested"
+    for semantics in SEMANTICS:
+        _check(data, semantics, samples=2, cpu=False)
+
+
+def test_unsupported_variants_are_refused_naming_the_operator():
+    w = TFLiteWriter()
+    x = w.input("x", (1, 2, 3), "float32")
+    y = w.tensor("y", (1, 2, 4), "float32")
+    w.op("UNIDIRECTIONAL_SEQUENCE_LSTM", [x] + [None] * 23, [y], "UnidirectionalSequenceLSTMOptions",
+         dict(fused_activation_function=4))
+    w.output(y)
+    with pytest.raises(ModelError, match="UNIDIRECTIONAL_SEQUENCE_LSTM.*float"):
+        from_tflite(w.finish())
+
+
+@pytest.mark.parametrize("semantics", SEMANTICS)
+@pytest.mark.parametrize("name", ["dtln_noise_suppression", "trained_lstm_int8"])
+def test_real_lstm_models_are_bit_exact(name, semantics):
+    path = UNSEEN / f"{name}.tflite"
+    if not path.exists():
+        pytest.skip(f"{path} is not on this machine")
+    assert _check(path.read_bytes(), semantics, samples=3, cpu=name.startswith("dtln")) > 0
+
+
+@pytest.mark.parametrize("case", [dict(steps=3, n_cell=8, seed=8), dict(batch=2, steps=2, seed=9, cell_clip=0.9),
+                                  dict(steps=3, time_major=True, batch=2, seed=10)])
+def test_ethos_u_runs_the_whole_lstm_on_the_npu_bit_exact(case):
+    """Every op of the unrolled LSTM is offloaded (Vela places it all on the NPU) and the build equals TFLM."""
+    from byoc.partition import partition_for
+    data = lstm_model(**case)
+    mod, params = from_tflite(data, semantics="tflm")
+    pm, report = partition_for("ethos-u", mod, params, return_report=True, inline_non_mac=True, boundary_rule=True)
+    assert not list(report.cpu_ops()), [(n.op, n.reason) for n in report.cpu_ops()][:3]
+    exe = byoc.build(pm, target="ethos-u,llvm")
+    layers = [x for p in exe.npu_programs.values() for x in p.layers]
+    kinds = {x.kind for x in layers}
+    assert {"dense", "add", "mul", "lut"} <= kinds, kinds
+    p = mod["main"].params[0]
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.integers(-128, 128, p.type_annotation.shape).astype(np.int8)
+        got = exe.run({p.name_hint: x})[0]
+        want = _oracle("tflm", data, x)
+        assert np.array_equal(got, want), f"{int((got != want).sum())} NPU-build mismatches vs TFLM"
