@@ -35,6 +35,7 @@ from ..ir.types import FuncType, TensorType, TupleType
 from ..ops.registry import list_ops
 from . import tflite_ops_conv, tflite_ops_elementwise, tflite_ops_shape  # noqa: F401  (register converters)
 from . import tflite_ops_activation, tflite_ops_compare, tflite_ops_pool_reduce, tflite_ops_resize  # noqa: F401
+from . import tflite_ops_svdf  # noqa: F401
 from .tflite_context import CONVERTERS, QUANT_DTYPES, OpContext, tensor_name
 from .tflite_quant import sanitize_name
 from .tflite_reader import TensorInfo, TFLiteModel, read_model
