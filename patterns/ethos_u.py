@@ -31,7 +31,7 @@ from .common import (QUANT_DTYPES, capture, clip_range_rule, const_value, conv_c
 from .registry import CompositePattern, register_op_predicate, register_pattern_table, set_preferred_semantics
 
 __all__ = ["pattern_table", "TARGET", "ETHOS_U_LOWERING", "ETHOS_U_PRESET", "PREFERRED_SEMANTICS",
-           "VELA_DIFFERENCES", "TENSOR_DIM_MAX", "WEIGHTS_LIMIT"]
+           "VELA_DIFFERENCES", "VELA_CPU_OPS", "TENSOR_DIM_MAX", "WEIGHTS_LIMIT"]
 
 TARGET = "ethos-u"
 ETHOS_U_PRESET = "ethos-u55-256-like"
@@ -63,6 +63,11 @@ VELA_DIFFERENCES = {
                  "CPU (differs from Vela)",
     "argmax": "Vela runs ARG_MAX along the channels on the NPU; byoc's NPU simulator has no lowering for it yet, "
               "so it runs on the CPU (differs from Vela)",
+}
+
+# Ops Vela has no NPU operator for: they stay on the CPU in both (Vela's warning: "Unsupported opType").
+VELA_CPU_OPS = {
+    "qnn.svdf": "Vela has no SVDF operator (its warning: 'Unsupported opType'), so SVDF stays on the CPU, as in Vela",
 }
 
 
@@ -630,6 +635,10 @@ for _op, _check in (("reshape", _npu._MOVE_CHECK), ("squeeze", _npu._MOVE_CHECK)
 for _op, _why in VELA_DIFFERENCES.items():
     register_op_predicate(TARGET, _op, Check((Rule(_why, lambda ctx: f"found {ctx.root.op.name}"),),
                                              summary="kept on the CPU (differs from Vela)"))
+
+for _op, _why in VELA_CPU_OPS.items():
+    register_op_predicate(TARGET, _op, Check((Rule(_why, lambda ctx: f"found {ctx.root.op.name}"),),
+                                             summary="kept on the CPU (as in Vela)"))
 
 
 set_preferred_semantics(TARGET, PREFERRED_SEMANTICS)
