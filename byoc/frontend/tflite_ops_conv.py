@@ -309,11 +309,24 @@ def convert_fully_connected(ctx: OpContext) -> list[Expr]:
     return [y]
 
 
+def _transpose_conv_output_shape(ctx: OpContext) -> tuple[int, ...]:
+    """TRANSPOSE_CONV's output_shape: its constant, or, when it is not in the file (a graph input, as in
+    tflite-micro's SEANet models), the output tensor's stored shape under TFLite Micro's semantics, whose kernel
+    never reads output_shape (it sizes and pads from the output tensor). LiteRT resizes its output to whatever
+    output_shape it is fed, so under LiteRT's semantics the shape must be a constant."""
+    t = ctx.tensor(0)
+    if ctx.model.constant(t) is not None or ctx.semantics != "tflm":
+        return tuple(ctx.int_vector(0, "output_shape", 4))
+    if t.dtype != "int32" or t.shape != (4,):
+        raise ctx.fail(f"output_shape {t.label} must be an int32 [4] tensor, found {t.dtype} {list(t.shape)}")
+    return tuple(ctx.out_tensor().shape)
+
+
 @converter("TRANSPOSE_CONV", quant=("qnn.conv2d_transpose", "nn.bias_add", "qnn.requantize", "clip"),
            float=("nn.conv2d_transpose", "nn.bias_add", "clip"))
 def convert_transpose_conv(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(3, 4)
-    out_shape = tuple(ctx.int_vector(0, "output_shape", 4))
+    out_shape = _transpose_conv_output_shape(ctx)
     w_t = _rank(ctx, 1, 4, "filter")
     x_t = _rank(ctx, 2, 4, "input")
     out_t = ctx.out_tensor()

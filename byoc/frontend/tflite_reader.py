@@ -116,6 +116,7 @@ class OperatorInfo:
     outputs: tuple[int, ...]
     options: dict
     offset: int
+    custom_options: bytes = b""   # a CUSTOM operator's raw options (usually a flexbuffer)
 
     @property
     def label(self) -> str:
@@ -387,7 +388,11 @@ def _read_operator(t: _Table, i: int, opcodes: list[tuple[str, int]], num_tensor
     inputs = _index_vector(t, 1, "inputs", num_tensors, allow_optional=True)
     outputs = _index_vector(t, 2, "outputs", num_tensors)
     options = _read_options(t, what + f" ({opcode})")
-    return OperatorInfo(i, opcode, version, inputs, outputs, options, t.pos)
+    custom = b""
+    span = t.vector_span(5, 1, what + " custom_options") if opcode.startswith("CUSTOM:") else None
+    if span is not None:
+        custom = bytes(t.r.data[span[0]:span[0] + span[1]])
+    return OperatorInfo(i, opcode, version, inputs, outputs, options, t.pos, custom)
 
 
 def _read_options(t: _Table, what: str) -> dict:

@@ -1,0 +1,166 @@
+"""``vision.detection_postprocess``: TFLite's ``TFLite_Detection_PostProcess`` custom op (SSD box decoding and
+non-maximum suppression), with LiteRT's reference algorithm.
+
+Operands: box_encodings float32 [1, N, ≥4] (y, x, h, w per anchor), class_predictions float32 [1, N, C + k]
+(k background columns, ``label_offset``), anchors float32 [N, 4] (y, x, h, w). Quantized inputs are dequantized
+by the importer first (LiteRT's Dequantizer, (float(q) − zp)·scale, is ``qnn.dequantize`` exactly). Result: a
+tuple (boxes [1, D, 4], classes [1, D], scores [1, D], num_detections [1]), all float32, D = max_detections ·
+max_classes_per_detection.
+
+* decoding: in double, y = ey / y_scale · ha + ya, half_h = 0.5 · exp(eh / h_scale) · ha (x, w alike), each
+  rounded to float32; corners ycenter ∓ half_h in float32.
+* fast NMS (``use_regular_nms`` false): per anchor its classes sorted by score (descending, ties by class
+  index); single-class NMS on each anchor's best score: the scores ≥ threshold in a stable descending order,
+  then greedily kept while IoU (float32) with a kept box is ≤ the IoU threshold, up to max_detections; each kept
+  anchor writes its min(max_classes_per_detection, C) best classes.
+* regular NMS: single-class NMS per class (up to detections_per_class each), merged keeping the max_detections
+  best (descending score, ties by the earlier entry).
+* rows past num_detections are written as zeros (LiteRT's fast path leaves them unwritten; compare the first
+  num_detections rows).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.types import TensorType, TupleType
+from .registry import FusionKind, register_op
+from .rel import expect_dtype, fail, tensor_arg
+
+__all__ = ["DetectionPostProcessAttrs", "detection_postprocess", "decode_boxes"]
+
+_ARGS = ("box_encodings", "class_predictions", "anchors")
+
+
+@dataclass(frozen=True)
+class DetectionPostProcessAttrs(Attrs):
+    max_detections: int = 10
+    max_classes_per_detection: int = 1
+    detections_per_class: int = 100
+    use_regular_nms: bool = False
+    nms_score_threshold: float = 0.0
+    nms_iou_threshold: float = 0.5
+    num_classes: int = 1
+    y_scale: float = 10.0
+    x_scale: float = 10.0
+    h_scale: float = 5.0
+    w_scale: float = 5.0
+
+
+def decode_boxes(enc: np.ndarray, anchors: np.ndarray, a: DetectionPostProcessAttrs) -> np.ndarray:
+    """[N, 4] float32 corners (ymin, xmin, ymax, xmax) of the centre-size encodings."""
+    e = enc[:, :4].astype(np.float64)
+    an = anchors.astype(np.float64)
+    f32 = np.float32
+    yc = (e[:, 0] / float(f32(a.y_scale)) * an[:, 2] + an[:, 0]).astype(f32)
+    xc = (e[:, 1] / float(f32(a.x_scale)) * an[:, 3] + an[:, 1]).astype(f32)
+    hh = (0.5 * np.exp(e[:, 2] / float(f32(a.h_scale))) * an[:, 2]).astype(f32)
+    hw = (0.5 * np.exp(e[:, 3] / float(f32(a.w_scale))) * an[:, 3]).astype(f32)
+    return np.stack([yc - hh, xc - hw, yc + hh, xc + hw], axis=1)
+
+
+def _iou(boxes: np.ndarray, i: int, js: np.ndarray) -> np.ndarray:
+    """ComputeIntersectionOverUnion of box i with boxes js, in float32 (0 when either area is ≤ 0)."""
+    bi, bj = boxes[i], boxes[js]
+    area_i = (bi[2] - bi[0]) * (bi[3] - bi[1])
+    area_j = (bj[:, 2] - bj[:, 0]) * (bj[:, 3] - bj[:, 1])
+    zero = np.float32(0)
+    ih = np.maximum(np.minimum(bi[2], bj[:, 2]) - np.maximum(bi[0], bj[:, 0]), zero)
+    iw = np.maximum(np.minimum(bi[3], bj[:, 3]) - np.maximum(bi[1], bj[:, 1]), zero)
+    inter = ih * iw
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area_i + area_j - inter)
+    return np.where((area_i <= 0) | (area_j <= 0), zero, iou).astype(np.float32)
+
+
+def _nms_single_class(boxes, scores, a: DetectionPostProcessAttrs, limit: int) -> list[int]:
+    keep = np.nonzero(scores >= np.float32(a.nms_score_threshold))[0]
+    order = keep[np.argsort(-scores[keep].astype(np.float64), kind="stable")]
+    out_size = min(len(order), limit)
+    active = np.ones(len(order), bool)
+    selected: list[int] = []
+    iou_t = np.float32(a.nms_iou_threshold)
+    for i in range(len(order)):
+        if not active.any() or len(selected) >= out_size:
+            break
+        if not active[i]:
+            continue
+        selected.append(int(order[i]))
+        active[i] = False
+        rest = np.nonzero(active[i + 1:])[0] + i + 1
+        if rest.size:
+            active[rest[_iou(boxes, int(order[i]), order[rest]) > iou_t]] = False
+    return selected
+
+
+def _desc_ties_first(values: np.ndarray) -> np.ndarray:
+    """Indices by descending value, equal values by ascending index (LiteRT's DecreasingPartialArgSort)."""
+    return np.argsort(-values.astype(np.float64), kind="stable")
+
+
+def detection_postprocess(enc, cls, anchors, a: DetectionPostProcessAttrs):
+    enc, cls = np.asarray(enc, np.float32)[0], np.asarray(cls, np.float32)[0]
+    boxes = decode_boxes(enc, np.asarray(anchors, np.float32), a)
+    offset = cls.shape[1] - a.num_classes
+    scores = cls[:, offset:]
+    per = min(a.max_classes_per_detection, a.num_classes)
+    total = a.max_detections * a.max_classes_per_detection
+    out_boxes = np.zeros((total, 4), np.float32)
+    out_cls = np.zeros(total, np.float32)
+    out_scores = np.zeros(total, np.float32)
+    if a.use_regular_nms:
+        entries: list[tuple[float, int, int]] = []    # (score, anchor, class), sorted as LiteRT merges them
+        for c in range(a.num_classes):
+            col = scores[:, c]
+            sel = _nms_single_class(boxes, col, a, a.detections_per_class)
+            merged = entries + [(float(col[s]), s, c) for s in sel]
+            vals = np.asarray([m[0] for m in merged], np.float32)
+            entries = [merged[k] for k in _desc_ties_first(vals)[:min(len(merged), a.max_detections)]]
+        for k, (sc, anchor, c) in enumerate(entries):
+            out_boxes[k], out_cls[k], out_scores[k] = boxes[anchor], c, sc
+        n = len(entries)
+    else:
+        order = np.stack([_desc_ties_first(s)[:per] for s in scores]) if len(scores) else np.zeros((0, per), int)
+        best = scores[np.arange(len(scores)), order[:, 0]] if len(scores) else np.zeros(0, np.float32)
+        n = 0
+        for anchor in _nms_single_class(boxes, best, a, a.max_detections):
+            for c in order[anchor]:
+                out_boxes[n], out_cls[n], out_scores[n] = boxes[anchor], c, scores[anchor, c]
+                n += 1
+    return (out_boxes[None], out_cls[None], out_scores[None], np.asarray([n], np.float32))
+
+
+def _rel(types, attrs):
+    name = "vision.detection_postprocess"
+    enc, cls, anchors = (tensor_arg(name, _ARGS, types, i) for i in range(3))
+    for t, arg in ((enc, "box_encodings"), (cls, "class_predictions"), (anchors, "anchors")):
+        expect_dtype(name, arg, t, "float32")
+    if enc.ndim != 3 or enc.shape[0] != 1 or enc.shape[2] < 4:
+        raise fail(name, "box_encodings", "[1, N, ≥4]", list(enc.shape))
+    n = enc.shape[1]
+    if cls.ndim != 3 or cls.shape[:2] != (1, n) or cls.shape[2] < attrs.num_classes:
+        raise fail(name, "class_predictions", f"[1, {n}, ≥{attrs.num_classes}]", list(cls.shape))
+    if anchors.shape != (n, 4):
+        raise fail(name, "anchors", f"[{n}, 4]", list(anchors.shape))
+    if attrs.num_classes < 1 or attrs.max_detections < 1 or attrs.max_classes_per_detection < 1 or \
+            attrs.detections_per_class < 1:
+        raise fail(name, "attrs", "positive num_classes, max_detections, max_classes_per_detection and "
+                   "detections_per_class", attrs)
+    if not 0.0 <= attrs.nms_iou_threshold <= 1.0:
+        raise fail(name, "nms_iou_threshold", "a value in [0, 1] (LiteRT ENSUREs it)", attrs.nms_iou_threshold)
+    d = attrs.max_detections * attrs.max_classes_per_detection
+    f = "float32"
+    return TupleType((TensorType((1, d, 4), f), TensorType((1, d), f), TensorType((1, d), f), TensorType((1,), f)))
+
+
+def _compute(args, attrs):
+    return detection_postprocess(args[0], args[1], args[2], attrs)
+
+
+register_op("vision.detection_postprocess", _ARGS, attrs=DetectionPostProcessAttrs, rel=_rel,
+            fusion=FusionKind.OPAQUE, compute=_compute,
+            doc="TFLite_Detection_PostProcess (custom op): SSD centre-size box decoding and fast or regular "
+                "non-maximum suppression, LiteRT's reference algorithm; float32 outputs boxes, classes, scores, "
+                "num_detections.")
