@@ -10,13 +10,14 @@ max_classes_per_detection.
 * decoding: in double, y = ey / y_scale · ha + ya, half_h = 0.5 · exp(eh / h_scale) · ha (x, w alike), each
   rounded to float32; corners ycenter ∓ half_h in float32.
 * fast NMS (``use_regular_nms`` false): per anchor its classes sorted by score (descending, ties by class
-  index); single-class NMS on each anchor's best score: the scores ≥ threshold in a stable descending order,
-  then greedily kept while IoU (float32) with a kept box is ≤ the IoU threshold, up to max_detections; each kept
-  anchor writes its min(max_classes_per_detection, C) best classes.
+  index; LiteRT's std::partial_sort leaves the order of tied classes to libstdc++'s heap, so with
+  max_classes_per_detection > 1 and tied class scores the classes' order may differ from LiteRT's); single-class NMS on each anchor's best score: the scores ≥ threshold in a stable descending order,
+  then greedily kept while IoU (float32) with a kept box is ≤ the IoU threshold, up to max_detections; kept
+  anchor k writes its p = min(max_classes_per_detection, C) best classes to rows k·p .. k·p + p − 1, and
+  num_detections is the number of kept anchors (LiteRT's count, not the rows written).
 * regular NMS: single-class NMS per class (up to detections_per_class each), merged keeping the max_detections
   best (descending score, ties by the earlier entry).
-* rows past num_detections are written as zeros (LiteRT's fast path leaves them unwritten; compare the first
-  num_detections rows).
+* rows past those written are zeros (LiteRT's fast path leaves them unwritten: compare the written rows).
 """
 from __future__ import annotations
 
@@ -124,11 +125,12 @@ def detection_postprocess(enc, cls, anchors, a: DetectionPostProcessAttrs):
     else:
         order = np.stack([_desc_ties_first(s)[:per] for s in scores]) if len(scores) else np.zeros((0, per), int)
         best = scores[np.arange(len(scores)), order[:, 0]] if len(scores) else np.zeros(0, np.float32)
-        n = 0
-        for anchor in _nms_single_class(boxes, best, a, a.max_detections):
-            for c in order[anchor]:
-                out_boxes[n], out_cls[n], out_scores[n] = boxes[anchor], c, scores[anchor, c]
-                n += 1
+        selected = _nms_single_class(boxes, best, a, a.max_detections)
+        for k, anchor in enumerate(selected):
+            for j, c in enumerate(order[anchor]):
+                r = k * per + j
+                out_boxes[r], out_cls[r], out_scores[r] = boxes[anchor], c, scores[anchor, c]
+        n = len(selected)   # LiteRT counts the kept anchors, not the rows they write
     return (out_boxes[None], out_cls[None], out_scores[None], np.asarray([n], np.float32))
 
 
