@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from byoc.errors import ModelError
 from byoc.frontend import from_tflite
 from byoc.partition import partition_for
 from byoc.testing.tflite_writer import TFLiteWriter
@@ -45,3 +46,42 @@ def test_svdf_stays_on_the_cpu_with_velas_reason(tmp_path):
     model = tmp_path / "svdf.tflite"
     model.write_bytes(data)
     assert vela_cpu_ops(model, tmp_path / "vela") == {"svdf_out"}
+
+
+def test_a_model_tflite_micro_cannot_run_imports_with_litert_semantics_for_ethos_u(tmp_path):
+    """uint8 LOGISTIC has no TFLite Micro kernel: ``ethos-u``'s preferred semantics yield to LiteRT's (before,
+    detect.tflite could not be imported for the target at all)."""
+    from byoc.cli.common import load_model
+    w = TFLiteWriter()
+    x = w.input("x", (1, 4, 4, 8), "uint8", scale=0.05, zero_point=128)
+    w.output(w.logistic(x, out_scale=1 / 256, out_zp=0))
+    path = tmp_path / "u8_logistic.tflite"
+    path.write_bytes(w.finish())
+    with pytest.raises(ModelError, match="int8"):
+        from_tflite(path.read_bytes(), semantics="tflm")
+    assert load_model(str(path), "auto", target="ethos-u").semantics == "litert"
+
+
+def test_detection_postprocess_stays_on_the_cpu_as_in_vela(tmp_path):
+    from flatbuffers import flexbuffers
+    rng = np.random.default_rng(0)
+    w = TFLiteWriter()
+    x = w.input("x", (1, 4, 4, 8), "int8", scale=0.05, zero_point=0)
+    conv = w.conv2d(x, rng.integers(-127, 128, (8, 1, 1, 8)).astype(np.int8), np.zeros(8, np.int32),
+                    weight_scale=0.01, out_scale=0.1, out_zp=0, name="conv_out")
+    boxes = w.dequantize(w.reshape(conv, (1, 32, 4), name="boxes_q"), name="boxes")
+    anchors = w.const("anchors", rng.uniform(0.1, 0.5, (32, 4)).astype(np.float32))
+    cls = w.input("cls", (1, 32, 3), "float32")
+    outs = [w.tensor(f"det{j}", (), "float32") for j in range(4)]
+    w.custom("TFLite_Detection_PostProcess", [boxes, cls, anchors], outs, bytes(flexbuffers.Dumps({
+        "max_detections": 5, "max_classes_per_detection": 1, "nms_score_threshold": 0.1, "nms_iou_threshold": 0.5,
+        "num_classes": 2, "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0, "w_scale": 5.0})))
+    w.output(*outs)
+    data = w.finish()
+    reasons = _cpu_reasons(data)
+    assert "det0" in reasons and "conv_out" not in reasons
+    if vela_executable() is None:
+        pytest.skip("vela is not installed")
+    model = tmp_path / "det.tflite"
+    model.write_bytes(data)
+    assert "det0" in vela_cpu_ops(model, tmp_path / "vela")
