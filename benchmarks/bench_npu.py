@@ -518,8 +518,8 @@ def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
     for i, s in enumerate(sigs):
         if (i in vela_cpu) != (i in byoc_cpu):
             why = byoc_cpu.get(i, "on byoc's NPU, on the CPU in Vela")
-            diffs.setdefault((s.opcode, why[:160]), 0)
-            diffs[(s.opcode, why[:160])] += 1
+            diffs.setdefault((s.opcode, why[:240]), 0)
+            diffs[(s.opcode, why[:240])] += 1
     return {"ops": len(sigs), "vela_npu": len(sigs) - len(vela_cpu), "byoc_npu": len(sigs) - len(byoc_cpu),
             "both_npu": sum(1 for i in range(len(sigs)) if i not in vela_cpu and i not in byoc_cpu),
             "diffs": diffs}

@@ -306,9 +306,12 @@ class TFLiteWriter:
 
     def transpose_conv(self, x: TensorRef, weight, output_shape: Sequence[int], bias=None, *, weight_scale=None,
                        weight_zp=0, strides=(1, 1), padding: str = "SAME", activation: str = "NONE",
-                       out_scale=None, out_zp=None, out_dtype=None, name=None) -> TensorRef:
-        """TRANSPOSE_CONV; ``weight`` is [Cout, KH, KW, Cin]; inputs are (output_shape, weight, x[, bias])."""
-        shape_ref = self._const_int32(output_shape, "tconv_shape")
+                       out_scale=None, out_zp=None, out_dtype=None, name=None,
+                       shape_as_input: bool = False) -> TensorRef:
+        """TRANSPOSE_CONV; ``weight`` is [Cout, KH, KW, Cin]; inputs are (output_shape, weight, x[, bias]).
+        ``shape_as_input``: output_shape is a graph input (fed at run time, as in tflite-micro's SEANet models)."""
+        shape_ref = self.input(self._name(None, "tconv_shape"), (4,), "int32") if shape_as_input else \
+            self._const_int32(output_shape, "tconv_shape")
         wref = self._weight(weight, "tconv_weight", None, weight_scale, weight_zp, 0)
         bref = self._bias(bias, x, wref, "tconv_bias")
         sh, sw = _as_tuple(strides, 2)
