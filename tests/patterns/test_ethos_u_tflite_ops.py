@@ -20,7 +20,10 @@ from vela_placement import vela_cpu_ops, vela_executable  # noqa: E402
 def _cpu_reasons(data: bytes) -> dict[str, str]:
     mod, params = from_tflite(data, semantics="tflm")
     _, report = partition_for("ethos-u", mod, params, return_report=True, inline_non_mac=True, boundary_rule=True)
-    return {n.name: n.reason for n in report.cpu_ops()}
+    out: dict[str, str] = {}
+    for n in report.cpu_ops():   # every CPU node of a TFLite operator (its reasons joined)
+        out[n.name] = out[n.name] + " | " + n.reason if n.name in out else n.reason
+    return out
 
 
 def _svdf_then_fc() -> bytes:
@@ -85,3 +88,25 @@ def test_detection_postprocess_stays_on_the_cpu_as_in_vela(tmp_path):
     model = tmp_path / "det.tflite"
     model.write_bytes(data)
     assert "det0" in vela_cpu_ops(model, tmp_path / "vela")
+
+
+@pytest.mark.parametrize("strides,vela_cpu", [((1, 2), True), ((2, 2), False)])
+def test_transpose_conv_reason_follows_velas_stride_rule(strides, vela_cpu, tmp_path):
+    """(H, W) strides (1, 2) on a 1-high IFM with a 3-high kernel: Vela's 'unsupported stride combination' (as the
+    SEANet layers); 2x2: Vela runs it, byoc has no NPU transposed convolution (a stated difference)."""
+    rng = np.random.default_rng(3)
+    w = TFLiteWriter()
+    x = w.input("x", (1, 1, 5, 8), "int8", scale=0.05, zero_point=0)
+    oh = 1 * strides[0]
+    y = w.transpose_conv(x, rng.integers(-127, 128, (8, 3, 4, 8)).astype(np.int8), (1, oh, 5 * strides[1], 8),
+                         rng.integers(-99, 99, 8).astype(np.int32), weight_scale=0.01, strides=strides,
+                         out_scale=0.1, out_zp=0, name="tconv_out")
+    w.output(y)
+    data = w.finish()
+    why = _cpu_reasons(data)["tconv_out"]
+    assert ("on the CPU in Vela too" if vela_cpu else "differs from Vela") in why, why
+    if vela_executable() is None:
+        pytest.skip("vela is not installed")
+    model = tmp_path / "tconv.tflite"
+    model.write_bytes(data)
+    assert (vela_cpu_ops(model, tmp_path / "vela") == {"tconv_out"}) == vela_cpu
