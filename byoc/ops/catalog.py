@@ -12,6 +12,6 @@ from . import upsampling  # noqa: F401
 from . import qnn_svdf, detection  # noqa: F401
 
 # Ops with numpy semantics but no CPU lowering (a CPU build refuses them with a CodegenError naming the op).
-# Only TFLite_Detection_PostProcess (a sort and a greedy NMS loop; docs/architecture.md): every other registered op
-# lowers (the TVM-compatibility ops in byoc/backend/llvm/lower_tvm_compat.py).
-REFERENCE_ONLY: frozenset[str] = frozenset({"vision.detection_postprocess"})
+# Empty: every registered op lowers (the TVM-compatibility ops in byoc/backend/llvm/lower_tvm_compat.py), or runs
+# as a host step of the CPU build (byoc/backend/llvm/host_ops.py: TFLite_Detection_PostProcess).
+REFERENCE_ONLY: frozenset[str] = frozenset()

@@ -11,7 +11,7 @@ import pytest
 from flatbuffers import flexbuffers
 
 import byoc
-from byoc.errors import ByocError, ModelError
+from byoc.errors import ModelError
 from byoc.frontend import from_tflite
 from byoc.testing.tflite_writer import TFLiteWriter
 from tests.byoc.frontend.tflite_oracles import litert_run
@@ -79,10 +79,29 @@ def test_bad_options_are_a_model_error():
         from_tflite(_model(options=b"\x01\x02\x03garbage"))
 
 
-def test_cpu_build_refuses_it_by_name():
-    mod, params = from_tflite(_model())
-    with pytest.raises(ByocError, match="vision.detection_postprocess"):
-        byoc.build(mod, target="llvm", params=params)
+def test_cpu_build_runs_it_as_a_host_step_between_kernels():
+    """A dequantize kernel in front and an add behind: the CPU build (the op is a host step) equals LiteRT."""
+    w = TFLiteWriter()
+    enc_q = w.input("enc_q", (1, 20, 4), "uint8", scale=0.05, zero_point=128)
+    enc = w.dequantize(enc_q, name="enc")
+    cls = w.input("cls", (1, 20, 6), "float32")
+    anchors = w.input("anchors", (20, 4), "float32")
+    outs = [w.tensor(f"out{j}", (), "float32") for j in range(4)]
+    w.custom("TFLite_Detection_PostProcess", [enc, cls, anchors], outs, _options())
+    w.output(outs[0], outs[1], outs[2], outs[3])
+    data = w.finish()
+    mod, params = from_tflite(data)
+    exe = byoc.build(mod, target="llvm", params=params)
+    rng = np.random.default_rng(9)
+    for _ in range(6):
+        enc_f, cls_f, anchors_f = _inputs(rng)
+        xs = [rng.integers(0, 256, (1, 20, 4)).astype(np.uint8), cls_f, anchors_f]
+        ref = litert_run(data, xs)[0]
+        got = exe.run({p.name_hint: x for p, x in zip(mod["main"].params, xs)})
+        n = int(ref[3][0])
+        assert got[3].tolist() == ref[3].tolist()
+        for o, r in zip(got[:3], ref[:3]):
+            np.testing.assert_array_equal(o[0, :n], r[0, :n])
 
 
 def test_detect_tflite_matches_litert():
