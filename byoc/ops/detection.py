@@ -9,15 +9,19 @@ max_classes_per_detection.
 
 * decoding: in double, y = ey / y_scale · ha + ya, half_h = 0.5 · exp(eh / h_scale) · ha (x, w alike), each
   rounded to float32; corners ycenter ∓ half_h in float32.
-* fast NMS (``use_regular_nms`` false): per anchor its classes sorted by score (descending, ties by class
-  index; LiteRT's std::partial_sort leaves the order of tied classes to libstdc++'s heap, so with
-  max_classes_per_detection > 1 and tied class scores the classes' order may differ from LiteRT's); single-class NMS on each anchor's best score: the scores ≥ threshold in a stable descending order,
+* fast NMS (``use_regular_nms`` false): per anchor its best classes by score (DecreasingPartialArgSort: the first
+  maximum for one class, else libstdc++'s std::partial_sort, whose heap decides the order of tied scores); single-class NMS on each anchor's best score: the scores ≥ threshold in a stable descending order,
   then greedily kept while IoU (float32) with a kept box is ≤ the IoU threshold, up to max_detections; kept
   anchor k writes its p = min(max_classes_per_detection, C) best classes to rows k·p .. k·p + p − 1, and
   num_detections is the number of kept anchors (LiteRT's count, not the rows written).
-* regular NMS: single-class NMS per class (up to detections_per_class each), merged keeping the max_detections
-  best (descending score, ties by the earlier entry).
-* rows past those written are zeros (LiteRT's fast path leaves them unwritten: compare the written rows).
+* regular NMS: single-class NMS per class (up to detections_per_class each), merged after each class with the
+  running list by a stable descending sort (a tie keeps the earlier entry first), keeping the max_detections
+  first. (LiteRT's sources differ between versions here: TFLite Micro breaks ties by position, newer LiteRT
+  merges with std::inplace_merge under ``>=``; this is the installed ai-edge-litert's result, which the tests
+  check with tied scores.)
+* rows past those written are zeros. LiteRT leaves them unwritten (arena contents): the fast path writes the
+  num_detections · classes-per-anchor rows, the regular path max_detections rows (zeros past num_detections);
+  only those rows are LiteRT's values.
 """
 from __future__ import annotations
 
@@ -96,9 +100,57 @@ def _nms_single_class(boxes, scores, a: DetectionPostProcessAttrs, limit: int) -
     return selected
 
 
-def _desc_ties_first(values: np.ndarray) -> np.ndarray:
-    """Indices by descending value, equal values by ascending index (LiteRT's DecreasingPartialArgSort)."""
-    return np.argsort(-values.astype(np.float64), kind="stable")
+def _partial_sort_desc(values: np.ndarray, k: int) -> list[int]:
+    """The first ``k`` of LiteRT's DecreasingPartialArgSort: for k = 1 the first maximum (ArgMaxVector); else
+    ``std::partial_sort`` of 0..n−1 under values[i] > values[j] as libstdc++ performs it (a heap of the first k
+    indices, each later index that beats the heap top replacing it, then the heap sorted), which decides the
+    order of tied values."""
+    v = [float(x) for x in np.asarray(values, np.float32)]
+    n = len(v)
+    if n == 0 or k <= 0:
+        return []
+    if k == 1:
+        return [int(np.argmax(np.asarray(v)))]
+    a = list(range(n))
+    comp = lambda i, j: v[i] > v[j]  # noqa: E731
+
+    def push(first_hole: int, top: int, value: int) -> None:
+        hole = first_hole
+        parent = (hole - 1) // 2
+        while hole > top and comp(a[parent], value):
+            a[hole] = a[parent]
+            hole, parent = parent, (parent - 1) // 2
+        a[hole] = value
+
+    def adjust(hole: int, length: int, value: int) -> None:
+        top, child = hole, hole
+        while child < (length - 1) // 2:
+            child = 2 * (child + 1)
+            if comp(a[child], a[child - 1]):
+                child -= 1
+            a[hole] = a[child]
+            hole = child
+        if length % 2 == 0 and child == (length - 2) // 2:
+            child = 2 * (child + 1)
+            a[hole] = a[child - 1]
+            hole = child - 1
+        push(hole, top, value)
+
+    def pop(last: int, result: int) -> None:
+        value = a[result]
+        a[result] = a[0]
+        adjust(0, last, value)
+
+    k = min(k, n)
+    if k > 1:
+        for parent in range((k - 2) // 2, -1, -1):
+            adjust(parent, k, a[parent])
+    for i in range(k, n):
+        if comp(a[i], a[0]):
+            pop(k, i)
+    for last in range(k - 1, 0, -1):
+        pop(last, last)
+    return a[:k]
 
 
 def detection_postprocess(enc, cls, anchors, a: DetectionPostProcessAttrs):
@@ -112,18 +164,19 @@ def detection_postprocess(enc, cls, anchors, a: DetectionPostProcessAttrs):
     out_cls = np.zeros(total, np.float32)
     out_scores = np.zeros(total, np.float32)
     if a.use_regular_nms:
-        entries: list[tuple[float, int, int]] = []    # (score, anchor, class), sorted as LiteRT merges them
+        entries: list[tuple[float, int, int]] = []    # (score, anchor, class), in LiteRT's merged order
         for c in range(a.num_classes):
             col = scores[:, c]
-            sel = _nms_single_class(boxes, col, a, a.detections_per_class)
-            merged = entries + [(float(col[s]), s, c) for s in sel]
-            vals = np.asarray([m[0] for m in merged], np.float32)
-            entries = [merged[k] for k in _desc_ties_first(vals)[:min(len(merged), a.max_detections)]]
+            merged = entries + [(float(col[s]), s, c) for s in _nms_single_class(boxes, col, a,
+                                                                                  a.detections_per_class)]
+            # the installed LiteRT's merge: a stable descending sort (a tie keeps the earlier entry first)
+            order = np.argsort(-np.asarray([m[0] for m in merged], np.float64), kind="stable")
+            entries = [merged[k] for k in order[:a.max_detections]]
         for k, (sc, anchor, c) in enumerate(entries):
             out_boxes[k], out_cls[k], out_scores[k] = boxes[anchor], c, sc
         n = len(entries)
     else:
-        order = np.stack([_desc_ties_first(s)[:per] for s in scores]) if len(scores) else np.zeros((0, per), int)
+        order = np.asarray([_partial_sort_desc(s, per) for s in scores], np.int64).reshape(len(scores), per)
         best = scores[np.arange(len(scores)), order[:, 0]] if len(scores) else np.zeros(0, np.float32)
         selected = _nms_single_class(boxes, best, a, a.max_detections)
         for k, anchor in enumerate(selected):

@@ -1,7 +1,8 @@
 """TFLite_Detection_PostProcess: the flexbuffer options, LiteRT BUILTIN_REF's decoding and fast / regular NMS on
 models built here (float inputs, random boxes and scores) and on detect.tflite when /work/ext/unseen holds it.
-Rows past num_detections are compared too where LiteRT writes them (regular NMS); the fast path leaves them
-unwritten in LiteRT, so only the rows it writes (num_detections anchors × classes per anchor) are compared there."""
+Rows past num_detections are compared too where LiteRT writes them (regular NMS: its max_detections rows); the
+fast path leaves them unwritten in LiteRT, so only the rows it writes (num_detections anchors × classes per
+anchor) are compared there."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -58,17 +59,20 @@ def _compare(data: bytes, xs, rows_all: bool, per: int = 1):
     for o, r in zip(ours[:3], ref[:3]):
         o = np.asarray(o)
         assert o.shape == r.shape and o.dtype == r.dtype
-        np.testing.assert_array_equal(o if rows_all else o[0, :n * per], r if rows_all else r[0, :n * per])
+        # regular NMS writes its max_detections rows (zeros past num_detections); the fast path the n·per rows
+        rows = 6 if rows_all else n * per
+        np.testing.assert_array_equal(o[0, :rows], r[0, :rows])
     return n
 
 
-@pytest.mark.parametrize("regular,per", [(False, 1), (False, 3), (True, 1)])
-def test_matches_litert(regular, per):
-    data = _model(options=_options(use_regular_nms=regular, max_classes_per_detection=per))
+@pytest.mark.parametrize("regular,per,per_class", [(False, 1, 4), (False, 3, 4), (False, 5, 4), (True, 1, 4),
+                                                   (True, 2, 4), (True, 1, 10)])
+def test_matches_litert(regular, per, per_class):
+    data = _model(options=_options(use_regular_nms=regular, max_classes_per_detection=per,
+                                   detections_per_class=per_class))
     rng = np.random.default_rng(5 + per + 10 * regular)
-    # several classes per anchor: LiteRT orders an anchor's tied classes with libstdc++'s partial_sort (a heap,
-    # no tie rule); byoc by class index. Distinct scores there.
-    counts = {_compare(data, _inputs(rng, coarse=per == 1), rows_all=regular, per=per) for _ in range(12)}
+    # coarse scores tie often: LiteRT orders tied classes with libstdc++'s std::partial_sort (a heap)
+    counts = {_compare(data, _inputs(rng), rows_all=regular, per=per) for _ in range(12)}
     assert len(counts) > 1, counts     # different inputs keep different numbers of boxes
 
 
