@@ -64,8 +64,8 @@ UNSEEN = _beside("ext", "unseen")
 UNSEEN_MODELS = {stem: UNSEEN / f"{stem}.tflite" for stem in (
     "mobilenet_v1_1.0_224_quant", "mobilenet_v2_1.0_224_quant", "model_ToyCar_quant_fullint")}
 MODELS.update(UNSEEN_MODELS)
-# Models checked for placement only (byoc cannot import them, or runs none of their compute on the NPU): an LSTM,
-# SVDF and SSD post-processing model, and the int16x8 SEANet convolutions (one single-op file per layer).
+# Models checked for placement only (no per-layer timing rows): the LSTM models (not imported yet), the SVDF and SSD
+# post-processing models (CPU operators between NPU parts), and the int16x8 SEANet layers (one single-op file each).
 PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite" for stem in (
     "detect", "keyword_scrambled", "keyword_scrambled_8bit", "dtln_noise_suppression", "trained_lstm_int8")}
 PLACEMENT_GROUPS = {"seanet conv (int16x8)": ("seanet", "conv"),
