@@ -149,3 +149,15 @@ def test_litert_semantics_refuses_a_non_relu_activation_as_litert_does():
     with pytest.raises(ModelError, match="RELU"):
         from_tflite(data)
     _check(data, "tflm", (tflm_run,), np.random.default_rng(1))   # TFLite Micro ignores the activation
+
+
+def test_svdf_mac_count():
+    """batch·F·K feature MACs plus one time-weight MAC per filter and batch (the reset state's only column)."""
+    from byoc.ir.expr import Call
+    from byoc.ir.traversal import post_order
+    from byoc.ops.macs import macs_of
+    data = _svdf_model(np.random.default_rng(0), state="int16", rank=2, bias=True, batch=2, feature_gain=0.05,
+                       out_gain=8e-6)
+    mod, _ = from_tflite(data)
+    calls = [n for n in post_order(mod["main"].body) if isinstance(n, Call) and n.op.name == "qnn.svdf"]
+    assert [macs_of(c) for c in calls] == [2 * 12 * 24 + 2 * 12]
