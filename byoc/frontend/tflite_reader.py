@@ -72,6 +72,7 @@ OPTIONS_SPECS: dict[str, tuple[tuple[str, str, object], ...]] = {
     "GatherOptions": (("axis", "i", 0), ("batch_dims", "i", 0)),
     "BatchMatMulOptions": (("adj_x", "B", 0), ("adj_y", "B", 0), ("asymmetric_quantize_inputs", "B", 0)),
     "SVDFOptions": (("rank", "i", 0), ("fused_activation_function", "b", 0), ("asymmetric_quantize_inputs", "B", 0)),
+    "ShapeOptions": (("out_type", "b", 0),),
 }
 _OPTION_NAMES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
 _SCALAR = {"b": ("<b", 1), "B": ("<B", 1), "i": ("<i", 4), "f": ("<f", 4), "I": ("<I", 4), "q": ("<q", 8),

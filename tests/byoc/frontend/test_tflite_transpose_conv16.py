@@ -88,3 +88,48 @@ def test_seanet_transpose_convs_match_tflm(k):
     ref = _tflm(data, [shape, x])
     np.testing.assert_array_equal(np.asarray(byoc.evaluate(mod, _feed(mod, [shape, x]))[0]), ref)
     np.testing.assert_array_equal(np.asarray(exe.run(_feed(mod, [shape, x]))[0]), ref)
+
+
+def _computed_shape_model() -> bytes:
+    """TRANSPOSE_CONV whose output_shape is PACK(STRIDED_SLICE(SHAPE(x)), 6, 10, 4): the TF exporter's form for
+    a batch dimension taken from the input."""
+    rng = np.random.default_rng(0)
+    w = TFLiteWriter()
+    x = w.input("x", (1, 3, 5, 6), "int8", scale=0.05, zero_point=2)
+    shp = w.tensor("shape_of_x", (4,), "int32")
+    w.op("SHAPE", [x], [shp], "ShapeOptions", {"out_type": 2})
+    batch = w.strided_slice(shp, [0], [1], [1], shrink_axis_mask=1, name="batch")
+    dims = [w.const(n, np.asarray(v, np.int32)) for n, v in (("h", 6), ("w", 10), ("c", 4))]
+    packed = w.pack([batch, *dims], 0, name="out_shape")
+    wref = w.const("wt", rng.integers(-127, 128, (4, 3, 4, 6)).astype(np.int8), "int8", scale=0.01, zero_point=0)
+    y = w.tensor("y", (1, 6, 10, 4), "int8", scale=0.1, zero_point=0)
+    w.op("TRANSPOSE_CONV", [packed, wref, x], [y], "TransposeConvOptions", dict(padding=0, stride_w=2, stride_h=2))
+    w.output(y)
+    return w.finish()
+
+
+def test_output_shape_computed_from_constants_is_folded_at_import():
+    data = _computed_shape_model()
+    rng = np.random.default_rng(1)
+    for semantics in ("litert", "tflm"):
+        mod, params = from_tflite(data, semantics=semantics)
+        exe = byoc.build(mod, target="llvm", params=params)
+        for _ in range(2):
+            x = rng.integers(-128, 128, (1, 3, 5, 6)).astype(np.int8)
+            ref = litert_run(data, [x])[0][0]
+            np.testing.assert_array_equal(np.asarray(byoc.evaluate(mod, _feed(mod, [x]))[0]), ref)
+            np.testing.assert_array_equal(np.asarray(exe.run(_feed(mod, [x]))[0]), ref)
+            np.testing.assert_array_equal(_tflm(data, [x]), ref)
+
+
+def test_a_shape_computed_from_a_graph_input_is_not_folded():
+    """PAD's paddings computed from a graph input stay non-constant: refused, naming the op and the tensor."""
+    w = TFLiteWriter()
+    x = w.input("x", (1, 6), "int8", scale=0.05, zero_point=0)
+    s = w.input("s", (2, 2), "int32")
+    doubled = w.add(s, s, name="paddings")
+    y = w.tensor("y", (3, 8), "int8", scale=0.05, zero_point=0)
+    w.op("PAD", [x, doubled], [y], "PadOptions", {})
+    w.output(y)
+    with pytest.raises(ModelError, match=r"PAD.*paddings.*must be a constant"):
+        from_tflite(w.finish())
