@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.expr import Expr
-from .tflite_context import QUANT_DTYPES, OpContext, converter
+from ..ir.expr import Expr, Span
+from .tflite_context import OpContext, converter, tensor_name
+
+__all__ = ["parse_options"]
 
 _INT_KEYS = ("max_detections", "max_classes_per_detection", "num_classes")
 _FLOAT_KEYS = ("nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale", "w_scale")
@@ -69,9 +71,4 @@ def convert_detection_postprocess(ctx: OpContext) -> list[Expr]:
         if ctx.out_tensor(j).dtype != "float32":
             raise ctx.fail(f"output {ctx.out_tensor(j).label} is {ctx.out_tensor(j).dtype}; the outputs are float32")
     tup = ctx.call("vision.detection_postprocess", args, opts)
-    from .tflite_context import tensor_name
-    from ..ir.expr import Span
     return [ctx.item(tup, j, Span(tensor_name(ctx.out_tensor(j)))) for j in range(4)]
-
-
-__all__ = ["parse_options", "QUANT_DTYPES"]
