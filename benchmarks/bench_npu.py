@@ -14,6 +14,7 @@ CPU time (the host is shared), and their peak traced memory (tracemalloc, a sepa
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 import os
 import pathlib
 import re
@@ -69,8 +70,9 @@ UNSEEN_MODELS.update({stem: UNSEEN / "coral" / f"{stem}.tflite" for stem in (
     "mobilenet_v2_1.0_224_inat_bird_quant", "tf2_mobilenet_v2_1.0_224_ptq", "deeplabv3_mnv2_dm05_pascal_quant",
     "movenet_single_pose_lightning_ptq")})
 MODELS.update(UNSEEN_MODELS)
-# Models checked for placement only (byoc cannot import them, or runs none of their compute on the NPU): an LSTM,
-# SVDF and SSD post-processing model, and the int16x8 SEANet convolutions (one single-op file per layer).
+# Models checked for placement only (no per-layer timing rows): the LSTM models (imported unrolled, so their NPU
+# operations are not Vela's one-per-op decomposition), the SVDF and SSD post-processing models (CPU operators between
+# NPU parts), and the int16x8 SEANet layers (one single-op file each).
 PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite" for stem in (
     "detect", "keyword_scrambled", "keyword_scrambled_8bit", "dtln_noise_suppression", "trained_lstm_int8")}
 PLACEMENT_ONLY["keras_lstm_mnist_ptq"] = UNSEEN / "coral" / "keras_lstm_mnist_ptq.tflite"
@@ -421,48 +423,117 @@ def _distribution_table(models: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _op_outputs(data: bytes) -> tuple[list[str], list[str]]:
-    """Every TFLite operator's first output tensor name and its opcode, in file order."""
+@dataclass(frozen=True)
+class OpSig:
+    """One TFLite operator as the placement table matches it: first output tensor's name (``None`` when the
+    file leaves it unnamed), opcode, and the tensor facts Vela keeps on the operators it leaves to the CPU:
+    first output's shape and dtype, the outputs' quantization, the inputs' shapes and dtypes."""
+    name: str | None
+    opcode: str
+    shape: tuple
+    dtype: str = ""
+    detail: tuple = ()
+
+
+def _op_sigs(data: bytes) -> list[OpSig]:
+    """Every TFLite operator's signature, in file order."""
     from byoc.frontend.tflite_reader import read_model
     m = read_model(data)
-    names = [t.name or f"t{t.index}" for t in m.tensors]
-    # Vela writes some ethos-u operators with no outputs (their results stay in scratch): they name nothing.
-    return ([names[o.outputs[0]] if o.outputs else f"<no output: operator {k}>" for k, o in enumerate(m.operators)],
-            [o.opcode for o in m.operators])
+    def facts(t):
+        q = t.quant
+        return (tuple(t.shape), t.dtype, None if q is None else (tuple(np.float32(q.scale).tolist()),
+                                                                  tuple(np.int64(q.zero_point).tolist())))
+    sigs = []
+    for o in m.operators:
+        if not o.outputs:   # Vela writes some ethos-u operators with no outputs (results left in scratch)
+            sigs.append(OpSig(None, o.opcode, ()))
+            continue
+        out = m.tensors[o.outputs[0]]
+        detail = (tuple(facts(m.tensors[i]) for i in o.outputs),
+                  tuple(facts(m.tensors[i])[:2] if i >= 0 else None for i in o.inputs))
+        sigs.append(OpSig(out.name or None, o.opcode, tuple(out.shape), out.dtype, detail))
+    return sigs
+
+
+def match_ops(model: list[OpSig], other: list[OpSig]) -> dict[int, int]:
+    """{index in ``other``: index in ``model``} pairing each operator of ``other`` (Vela's CPU operators) with
+    the model's operator it is. A name both lists hold once with the same opcode pairs by name; the rest (an
+    unnamed or repeated name: Vela writes every unnamed tensor as '<unnamed>') pair by opcode and all tensor
+    facts, then by opcode, output shape and dtype, then by opcode alone, in order of occurrence among the still
+    unpaired operators."""
+    def once(sigs):
+        seen: dict = {}
+        for s in sigs:
+            if s.name is not None:
+                seen[s.name] = seen.get(s.name, 0) + 1
+        return {n for n, k in seen.items() if k == 1}
+    unique = once(model) & once(other)
+    by_name = {s.name: i for i, s in enumerate(model) if s.name in unique}
+    pairs: dict[int, int] = {}
+    for j, s in enumerate(other):
+        i = by_name.get(s.name)
+        if i is not None and model[i].opcode == s.opcode:
+            pairs[j] = i
+    for key in (lambda s: (s.opcode, s.shape, s.dtype, s.detail), lambda s: (s.opcode, s.shape, s.dtype),
+                lambda s: s.opcode):
+        used = set(pairs.values())
+        free: dict = {}
+        for i, s in enumerate(model):
+            if i not in used:
+                free.setdefault(key(s), []).append(i)
+        for j, s in enumerate(other):
+            if j not in pairs and free.get(key(s)):
+                pairs[j] = free[key(s)].pop(0)
+    return pairs
 
 
 def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
     """TFLite operators Vela runs on the NPU (folded into its CUSTOM:ethos-u ops) vs those byoc's ``ethos-u``
-    target offloads (partitioned as ``byoc partition --target ethos-u`` does), matched by output tensor name;
+    target offloads (partitioned as ``byoc partition --target ethos-u`` does); Vela's CPU operators are paired
+    with the model's by ``match_ops``, byoc's by the tensor name its importer gives (``t<index>`` when unnamed).
     None when Vela or the model is missing."""
     from byoc.cli.common import load_model
     from byoc.errors import ByocError
+    from byoc.frontend.tflite_context import tensor_name
+    from byoc.frontend.tflite_reader import read_model
     from byoc.partition import partition_for
     if not path.exists() or vela_per_layer(path, cache) is None:
         return None
-    ops, codes = _op_outputs(path.read_bytes())
-    v_names, v_codes = _op_outputs((cache / f"{path.stem}_vela.tflite").read_bytes())
-    vela_cpu = {n for n, c in zip(v_names, v_codes) if c != "CUSTOM:ethos-u"} & set(ops)
+    data = path.read_bytes()
+    sigs = _op_sigs(data)
+    vela_sigs = [s for s in _op_sigs((cache / f"{path.stem}_vela.tflite").read_bytes())
+                 if s.opcode != "CUSTOM:ethos-u"]
+    vela_cpu = set(match_ops(sigs, vela_sigs).values())
     try:
         m = load_model(str(path), "auto", target=TARGET)
         _, report = partition_for(TARGET, m.mod, m.params, return_report=True, inline_non_mac=False,
                                   boundary_rule=True)
-        reasons = {n.name: n.reason for n in report.cpu_ops() if n.name}
     except ByocError as e:   # not imported: byoc runs none of it
         lines = e.message.splitlines()
         why = lines[1].strip() if len(lines) > 1 else lines[0]
         why = re.sub(r"\(tensor \d+ '[^']*'\) ", "", re.sub(r" at file offset \d+", "", why))
-        return {"ops": len(ops), "vela_npu": len(ops) - len(vela_cpu), "byoc_npu": 0, "both_npu": 0,
-                "diffs": {("all", f"not imported ({why[:140]})"): len(ops)}}
-    byoc_cpu = set(reasons) & set(ops)
+        return {"ops": len(sigs), "vela_npu": len(sigs) - len(vela_cpu), "byoc_npu": 0, "both_npu": 0,
+                "diffs": {("all", f"not imported ({why[:140]})"): len(sigs)}}
+    model = read_model(data)
+    names = [tensor_name(model.tensors[o.outputs[0]]) for o in model.operators]
+    # byoc's CPU nodes by name; a name k operators share marks the first k of them that byoc reports
+    cpu_reasons: dict[str, list[str]] = {}
+    for n in report.cpu_ops():
+        if n.name:
+            cpu_reasons.setdefault(n.name, []).append(n.reason)
+    byoc_cpu: dict[int, str] = {}
+    for i, n in enumerate(names):
+        if cpu_reasons.get(n):
+            byoc_cpu[i] = cpu_reasons[n].pop(0)
     diffs = {}
-    for o, c in zip(ops, codes):
-        if (o in vela_cpu) != (o in byoc_cpu):
-            why = reasons.get(o, "on byoc's NPU, on the CPU in Vela")
-            diffs.setdefault((c, why[:160]), 0)
-            diffs[(c, why[:160])] += 1
-    return {"ops": len(ops), "vela_npu": len(ops) - len(vela_cpu), "byoc_npu": len(ops) - len(byoc_cpu),
-            "both_npu": sum(1 for o in ops if o not in vela_cpu and o not in byoc_cpu), "diffs": diffs}
+    for i, s in enumerate(sigs):
+        if (i in vela_cpu) != (i in byoc_cpu):
+            why = byoc_cpu.get(i, "on byoc's NPU, on the CPU in Vela")
+            diffs.setdefault((s.opcode, why[:240]), 0)
+            diffs[(s.opcode, why[:240])] += 1
+    return {"ops": len(sigs), "vela_npu": len(sigs) - len(vela_cpu), "byoc_npu": len(sigs) - len(byoc_cpu),
+            "both_npu": sum(1 for i in range(len(sigs)) if i not in vela_cpu and i not in byoc_cpu),
+            "diffs": diffs}
 
 
 def placement_rows(cache: pathlib.Path) -> tuple[list[dict], str]:

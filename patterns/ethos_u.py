@@ -32,7 +32,7 @@ from .registry import (CompositePattern, register_op_predicate, register_pattern
                        set_preferred_semantics)
 
 __all__ = ["pattern_table", "TARGET", "ETHOS_U_LOWERING", "ETHOS_U_PRESET", "PREFERRED_SEMANTICS",
-           "VELA_DIFFERENCES", "TENSOR_DIM_MAX", "WEIGHTS_LIMIT"]
+           "VELA_DIFFERENCES", "VELA_CPU_OPS", "TENSOR_DIM_MAX", "WEIGHTS_LIMIT"]
 
 TARGET = "ethos-u"
 ETHOS_U_PRESET = "ethos-u55-256-like"
@@ -58,12 +58,15 @@ VELA_DIFFERENCES = {
                "so it runs on the CPU (differs from Vela)",
     "qnn.squared_difference": "Vela runs SQUARED_DIFFERENCE on the NPU; byoc's NPU simulator has no lowering for "
                               "it yet, so it runs on the CPU (differs from Vela)",
-    "qnn.conv2d_transpose": "Vela runs TRANSPOSE_CONV (strides 1x1 or 2x2) on the NPU; byoc's NPU simulator has no "
-                            "transposed-convolution lowering yet, so it runs on the CPU (differs from Vela)",
     "qnn.prelu": "Vela runs PRELU on the NPU; byoc's NPU simulator has no lowering for it yet, so it runs on the "
                  "CPU (differs from Vela)",
     "argmax": "Vela runs ARG_MAX along the channels on the NPU; byoc's NPU simulator has no lowering for it yet, "
               "so it runs on the CPU (differs from Vela)",
+}
+
+# Ops Vela has no NPU operator for: they stay on the CPU in both (Vela's warning: "Unsupported opType").
+VELA_CPU_OPS = {
+    "qnn.svdf": "Vela has no SVDF operator (its warning: 'Unsupported opType'), so SVDF stays on the CPU, as in Vela",
 }
 
 
@@ -700,6 +703,30 @@ for _op, _check in (("reshape", _npu._MOVE_CHECK), ("squeeze", _npu._MOVE_CHECK)
 for _op, _why in VELA_DIFFERENCES.items():
     register_op_predicate(TARGET, _op, Check((Rule(_why, lambda ctx: f"found {ctx.root.op.name}"),),
                                              summary="kept on the CPU (differs from Vela)"))
+
+def _transpose_conv_stride(ctx):
+    """Vela's TRANSPOSE_CONV stride rule (WxH 1x1, 2x2, 2x1 when the IFM and kernel height are 1, 1x2 when the IFM
+    and kernel width are 1): a stride it rejects keeps the op on the CPU in Vela too; one it accepts is a
+    difference (byoc's simulator has no transposed-convolution lowering yet)."""
+    call = ctx.root
+    a = call.attrs
+    sh, sw = a.strides
+    d = dict(zip(a.data_layout, ttype(call.args[0]).shape))
+    kh, kw = a.kernel_size if a.kernel_size is not None else (0, 0)
+    vela_ok = (sw, sh) in ((1, 1), (2, 2)) or ((sw, sh) == (2, 1) and d["H"] == 1 and kh == 1) or \
+        ((sw, sh) == (1, 2) and d["W"] == 1 and kw == 1)
+    if vela_ok:
+        return f"stride {sw}x{sh}, which Vela runs on the NPU: differs from Vela"
+    return f"stride {sw}x{sh} with IFM height {d['H']} and kernel {kh}x{kw}: on the CPU in Vela too"
+
+
+register_op_predicate(TARGET, "qnn.conv2d_transpose", Check((Rule(
+    "no NPU transposed convolution in byoc (Vela runs strides WxH 1x1 and 2x2, 2x1 / 1x2 only for a 1-high / "
+    "1-wide IFM and kernel)", _transpose_conv_stride),), summary="TRANSPOSE_CONV"))
+
+for _op, _why in VELA_CPU_OPS.items():
+    register_op_predicate(TARGET, _op, Check((Rule(_why, lambda ctx: f"found {ctx.root.op.name}"),),
+                                             summary="kept on the CPU (as in Vela)"))
 
 
 set_preferred_semantics(TARGET, PREFERRED_SEMANTICS)

@@ -185,8 +185,8 @@ def _sniff(path: str, data: bytes) -> str:
 def load_model(path: str, semantics: str = "auto", shapes=None, target: str = "") -> LoadedModel:
     """Read and import a model file. ``semantics="auto"`` imports a TFLite file with the arithmetic the offload
     ``target`` declares (``patterns.preferred_semantics``: ``ethos-u`` asks for TFLite Micro's, as its hardware
-    requantizes in fixed point), else with LiteRT's unless LiteRT refuses the file, in which case TFLite Micro's
-    (whose interpreter is then the oracle). ``shapes``: ``--shape`` values (input name → dims) for inputs with
+    requantizes in fixed point; a file TFLite Micro's semantics cannot import falls back to LiteRT's), else with
+    LiteRT's unless LiteRT refuses the file, in which case TFLite Micro's (whose interpreter is then the oracle). ``shapes``: ``--shape`` values (input name → dims) for inputs with
     dynamic dimensions (``shapes.py``)."""
     from .shapes import check_static_shapes, onnx_input_shapes, shape_dict
     shapes = shape_dict(shapes)
@@ -208,13 +208,23 @@ def load_model(path: str, semantics: str = "auto", shapes=None, target: str = ""
         mod, params = from_onnx(proto, shape=onnx_input_shapes(path, proto, shapes))
         return LoadedModel(path, kind, data, mod, params, "onnxruntime")
     from ..frontend import from_tflite
+    preferred = ""
     if semantics == "auto" and target:
         from patterns import preferred_semantics
-        semantics = preferred_semantics(target) or "auto"
+        preferred = preferred_semantics(target) or ""
+        semantics = preferred or "auto"
     if semantics == "auto":
         from ..compare import litert_refusal
         semantics = "tflm" if litert_refusal(data) else "litert"
-    mod, params = from_tflite(data, semantics=semantics)
+    try:
+        mod, params = from_tflite(data, semantics=semantics)
+    except ModelError:
+        if preferred != "tflm":
+            raise
+        # TFLite Micro has no kernel for part of the model (uint8 LOGISTIC, quantized detection post-processing,
+        # ...): the target's preference yields to LiteRT's semantics, under which the model runs
+        semantics = "litert"
+        mod, params = from_tflite(data, semantics=semantics)
     check_static_shapes(path, mod["main"], shapes)
     return LoadedModel(path, kind, data, mod, params, semantics)
 

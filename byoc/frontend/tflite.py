@@ -36,6 +36,7 @@ from ..ops.registry import list_ops
 from . import tflite_ops_conv, tflite_ops_elementwise, tflite_ops_shape  # noqa: F401  (register converters)
 from . import tflite_ops_activation, tflite_ops_compare, tflite_ops_pool_reduce, tflite_ops_resize  # noqa: F401
 from . import tflite_ops_lstm  # noqa: F401
+from . import tflite_ops_detection, tflite_ops_svdf  # noqa: F401
 from .tflite_context import CONVERTERS, QUANT_DTYPES, OpContext, tensor_name
 from .tflite_quant import sanitize_name
 from .tflite_reader import TensorInfo, TFLiteModel, read_model
@@ -228,7 +229,10 @@ class _Importer:
         for j, expr in zip(op.outputs, outs):
             t = self.model.tensors[j]
             declared = ctx.type_of(t)
-            if expr.checked_type != declared:
+            # a custom op's outputs may be stored shapeless (sized by the kernel's Prepare): take the computed type
+            sized_by_prepare = op.opcode.startswith("CUSTOM:") and t.shape == () and \
+                getattr(expr.checked_type, "dtype", None) == t.dtype
+            if expr.checked_type != declared and not sized_by_prepare:
                 raise ctx.fail(f"output {t.label} is declared {declared}, but the operator computes "
                                f"{expr.checked_type}", hint="the file's shapes are inconsistent")
             self.exprs[j] = expr

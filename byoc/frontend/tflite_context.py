@@ -97,9 +97,25 @@ class OpContext:
         t = self.tensor(i)
         value = self.model.constant(t)
         if value is None:
+            value = self._folded(t)
+        if value is None:
             raise self.fail(f"{what} ({t.label}) must be a constant tensor",
                             hint="dynamic shapes/axes are not supported")
         return value
+
+    def _folded(self, t: TensorInfo) -> np.ndarray | None:
+        """The value of a tensor an earlier operator computed from constants only (shape arithmetic: SHAPE of a
+        static tensor, STRIDED_SLICE, PACK, MUL, ...), evaluated at import; None when it reads a graph input."""
+        expr = self.importer.exprs.get(t.index)
+        if expr is None or isinstance(expr, Constant):
+            return None if expr is None else np.asarray(expr.data)
+        from ..interpreter import evaluate
+        from ..ir.analysis import free_vars
+        from ..ir.expr import Function
+        from ..ir.module import IRModule
+        if free_vars(expr) or not isinstance(expr.checked_type, TensorType):
+            return None
+        return np.asarray(evaluate(IRModule.from_expr(Function((), expr)))[0])
 
     def int_vector(self, i: int, what: str, length: int | None = None) -> list[int]:
         t = self.tensor(i)

@@ -32,7 +32,9 @@ def _unary_quant_args(ctx: OpContext) -> tuple:
     x_t, out_t = ctx.tensor(0), ctx.out_tensor()
     if x_t.dtype in QUANT_DTYPES and out_t.dtype not in QUANT_DTYPES:
         raise ctx.fail(f"output {out_t.label} is {out_t.dtype} but input {x_t.label} is {x_t.dtype}")
-    if "int16" in (x_t.dtype, out_t.dtype) and ctx.op.opcode in _INT16_KERNELS:
+    # int8 → int16 SOFTMAX is the 8-bit kernel writing 16-bit results (qnn.softmax out_dtype int16)
+    eight_to_sixteen = ctx.op.opcode == "SOFTMAX" and (x_t.dtype, out_t.dtype) == ("int8", "int16")
+    if "int16" in (x_t.dtype, out_t.dtype) and ctx.op.opcode in _INT16_KERNELS and not eight_to_sixteen:
         how = _INT16_KERNELS[ctx.op.opcode]
         raise ctx.fail(f"int16 {ctx.op.opcode} is not supported ("
                        + (f"LiteRT's int16 kernel uses {how})" if how else "LiteRT has no int16 kernel for it)"),

@@ -309,11 +309,24 @@ def convert_fully_connected(ctx: OpContext) -> list[Expr]:
     return [y]
 
 
+def _transpose_conv_output_shape(ctx: OpContext) -> tuple[int, ...]:
+    """TRANSPOSE_CONV's output_shape: its constant, or, when it is not in the file (a graph input, as in
+    tflite-micro's SEANet models), the output tensor's stored shape under TFLite Micro's semantics, whose kernel
+    never reads output_shape (it sizes and pads from the output tensor). LiteRT resizes its output to whatever
+    output_shape it is fed, so under LiteRT's semantics the shape must be a constant."""
+    t = ctx.tensor(0)
+    if ctx.model.constant(t) is not None or ctx.semantics != "tflm":
+        return tuple(ctx.int_vector(0, "output_shape", 4))
+    if t.dtype != "int32" or t.shape != (4,):
+        raise ctx.fail(f"output_shape {t.label} must be an int32 [4] tensor, found {t.dtype} {list(t.shape)}")
+    return tuple(ctx.out_tensor().shape)
+
+
 @converter("TRANSPOSE_CONV", quant=("qnn.conv2d_transpose", "nn.bias_add", "qnn.requantize", "clip"),
            float=("nn.conv2d_transpose", "nn.bias_add", "clip"))
 def convert_transpose_conv(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(3, 4)
-    out_shape = tuple(ctx.int_vector(0, "output_shape", 4))
+    out_shape = _transpose_conv_output_shape(ctx)
     w_t = _rank(ctx, 1, 4, "filter")
     x_t = _rank(ctx, 2, 4, "input")
     out_t = ctx.out_tensor()
@@ -343,18 +356,16 @@ def convert_transpose_conv(ctx: OpContext) -> list[Expr]:
     x = ctx.input(2)
     weight = ctx.weight(1)
     out_act = ctx.activation()
-    if x_t.dtype == "int16":
-        raise ctx.fail("16x8 TRANSPOSE_CONV (LiteRT's int64 accumulator) is not supported",
-                       hint="CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED are supported with int16 activations")
     if x_t.dtype in QUANT_DTYPES:
         s_in, zp_in = ctx.quant(x_t, "input")
         w_scales, w_zps = ctx.weight_quant(w_t, 0, "filter")
         kzp = _quantized_kernel_zp(ctx, w_t, w_zps)
+        acc = _accumulator(ctx, x_t, 3, has_option=False)   # 16x8: int64 accumulator and bias, as CONV_2D
         y = ctx.call("qnn.conv2d_transpose", [x, weight, ctx.const(zp_in, "int32"), ctx.const(kzp, "int32"),
                                               ctx.const(s_in, "float32"),
                                               ctx.const(_scalar_or_vector(w_scales), "float32")],
-                     dict(attrs, out_dtype="int32"))
-        y = _bias(ctx, y, 3, cout, 3, True)
+                     dict(attrs, out_dtype=acc))
+        y = _bias(ctx, y, 3, cout, 3, True, acc)
         y = _requantize(ctx, y, s_in, w_scales, 3, products=conv_products_for(x_t.dtype))
     else:
         y = ctx.call("nn.conv2d_transpose", [x, weight], attrs)

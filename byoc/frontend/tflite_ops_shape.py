@@ -1,6 +1,6 @@
 """TFLite converters for data movement: PAD, PADV2, MIRROR_PAD, RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE,
 CONCATENATION, SPLIT, SPLIT_V, PACK, UNPACK, SLICE, STRIDED_SLICE, TILE, BROADCAST_TO, DEPTH_TO_SPACE,
-SPACE_TO_DEPTH, GATHER and GATHER_ND.
+SPACE_TO_DEPTH, GATHER, GATHER_ND and SHAPE (a constant: every imported tensor has a static shape).
 
 None of them rescales, except uint8 CONCATENATION with differing input parameters (LiteRT's float32 rescale; int8
 inputs must match the output exactly, as LiteRT requires; int16 inputs are copied raw whatever their scales, as
@@ -448,3 +448,15 @@ def convert_gather_nd(ctx: OpContext) -> list[Expr]:
         if rank > 1:
             indices = ctx.call("transpose", [indices], {"axes": axes})
     return [ctx.call("gather_nd", [ctx.input(0), indices], {"batch_dims": 0, "index_rank": m})]
+
+
+@converter("SHAPE", quant=(), float=())
+def convert_shape(ctx: OpContext) -> list[Expr]:
+    """SHAPE of a static tensor is a constant (int32 or int64 as out_type says); shape arithmetic on it (STRIDED_SLICE,
+    PACK, MUL, ...) is folded where a constant is required (``OpContext.const_value``)."""
+    ctx.check_arity(1)
+    out_t = ctx.out_tensor()
+    if out_t.dtype not in ("int32", "int64"):
+        raise ctx.fail(f"output {out_t.label} is {out_t.dtype}; SHAPE produces int32 or int64")
+    x_t = ctx.tensor(0)
+    return [ctx.const(np.asarray(x_t.shape, out_t.dtype), out_t.dtype)]

@@ -71,6 +71,8 @@ OPTIONS_SPECS: dict[str, tuple[tuple[str, str, object], ...]] = {
     "SpaceToDepthOptions": (("block_size", "i", 0),),
     "GatherOptions": (("axis", "i", 0), ("batch_dims", "i", 0)),
     "BatchMatMulOptions": (("adj_x", "B", 0), ("adj_y", "B", 0), ("asymmetric_quantize_inputs", "B", 0)),
+    "SVDFOptions": (("rank", "i", 0), ("fused_activation_function", "b", 0), ("asymmetric_quantize_inputs", "B", 0)),
+    "ShapeOptions": (("out_type", "b", 0),),
 }
 _OPTION_NAMES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
 _SCALAR = {"b": ("<b", 1), "B": ("<B", 1), "i": ("<i", 4), "f": ("<f", 4), "I": ("<I", 4), "q": ("<q", 8),
@@ -116,6 +118,7 @@ class OperatorInfo:
     options: dict
     offset: int
     intermediates: tuple[int, ...] = ()  # Operator.intermediates (the integer LSTM's effective scales)
+    custom_options: bytes = b""   # a CUSTOM operator's raw options (usually a flexbuffer)
 
     @property
     def label(self) -> str:
@@ -388,7 +391,11 @@ def _read_operator(t: _Table, i: int, opcodes: list[tuple[str, int]], num_tensor
     outputs = _index_vector(t, 2, "outputs", num_tensors)
     options = _read_options(t, what + f" ({opcode})")
     intermediates = _index_vector(t, 8, "intermediates", num_tensors)
-    return OperatorInfo(i, opcode, version, inputs, outputs, options, t.pos, intermediates)
+    custom = b""
+    span = t.vector_span(5, 1, what + " custom_options") if opcode.startswith("CUSTOM:") else None
+    if span is not None:
+        custom = bytes(t.r.data[span[0]:span[0] + span[1]])
+    return OperatorInfo(i, opcode, version, inputs, outputs, options, t.pos, intermediates, custom)
 
 
 def _read_options(t: _Table, what: str) -> dict:

@@ -43,5 +43,7 @@ def macs_of(call: Call) -> int:
     if name in _TCONV:
         cin = data[_channel_axis(str(getattr(call.attrs, "data_layout", "NHWC")), len(data))]
         return int(np.prod(data, dtype=np.int64)) * w // max(cin, 1)
+    if name == "qnn.svdf":   # the feature product [batch, K]·[F, K]ᵀ and one time weight per filter
+        return data[0] * w + data[0] * weight[0]
     return 0
 

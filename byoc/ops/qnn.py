@@ -213,6 +213,8 @@ def _conv_transpose_compute(args, attrs):
     xs = x.astype(np.int64) - np.asarray(zp_in, np.int64).reshape(-1)[0]
     ws = w.astype(np.int64) - _zp_along(zp_w, w.ndim, attrs.kernel_layout.index("O"))
     acc = np.rint(conv2d_transpose_compute(xs, ws, attrs)).astype(np.int64)
+    if attrs.out_dtype == "int64":   # 16x8: LiteRT's exact int64 accumulator
+        return acc
     return wrap32(acc).astype(attrs.out_dtype or "int32")
 
 

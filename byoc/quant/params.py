@@ -403,3 +403,27 @@ def comparison_params(scale, op: str = "qnn.equal") -> tuple[int, int]:
         raise IRError(f"{op}: operand scale {s!r} is not below 1",
                       hint="LiteRT's quantized comparison is only defined for scales below 1")
     return quantize_multiplier(s)
+
+
+# ------------------------------------------------------------------ SVDF (int8 input, int16 / int8 state)
+__all__ += ["SvdfParams", "svdf_params"]
+
+
+@dataclass(frozen=True)
+class SvdfParams:
+    feature_multiplier: int   # input·weights_feature → state
+    feature_shift: int
+    output_multiplier: int    # state·weights_time → output
+    output_shift: int
+
+
+def svdf_params(input_scale, weights_feature_scale, weights_time_scale, state_scale, output_scale) -> SvdfParams:
+    """LiteRT / TFLite Micro SVDF Prepare (int8): QuantizeMultiplier(double(s_in·s_wf/s_state)) and
+    QuantizeMultiplier(double(s_state·s_wt/s_out)), each product and quotient evaluated in float32."""
+    s = [np.float32(_scalar(v, what, "qnn.svdf")) for v, what in (
+        (input_scale, "input scale"), (weights_feature_scale, "weights_feature scale"),
+        (weights_time_scale, "weights_time scale"), (state_scale, "state scale"), (output_scale, "output scale"))]
+    s_in, s_wf, s_wt, s_st, s_out = s
+    m1, sh1 = quantize_multiplier(float(np.float32(np.float32(s_in * s_wf) / s_st)))
+    m2, sh2 = quantize_multiplier(float(np.float32(np.float32(s_st * s_wt) / s_out)))
+    return SvdfParams(m1, sh1, m2, sh2)

@@ -80,6 +80,7 @@ class _Operator:
     options_name: str | None
     options: dict = field(default_factory=dict)
     intermediates: tuple[int, ...] = ()
+    custom_options: bytes | None = None
 
 
 def _snake_to_camel(name: str) -> str:
@@ -107,7 +108,7 @@ class TFLiteWriter:
         self.description = description
         self._tensors: list[_Tensor] = []
         self._buffers: list[bytes] = [b""]  # buffer 0 is the conventional empty buffer
-        self._opcodes: dict[tuple[int, int], int] = {}
+        self._opcodes: dict[tuple, int] = {}   # (builtin code, version[, custom code]) → index
         self._operators: list[_Operator] = []
         self._inputs: list[int] = []
         self._outputs: list[int] = []
@@ -124,7 +125,8 @@ class TFLiteWriter:
     def tensor(self, name: str | None, shape: Sequence[int], dtype: str, scale=None, zero_point=0,
                quantized_dimension: int = 0, data: np.ndarray | bytes | None = None,
                shape_signature: Sequence[int] | None = None, is_variable: bool = False) -> TensorRef:
-        """Low level: add a tensor (with a constant buffer when ``data`` is given; ``is_variable``: a state)."""
+        """Low level: add a tensor (with a constant buffer when ``data`` is given; ``is_variable``: a stateful
+        tensor such as SVDF's activation state or an LSTM's hidden/cell state)."""
         if dtype not in TENSOR_TYPES:
             raise ValueError(f"unsupported tensor dtype {dtype!r}; one of {sorted(TENSOR_TYPES)}")
         scales = zps = None
@@ -195,6 +197,36 @@ class TFLiteWriter:
         self._operators.append(_Operator(self._opcodes[key], tuple(-1 if t is None else t.index for t in inputs),
                                          tuple(t.index for t in outputs), options_name, dict(options or {}),
                                          tuple(t.index for t in intermediates)))
+
+    def custom(self, code: str, inputs: Sequence[TensorRef | None], outputs: Sequence[TensorRef],
+               options: bytes = b"", version: int = 1) -> None:
+        """Low level: add a CUSTOM operator named ``code`` with raw ``custom_options`` bytes (a flexbuffer)."""
+        key = (tflite.BuiltinOperator.CUSTOM, int(version), code)
+        if key not in self._opcodes:
+            self._opcodes[key] = len(self._opcodes)
+        self._operators.append(_Operator(self._opcodes[key], tuple(-1 if t is None else t.index for t in inputs),
+                                         tuple(t.index for t in outputs), None, {}, custom_options=bytes(options)))
+
+    def svdf(self, x: TensorRef, weights_feature, weights_time, bias=None, *, rank: int = 1, weights_feature_scale,
+             weights_time_scale, state_scale, state_zp: int = 0, out_scale, out_zp: int = 0,
+             activation: str = "RELU", name=None) -> TensorRef:
+        """SVDF with int8 weights_feature and int16 or int8 weights_time (the variable state takes its dtype);
+        a bias array is int32 with scale float32(state_scale·weights_time_scale), as TFLite Micro checks. The
+        activation defaults to RELU, which LiteRT's integer kernel requires (and does not apply)."""
+        wf = self._weight(weights_feature, "weights_feature", "int8", weights_feature_scale, 0, 0)
+        wt = self._weight(weights_time, "weights_time", None, weights_time_scale, 0, 0)
+        filters, memory = wt.shape
+        b = None
+        if bias is not None:
+            b = bias if isinstance(bias, TensorRef) else self.const(
+                self._name(None, "bias"), np.asarray(bias, np.int32), "int32",
+                float(np.float32(state_scale) * np.float32(weights_time_scale)), 0)
+        state = self.tensor(self._name(None, "svdf_state"), (x.shape[0], filters * memory), wt.dtype, state_scale,
+                            state_zp, is_variable=True)
+        out = self._out(x, (x.shape[0], filters // rank), name, "svdf", out_scale, out_zp, "int8")
+        self.op("SVDF", [x, wf, wt, b, state], [out], "SVDFOptions",
+                {"rank": rank, "fused_activation_function": ACTIVATIONS[activation]})
+        return out
 
     def _weight(self, w, stem, dtype, scale, zp, qdim) -> TensorRef:
         if isinstance(w, TensorRef):
@@ -277,9 +309,12 @@ class TFLiteWriter:
 
     def transpose_conv(self, x: TensorRef, weight, output_shape: Sequence[int], bias=None, *, weight_scale=None,
                        weight_zp=0, strides=(1, 1), padding: str = "SAME", activation: str = "NONE",
-                       out_scale=None, out_zp=None, out_dtype=None, name=None) -> TensorRef:
-        """TRANSPOSE_CONV; ``weight`` is [Cout, KH, KW, Cin]; inputs are (output_shape, weight, x[, bias])."""
-        shape_ref = self._const_int32(output_shape, "tconv_shape")
+                       out_scale=None, out_zp=None, out_dtype=None, name=None,
+                       shape_as_input: bool = False) -> TensorRef:
+        """TRANSPOSE_CONV; ``weight`` is [Cout, KH, KW, Cin]; inputs are (output_shape, weight, x[, bias]).
+        ``shape_as_input``: output_shape is a graph input (fed at run time, as in tflite-micro's SEANet models)."""
+        shape_ref = self.input(self._name(None, "tconv_shape"), (4,), "int32") if shape_as_input else \
+            self._const_int32(output_shape, "tconv_shape")
         wref = self._weight(weight, "tconv_weight", None, weight_scale, weight_zp, 0)
         bref = self._bias(bias, x, wref, "tconv_bias")
         sh, sw = _as_tuple(strides, 2)
@@ -775,8 +810,12 @@ class TFLiteWriter:
         operator_offsets = [self._write_operator(b, op) for op in self._operators]
         subgraph = self._write_subgraph(b, tensor_offsets, operator_offsets)
         opcode_offsets = []
-        for (code, version) in self._opcodes:
+        names = {key: b.CreateString(key[2]) for key in self._opcodes if len(key) > 2}
+        for key in self._opcodes:
+            code, version = key[0], key[1]
             tflite.OperatorCodeStart(b)
+            if key in names:
+                tflite.OperatorCodeAddCustomCode(b, names[key])
             tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
             tflite.OperatorCodeAddBuiltinCode(b, code)
             tflite.OperatorCodeAddVersion(b, version)
@@ -840,9 +879,11 @@ class TFLiteWriter:
         inputs = b.CreateNumpyVector(np.asarray(op.inputs, np.int32))
         outputs = b.CreateNumpyVector(np.asarray(op.outputs, np.int32))
         inter = b.CreateNumpyVector(np.asarray(op.intermediates, np.int32)) if op.intermediates else None
-        options = None
+        options = custom = None
         if op.options_name is not None:
             options = _write_options(b, op.options_name, op.options)
+        if op.custom_options:
+            custom = b.CreateByteVector(op.custom_options)
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, op.opcode)
         tflite.OperatorAddInputs(b, inputs)
@@ -852,6 +893,8 @@ class TFLiteWriter:
             tflite.OperatorAddBuiltinOptions(b, options)
         if inter is not None:
             tflite.OperatorAddIntermediates(b, inter)
+        if custom is not None:
+            tflite.OperatorAddCustomOptions(b, custom)
         return tflite.OperatorEnd(b)
 
     def _write_subgraph(self, b, tensor_offsets, operator_offsets) -> int:

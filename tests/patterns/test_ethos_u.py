@@ -64,8 +64,10 @@ def test_byoc_patterns_prints_each_vela_rule_as_a_sentence():
     # what byoc keeps on the CPU although Vela offloads it, and why
     from patterns.ethos_u import VELA_DIFFERENCES
     assert not {"qnn.softmax", "transpose", "image.resize2d"} & set(VELA_DIFFERENCES)
-    for op in ("maximum", "qnn.conv2d_transpose"):
+    for op in ("maximum", "qnn.prelu"):
         assert f"{op} (op)" in out and VELA_DIFFERENCES[op] in out
+    # TRANSPOSE_CONV: Vela's stride rule decides whether keeping it on the CPU differs from Vela
+    assert "qnn.conv2d_transpose (op)" in out and "2x1 / 1x2 only for a 1-high / 1-wide IFM and kernel" in out
     assert out.count("(differs from Vela)") == len(VELA_DIFFERENCES)
 
 

@@ -1,7 +1,8 @@
 """Per-TFLite-operator placement: what Vela (the installed ``ethos-u-vela``) puts on the NPU versus byoc's
 ``ethos-u`` target. Vela's side is read from the file it writes: operators it runs on the NPU are folded into
 ``CUSTOM:ethos-u`` operators, every other operator stays in the file for the CPU. Operators are identified by
-the names of the tensors they write (the importer's spans carry the same names).
+the names of the tensors they write (the importer's spans carry the same names); Vela's CPU operators are
+paired with the model's by ``benchmarks.bench_npu.match_ops`` (Vela writes unnamed tensors as '<unnamed>').
 
 ``python tests/patterns/vela_placement.py MODEL...`` prints the comparison table.
 """
@@ -52,9 +53,12 @@ def vela_cpu_ops(model: Path, workdir: Path) -> frozenset[str]:
         raise RuntimeError("vela is not installed")
     subprocess.run([exe, *VELA_ARGS, "--output-dir", str(workdir), str(model)], check=True, capture_output=True,
                    timeout=600)
+    from benchmarks.bench_npu import _op_sigs, match_ops
     out = workdir / f"{model.stem}_vela.tflite"
-    names, codes = _op_outputs(out.read_bytes())
-    return frozenset(n for n, c in zip(names, codes) if c != "CUSTOM:ethos-u")
+    # Vela renames unnamed tensors '<unnamed>': pair its CPU operators with the model's (match_ops), not by name
+    cpu = [s for s in _op_sigs(out.read_bytes()) if s.opcode != "CUSTOM:ethos-u"]
+    names, _ = _op_outputs(model.read_bytes())
+    return frozenset(names[i] for i in match_ops(_op_sigs(model.read_bytes()), cpu).values())
 
 
 def byoc_cpu_ops(model: Path) -> tuple[frozenset[str], dict]:

@@ -23,6 +23,7 @@ from ...ir.traversal import post_order
 from ...ir.types import TensorType, TupleType
 from .codegen import CodeLibrary, get_codegen
 from .fuse_ops import FusedGroup, check_supported, fuse_groups
+from .host_ops import is_host_call
 from .kernel import ERROR_MESSAGES, emit_group
 
 __all__ = ["CpuExecutable", "compile_function", "KernelStep"]
@@ -53,6 +54,16 @@ class ExternStep:
     outputs: list
     compiler: str = ""
     func: Any = None        # the partition function
+
+
+@dataclass
+class HostStep:
+    """An op run by its numpy reference between kernels (byoc/backend/llvm/host_ops.py)."""
+    name: str
+    run: Callable
+    inputs: list
+    outputs: list
+    compiler: str = "host"
 
 
 # Debugging aid for generated code: BYOC_GUARD_BUFFERS=N surrounds every buffer with N guard bytes (and turns off
@@ -308,6 +319,10 @@ def compile_function(func: Function, externs: dict[str, Callable] | None = None,
             out = _alloc(node.checked_type)
             values[key] = out
             steps.append(_extern_step(node, mod, externs, values, out))
+        elif is_host_call(node):
+            out = _alloc(node.checked_type)
+            values[key] = out
+            steps.append(_host_step(node, values, out))
     for p in func.params:  # a parameter the body never reads still needs its input buffer
         if id(p) not in values:
             values[id(p)] = _alloc(p.checked_type)
@@ -409,6 +424,14 @@ def _kernel_step(library: CodeLibrary, g: FusedGroup, spec, symbol: str, out, va
     work = sum(int(o.size) for o in outs)
     return KernelStep(g.name, symbol, fn, argv, spec.parallel_extent, work, tuple(arrays), g,
                       tuple(slot.kind for slot in spec.slots))
+
+
+def _host_step(node: Call, values, out) -> HostStep:
+    compute, attrs = node.op.op_def.compute, node.attrs
+
+    def run(arrays):
+        return compute(arrays, attrs)
+    return HostStep(node.op.name, run, [values[id(a)] for a in node.args], _flatten(out))
 
 
 def _extern_step(node: Call, mod, externs, values, out) -> ExternStep:

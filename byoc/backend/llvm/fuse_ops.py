@@ -67,9 +67,10 @@ def check_supported(func: Function, allow=None) -> None:
     ``allow(node)`` accepts calls handled elsewhere (functions owned by another codegen)."""
     missing: dict[str, int] = {}
     other: list[str] = []
+    from .host_ops import is_host_call
     for node in post_order(func.body, enter_functions=False):
         if isinstance(node, Call):
-            if allow is not None and allow(node):
+            if (allow is not None and allow(node)) or is_host_call(node):
                 continue
             if isinstance(node.op, Op):
                 if get_lowering(node.op.name) is None:
@@ -119,9 +120,10 @@ def fuse_groups(func: Function) -> list[FusedGroup]:
             return None
         return g
 
+    from .host_ops import is_host_call
     for node in order:
-        if not (isinstance(node, Call) and isinstance(node.op, Op)):
-            continue
+        if not (isinstance(node, Call) and isinstance(node.op, Op)) or is_host_call(node):
+            continue   # host ops run as their own executor steps (host_ops.py)
         kind = effective_kind(node)
         low = get_lowering(node)
         if kind not in INJECTIVE_KINDS:

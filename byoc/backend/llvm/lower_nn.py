@@ -325,7 +325,8 @@ def emit_conv_transpose(ctx, builder, node, data, weight, zp_in: int, zp_w: np.n
     cig = C // g
     (sh, sw), (dh, dw) = a.strides, a.dilation
     t, l, _, _ = a.padding
-    acc_ty = F64 if floating else I32
+    wide = not floating and out_dtype == "int64"   # 16x8: an exact int64 accumulator
+    acc_ty = F64 if floating else (I64 if wide else I32)
     acc = alloca_once(builder, acc_ty, name="acc")
     c64 = lambda v: ir.Constant(I64, int(v))  # noqa: E731
 
@@ -369,7 +370,8 @@ def emit_conv_transpose(ctx, builder, node, data, weight, zp_in: int, zp_w: np.n
                         xv = data.load(builder, didx(n.index, iy, ix, c))
                         wv = weight.load(builder, widx(ky.index, kx.index, c, o_in))
                         _multiply_accumulate(builder, acc, xv, wv, data.dtype, weight.dtype, floating, zp_in, zw)
-            res = emit_cast(builder, builder.load(acc), "float64" if floating else "int32", out_dtype)
+            res = emit_cast(builder, builder.load(acc), "float64" if floating else ("int64" if wide else "int32"),
+                            out_dtype)
             ctx.emit_output(builder, oidx(n.index, oy, ox.index, oc.index), res)
 
 

@@ -208,3 +208,28 @@ MORE_CASES.update({
     "qnn.abs": _qnn_abs("int8", 0.031), "qnn.abs[same scale]": _qnn_abs("int8", 0.05),
     "qnn.abs[int16]": _qnn_abs("int16", 0.07),
 })
+
+
+def _qnn_svdf(state: str):
+    """SVDF with the data and weights as inputs (int16 state, and int8 state with a wrapping zero point)."""
+    def make(rs):
+        from byoc.ir.expr import Call, Op
+        from byoc.ops.qnn_svdf import SvdfAttrs
+        x = relay.var("x", shape=(2, 12), dtype="int8")
+        wf = relay.var("wf", shape=(6, 12), dtype="int8")
+        wt = relay.var("wt", shape=(6, 3), dtype=state)
+        b = relay.var("b", shape=(3,), dtype="int32")
+        gain = (0.05, 8e-6) if state == "int16" else (2e-3, 0.012)
+        s_st = 0.05 * 0.01 / gain[0]
+        consts = [relay.const(np.float32(v)) if isinstance(v, float) else relay.const(np.int32(v)) for v in
+                  (0.05, -7, 0.01, 0.02, s_st, 0 if state == "int16" else 90, s_st * 0.02 / gain[1], 5)]
+        call = Call(Op.get("qnn.svdf"), (x, wf, wt, b, *consts), SvdfAttrs(rank=2))
+        hi = 16383 if state == "int16" else 127
+        return relay.Function([x, wf, wt, b], call), {
+            "x": _ints(rs, (2, 12)), "wf": _ints(rs, (6, 12)),
+            "wt": rs.randint(-hi, hi + 1, size=(6, 3)).astype(state),
+            "b": rs.randint(-3000, 3000, size=3).astype("int32")}, True
+    return make
+
+
+MORE_CASES.update({"qnn.svdf": _qnn_svdf("int16"), "qnn.svdf[int8 state]": _qnn_svdf("int8")})
