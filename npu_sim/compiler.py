@@ -409,9 +409,13 @@ class _Codegen:
         kh, kw = L.kernel
         pt, pl = L.padding[0], L.padding[1]
         dw_op = L.kind == "depthwise"
-        # A fully connected layer reads its weights while it runs (Vela never buffers them ahead): its first
-        # weight load follows the previous layer's last compute command, not just the free DMA queue.
-        after = em.last_compute if L.kind == "dense" else -1
+        # A fully connected layer reads its weights while it runs (Vela never buffers them ahead): after a layer
+        # computing a feature map, its first weight load follows that layer's last compute command, not just the
+        # free DMA queue. (After another fully connected layer the two weight streams already follow each other
+        # on the port; the wait would only expose the load's latency, which Vela does not charge per op.)
+        prev = self.graph.layers[li - 1] if li else None
+        after = em.last_compute if L.kind == "dense" and not (isinstance(prev, ConvLayer) and prev.kind == "dense") \
+            else -1
         w_per_oc = kh * kw * (1 if dw_op else ifm.hwc[2])
         in_dt, w_dt, out_dt = dtype_code(ifm.dtype), dtype_code(str(L.weights.dtype)), dtype_code(L.out_dtype)
         rounding = int(Rounding[L.rounding])

