@@ -126,3 +126,38 @@ def test_a_blocks_depth_slices_share_its_cycles_as_vela_counts_one_block():
     # uneven slices (192 + 64) add up too
     assert mac_command_cycles(cfg, Mac(ic=192, ic0=0, w_ic=256, **fields)) + \
         mac_command_cycles(cfg, Mac(ic=64, ic0=192, w_ic=256, **fields)) == whole
+
+
+def test_the_smallest_ifm_slice_is_velas_ifm_block_depth():
+    """regor FindBlockConfig: ifmBlockDepth = min(depth, 32) for 8-bit depth-first convolutions, min(depth, 16)
+    for 16-bit; slices grow by doubling and stay below the whole depth. Depthwise layers keep the IFM depth of
+    their OFM block (no slicing)."""
+    from npu_sim.isa import PpuOp
+    from npu_sim.tiling import Geometry, ifm_slices
+    cfg = npu_sim.preset("ethos-u55-64")
+    g = Geometry("conv", PpuOp.REQUANT, (5, 5, 32), (7, 7, 1280), (3, 3), has_weights=True, has_table=True)
+    assert ifm_slices(cfg, g) == [1024, 512, 256, 128, 64, 32]
+    assert ifm_slices(cfg, dataclasses.replace(g, in_bytes=2, in_hwc=(7, 7, 64))) == [32, 16]
+    assert ifm_slices(cfg, dataclasses.replace(g, in_hwc=(7, 7, 32))) == []
+    assert ifm_slices(cfg, dataclasses.replace(g, kind="depthwise")) == []
+
+
+def test_a_fully_connected_chain_keeps_streaming_weights_back_to_back():
+    """Two fully connected layers in a row: the second one's weights follow the first one's on the weight port
+    (no wait for the first layer's compute: that would only expose the load latency, which Vela does not
+    charge per op)."""
+    rng = np.random.default_rng(4)
+    w1 = rng.integers(-128, 128, size=(64, 256)).astype(np.int8)
+    w2 = rng.integers(-128, 128, size=(16, 64)).astype(np.int8)
+    p0, d1 = dense_composite((1, 256), w1, s_w=requant_scales(rng, 64))
+    _, d2 = dense_composite((1, 64), w2, s_w=requant_scales(rng, 16))
+    fn = partition([p0], relay.Call(d2.op, [d1]))
+    prog = npu_sim.compile(fn, "ethos-u55-256")
+    sched = schedule(prog)
+    first_w = next(i for i, c in enumerate(prog.commands)
+                   if isinstance(c, Load) and c.layer == 1 and c.kind == TileKind.WEIGHT)
+    last_prev = max(i for i, c in enumerate(prog.commands) if isinstance(c, (Mac, Ppu)) and c.layer == 0)
+    assert sched.start[first_w] < sched.end[last_prev]
+    x = rng.integers(-128, 128, size=(1, 256)).astype(np.int8)
+    (out,), _ = npu_sim.simulate(prog, {"p0": x})
+    assert np.array_equal(out, byoc.evaluate(fn, {"p0": x})[0])
