@@ -75,11 +75,18 @@ class _Emitter:
         self.engines: list[int] = []
         self.tracker = HazardTracker()
         self.index = RegionIndex(regions)
+        self.last_compute = -1   # the last MAC or PPU command emitted
 
-    def emit(self, cmd) -> None:
+    def emit(self, cmd, after: int = -1) -> None:
+        """Append ``cmd``; ``after``: a command it must also follow (an ordering no data hazard implies)."""
         reads, writes = command_accesses(cmd, self.index)
         e = _ENGINE[type(cmd)]
-        self.deps.append(self.tracker.access(len(self.cmds), e, reads, writes))
+        deps = self.tracker.access(len(self.cmds), e, reads, writes)
+        if after >= 0:
+            deps.append(after)
+        if e in (1, 2):
+            self.last_compute = len(self.cmds)
+        self.deps.append(deps)
         self.cmds.append(cmd)
         self.engines.append(e)
 
@@ -407,6 +414,13 @@ class _Codegen:
         kh, kw = L.kernel
         pt, pl = L.padding[0], L.padding[1]
         dw_op = L.kind == "depthwise"
+        # A fully connected layer reads its weights while it runs (Vela never buffers them ahead): after a layer
+        # computing a feature map, its first weight load follows that layer's last compute command, not just the
+        # free DMA queue. (After another fully connected layer the two weight streams already follow each other
+        # on the port; the wait would only expose the load's latency, which Vela does not charge per op.)
+        prev = self.graph.layers[li - 1] if li else None
+        after = em.last_compute if L.kind == "dense" and not (isinstance(prev, ConvLayer) and prev.kind == "dense") \
+            else -1
         w_per_oc = kh * kw * (1 if dw_op else ifm.hwc[2])
         in_dt, w_dt, out_dt = dtype_code(ifm.dtype), dtype_code(str(L.weights.dtype)), dtype_code(L.out_dtype)
         rounding = int(Rounding[L.rounding])
@@ -429,18 +443,26 @@ class _Codegen:
             if first is not None and c0 == 0:
                 got, first = first, None
                 return got
+            nonlocal after
             ws = slots.take("weight")
             ts = slots.take("table")
-            em.emit(self.load_const(li, TileKind.WEIGHT, const["weights"], c0 * w_per_oc, tc * w_per_oc, ws))
+            em.emit(self.load_const(li, TileKind.WEIGHT, const["weights"], c0 * w_per_oc, tc * w_per_oc, ws), after)
+            after = -1
             em.emit(self.load_const(li, TileKind.TABLE, const["table"], c0 * 10, tc * 10, ts))
             return ws, ts
 
-        def compute(y, x, th, tw, c0, tc, ifm_slot, ic, ws, ts):
+        def mac(y, x, th, tw, tc, ifm_slot, ic, ws, acc, ic0=0, w_ic=0):
             ih, iw = ifm_window(y, x, th, tw)[2:]
-            acc = slots.take("acc")
             em.emit(Mac(0, 0, li, int(mac_op(L.kind, (OH, OW, OC), L.kernel)), in_dt, w_dt, ifm_slot[0],
                         ifm_slot[1], ih, iw, ic, ws[0], ws[1], acc[0], acc[1], th, tw, tc, kh, kw, sh, sw, dh, dw,
-                        L.zp_in, L.zp_w, L.dm))
+                        L.zp_in, L.zp_w, L.dm, ic0, w_ic))
+
+        def compute(y, x, th, tw, c0, tc, ifm_slot, ic, ws, ts):
+            acc = slots.take("acc")
+            mac(y, x, th, tw, tc, ifm_slot, ic, ws, acc)
+            finish(y, x, th, tw, c0, tc, acc, ts)
+
+        def finish(y, x, th, tw, c0, tc, acc, ts):
             out = slots.take("ofm")
             em.emit(Ppu(0, 0, li, int(PpuOp.REQUANT), rounding, 3, out_dt, acc[0], acc[1], 0, 0, 0, ts[0], ts[1],
                         out[0], out[1], th, tw, tc, th, tw, tc, ppu_params))
@@ -456,6 +478,21 @@ class _Codegen:
                 ic0 = c0 // L.dm if dw_op else 0
                 for j, (y, x, th, tw) in enumerate(spatial):
                     y0, x0, ih, iw = ifm_window(y, x, th, tw)
+                    if plan.ic_slice and not dw_op:
+                        # the IFM window streams through the local buffer in depth slices; the tile's
+                        # accumulators stay while the slices' partial sums add up
+                        acc = slots.take("acc")
+                        for d0 in range(0, ic, plan.ic_slice):
+                            dc = min(plan.ic_slice, ic - d0)
+                            s = slots.take("ifm")
+                            em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, d0, ih, iw, dc, L.pad_value, s))
+                            if j == 0 and d0 == 0 and k + 1 < len(chans):
+                                pending = weights(*chans[k + 1])
+                            elif j == 0 and d0 == 0:
+                                self.prefetch_next(em, li, slots)
+                            mac(y, x, th, tw, tc, s, dc, ws, acc, d0, ic)
+                        finish(y, x, th, tw, c0, tc, acc, ts)
+                        continue
                     s = slots.take("ifm")
                     em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s))
                     if j == 0 and k + 1 < len(chans):

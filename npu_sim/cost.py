@@ -241,6 +241,11 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:
+    if c.w_ic and c.w_ic != c.ic:
+        # one IFM depth slice of a block: its share (by channels) of the whole block's cycles, so the slices of
+        # a block add up to the block as Vela costs it (one command issue, one per-block floor)
+        block = mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.w_ic, c.kh, c.kw, c.ih, c.iw, 8 * DTYPE_BYTES[c.in_dtype])
+        return block * (c.ic0 + c.ic) // c.w_ic - block * c.ic0 // c.w_ic
     return mac_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ic, c.kh, c.kw, c.ih, c.iw, 8 * DTYPE_BYTES[c.in_dtype])
 
 

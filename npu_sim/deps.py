@@ -56,7 +56,8 @@ def tile_bytes(h: int, w: int, c: int, dtype: int) -> int:
 
 
 def mac_weight_bytes(cmd: Mac) -> int:
-    per = cmd.kh * cmd.kw * (cmd.ic if cmd.op != 1 else 1)   # MacOp.DEPTHWISE reads kh*kw per channel
+    # MacOp.DEPTHWISE reads kh*kw per channel; an IFM depth slice reads its weight tile's whole depth
+    per = cmd.kh * cmd.kw * ((cmd.w_ic or cmd.ic) if cmd.op != 1 else 1)
     return cmd.oc * per * DTYPE_BYTES[cmd.w_dtype]
 
 
@@ -88,6 +89,8 @@ def _store_accesses(cmd: Store, regions: RegionIndex) -> tuple[list[Access], lis
 def _mac_accesses(cmd: Mac, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
     reads = [(True, cmd.ifm_buf, cmd.ifm_off, cmd.ifm_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype)),
              (True, cmd.w_buf, cmd.w_off, cmd.w_off + mac_weight_bytes(cmd))]
+    if cmd.ic0:   # a later IFM depth slice adds to the accumulator tile
+        reads.append((True, cmd.acc_buf, cmd.acc_off, cmd.acc_off + cmd.oh * cmd.ow * cmd.oc * 4))
     return reads, [(True, cmd.acc_buf, cmd.acc_off, cmd.acc_off + cmd.oh * cmd.ow * cmd.oc * 4)]
 
 

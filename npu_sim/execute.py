@@ -168,7 +168,16 @@ class Machine:
         dst[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c] = t.reshape(c.h, c.w, c.c)
 
     def run_mac(self, i: int, c: Mac) -> None:
-        self.local[(c.acc_buf, c.acc_off)] = self.mac(c, i)
+        acc = self.mac(c, i)
+        if c.ic0:
+            # a later IFM depth slice: its partial sum adds to the tile's accumulator, wrapping like the one sum
+            # of the whole depth (int32 addition is modular, so the slices' order and count do not matter)
+            prev = self.tile(c.acc_buf, c.acc_off, i)
+            if prev.shape != acc.shape:
+                raise NPUError(f"command #{i} ({disassemble_command(c)}) adds to a {'x'.join(map(str, prev.shape))} "
+                               f"accumulator tile, expected {c.oh}x{c.ow}x{c.oc}", hint="the program is corrupt")
+            acc = np.add(prev, acc, dtype=acc.dtype)
+        self.local[(c.acc_buf, c.acc_off)] = acc
 
     def run_ppu(self, i: int, c: Ppu) -> None:
         self.local[(c.dst_buf, c.dst_off)] = self.ppu(c, i)
@@ -225,11 +234,12 @@ class Machine:
         once per weight tile (a tile stays resident across the spatial tiles of its channel slice)."""
         key = (c.w_buf, c.w_off)
         tile = self.tile(*key, i)
-        per = nk * c.ic if c.op != MacOp.DEPTHWISE else nk
+        depth = c.w_ic or c.ic
+        per = nk * depth if c.op != MacOp.DEPTHWISE else nk
         sig = (c.op, c.oc, per, c.w_dtype, c.zp_w)
         hit = self.weights.get(key)
         if hit is not None and hit[0] is tile and hit[1] == sig:
-            return hit[2]
+            return self.depth_slice(c, hit[2], nk, depth)
         w = tile.reshape(-1).view(np.uint8)[:c.oc * per * _NP[c.w_dtype].itemsize].view(_NP[c.w_dtype])
         w = w.astype(np.float64)
         if c.zp_w:
@@ -238,7 +248,14 @@ class Machine:
         w = w.reshape(c.oc, per) if c.op != MacOp.DEPTHWISE else np.ascontiguousarray(
             w.reshape(c.oc, c.kh, c.kw).transpose(1, 2, 0))
         self.weights[key] = (tile, sig, w)
-        return w
+        return self.depth_slice(c, w, nk, depth)
+
+    @staticmethod
+    def depth_slice(c: Mac, w: np.ndarray, nk: int, depth: int) -> np.ndarray:
+        """The weights of the command's IFM depth slice: its channels of every tap ([oc, kh*kw*ic])."""
+        if c.op == MacOp.DEPTHWISE or depth == c.ic:
+            return w
+        return w.reshape(c.oc, nk, depth)[:, :, c.ic0:c.ic0 + c.ic].reshape(c.oc, nk * c.ic)
 
     def requant_table(self, c: Ppu, i: int) -> tuple:
         key = (c.table_buf, c.table_off)

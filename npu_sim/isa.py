@@ -217,10 +217,15 @@ class Mac:
 
     Weights are packed output-channel-major: conv [oc, kh, kw, ic], depthwise [oc, kh, kw]. For depthwise,
     output channel j of the tile reads IFM tile channel j // dm.
+
+    A convolution may stream its IFM depth in slices (as Ethos-U's SHRAM holds one IFM block depth at a time):
+    its weight tile is then ``w_ic`` channels deep per tap ([oc, kh, kw, w_ic]; 0 = ``ic``, no slicing), the
+    command's IFM tile holds channels ``ic0 .. ic0 + ic`` of them, and a command with ``ic0 > 0`` adds its sum
+    to the accumulator tile already in its acc slot (the slices of one tile run in order, ``ic0 = 0`` first).
     """
     OPCODE: ClassVar[int] = 3
     ENGINE: ClassVar[Engine] = Engine.MAC
-    FORMAT: ClassVar[str] = "<BBBBIHHHBIBIHHHBBBBBBiiH"
+    FORMAT: ClassVar[str] = "<BBBBIHHHBIBIHHHBBBBBBiiHHH"
     wait: int
     signal: int
     layer: int
@@ -248,6 +253,8 @@ class Mac:
     zp_in: int
     zp_w: int
     dm: int
+    ic0: int = 0
+    w_ic: int = 0
 
     payload = _payload
 
@@ -357,7 +364,8 @@ def disassemble_command(cmd: Command) -> str:
         return (f"{head} {op} ifm=buf{cmd.ifm_buf}+{cmd.ifm_off:#x}[{cmd.ih}x{cmd.iw}x{cmd.ic}] "
                 f"w=buf{cmd.w_buf}+{cmd.w_off:#x} acc=buf{cmd.acc_buf}+{cmd.acc_off:#x}[{cmd.oh}x{cmd.ow}x{cmd.oc}] "
                 f"k={cmd.kh}x{cmd.kw} s={cmd.sh}x{cmd.sw} d={cmd.dh}x{cmd.dw} zp_in={cmd.zp_in} zp_w={cmd.zp_w}"
-                + (f" dm={cmd.dm}" if cmd.dm != 1 else ""))
+                + (f" dm={cmd.dm}" if cmd.dm != 1 else "")
+                + (f" slice={cmd.ic0}+{cmd.ic}/{cmd.w_ic}" if cmd.w_ic else ""))
     op = PpuOp(cmd.op) if cmd.op in PpuOp._value2member_map_ else None
     names = PPU_PARAM_NAMES.get(op, ()) if op is not None else ()
     ps = " ".join(f"{n}={v}" for n, v in zip(names, cmd.params))

@@ -29,10 +29,11 @@ from .isa import (BCAST_ALL, DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"NPUSIMP\0"
-FORMAT_VERSION = 6  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
+FORMAT_VERSION = 7  # v2: 32-bit channel fields in LOAD/STORE; v3: IFM2 broadcast flags in PPU; v4: per-layer
 # encoded weight ratio and the config's weight encoding and timing fields; v5: the config's per-block floor, step
 # delay, pooling step cost and I/O placement (a v4 config would take them from a preset); v6: PPU rounding
-# FLOAT32_HALF_EVEN (its table's mult field holds float32 bits) and the config's ppu.float_scale
+# FLOAT32_HALF_EVEN (its table's mult field holds float32 bits) and the config's ppu.float_scale; v7: MAC IFM
+# depth slices (ic0, w_ic)
 _HEAD = struct.Struct("<8sHHIIII")
 
 
@@ -321,6 +322,9 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                     out.append(f"#{i}: IFM tile {c.ih}x{c.iw} is too small for {c.oh}x{c.ow} outputs")
                 if c.op == MacOp.DEPTHWISE and c.ic * c.dm != c.oc:
                     out.append(f"#{i}: depthwise tile has {c.ic} channels × dm {c.dm} ≠ {c.oc} outputs")
+                if c.w_ic and (c.op == MacOp.DEPTHWISE or c.ic0 + c.ic > c.w_ic) or (c.ic0 and not c.w_ic):
+                    out.append(f"#{i}: IFM depth slice {c.ic0}+{c.ic} does not lie in the weights' depth {c.w_ic}"
+                               + (" (depthwise tiles are not sliced)" if c.op == MacOp.DEPTHWISE else ""))
                 local(c.ifm_buf, c.ifm_off, tile_bytes(c.ih, c.iw, c.ic, c.in_dtype), TileKind.IFM, "mac ifm", i)
                 local(c.w_buf, c.w_off, mac_weight_bytes(c), TileKind.WEIGHT, "mac weights", i)
                 local(c.acc_buf, c.acc_off, c.oh * c.ow * c.oc * 4, TileKind.ACC, "mac acc", i)

@@ -106,7 +106,8 @@ class Stats:
 _COST_FIELDS = {
     Load: operator.attrgetter("kind", "area", "dtype", "img_h", "img_w", "img_c", "y0", "x0", "h", "w", "c"),
     Store: operator.attrgetter("area", "dtype", "img_h", "img_w", "img_c", "y0", "x0", "h", "w", "c", "ENGINE"),
-    Mac: operator.attrgetter("op", "oh", "ow", "oc", "ic", "kh", "kw", "ih", "iw", "ENGINE"),
+    Mac: operator.attrgetter("op", "oh", "ow", "oc", "ic", "kh", "kw", "ih", "iw", "ic0", "w_ic", "in_dtype",
+                          "ENGINE"),
     Ppu: operator.attrgetter("op", "oh", "ow", "oc", "ih", "iw", "ic", "in_dtype", "out_dtype", "params", "ENGINE"),
 }
 

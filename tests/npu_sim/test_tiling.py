@@ -60,8 +60,9 @@ def test_layer_that_cannot_fit_names_the_layer_and_sizes():
     rng = np.random.default_rng(1)
     w = rng.integers(-128, 128, size=(16, 2000)).astype(np.int8)
     p, body = dense_composite((1, 2000), w, s_w=requant_scales(rng, 16))
-    # a ConfigError (an NPUError) naming the layer, the buffer's size_bytes field and what it must hold
+    # a ConfigError (an NPUError) naming the layer, the buffer's size_bytes field and what it must hold (the
+    # smallest block streams its IFM in 16-deep slices, the IFM block depth; its weights stay whole-depth)
     with pytest.raises(ConfigError, match=r"cannot run layer .*even its smallest block .* does not fit the local "
-                                          r"SRAM \(local buffer 'sram': size_bytes 8192 B < 2×ifm 2000 B \+ "
-                                          r"2×weight \d+ B"):
+                                          r"SRAM \(local buffer 'sram': size_bytes 8192 B < 2×ifm 16 B \+ "
+                                          r"2×weight 32000 B"):
         npu_sim.compile(partition([p], body), _with_sram("vta-default", 8 * KIB))
