@@ -298,7 +298,7 @@ class _Codegen:
             in2["perm"] = tuple(p["perm"])
         elif layer.op == "resize":
             in2.update(resize=True, bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
-                       whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1]))
+                       whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1], out_hwc[2]))
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
                         layer.op == "requant", layer.op == "lut", layer.op == "mean", **in2)
@@ -495,7 +495,7 @@ class _Codegen:
             xa, xb = source_span(x, x + tw, OW, W, method, mode, rounding)
             start, ext = [ya, xa, c0], [yb - ya, xb - xa, tc]
             values = dict(bilinear=p["bilinear"], ctm=p["ctm"], in_h=H, in_w=W, out_h=OH, out_w=OW, y0=ya, x0=xa,
-                          oy=y, ox=x)
+                          oy=y, ox=x, channels=ofm.hwc[2])
         s = slots.take("ifm")
         em.emit(self.load(li, TileKind.IFM, L.inputs[0], *start, *ext, 0, s))
         out = slots.take("ofm")

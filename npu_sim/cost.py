@@ -11,7 +11,8 @@ from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
-           "transpose_cycles", "resize_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
+           "operand_reread_cycles", "broadcast_resize_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -230,7 +231,7 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
     if c.op == PpuOp.RESIZE:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, bilinear=bool(c.param("bilinear")),
                           half_pixel=c.param("ctm") == 2,
-                          whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w")))
+                          whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w", "channels")))
     if c.op == PpuOp.SOFTMAX:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
@@ -395,12 +396,14 @@ def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int
     every micro-block resampled: ``dw_cycles_per_ublock`` per tap); bilinear's last pass averages a
     factor×factor window. Bilinear with half-pixel centres is Vela's edge-padding copies then four 2x2
     depthwise convolutions, each writing a quarter of the OFM with stride 2 (a whole brick moved per element).
-    A 1x1 input or an unchanged size is one copy."""
+    A 1x1 input is Vela's broadcast ADD (``broadcast_resize_cycles``), an unchanged size one copy."""
     p, m = cfg.ppu, cfg.mac
     issue = cfg.overheads.cmd_issue + p.command_overhead
     (ih, iw), (oh, ow) = in_hw, out_hw
     factor = max(oh // max(ih, 1), ow // max(iw, 1), 1)
-    if (ih, iw) == (1, 1) or factor == 1:
+    if (ih, iw) == (1, 1) and factor > 1:
+        return broadcast_resize_cycles(cfg, oh, ow, channels)
+    if factor == 1:
         return issue + max(math.ceil(oh * ow * channels * p.cost("copy")), _stream(cfg, oh * ow * channels * 2)) \
             + _fm_latency(cfg)
     rate = 2 * p.cost("requant") + p.cost("copy") / 2
@@ -425,13 +428,94 @@ def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int
 def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, perm: tuple[int, int, int],
                       elem_bytes: int, bilinear: bool, half_pixel: bool, whole: tuple[int, ...]) -> int:
     """One ``oh``×``ow``×``oc`` OFM tile of SOFTMAX, TRANSPOSE or RESIZE. Vela runs softmax and resize as
-    operations over the whole tensor (``whole``: SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w)); a tile
+    operations over the whole tensor (``whole``: SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w, channels)); a tile
     is charged its share of them, so the tiles of a layer add up to Vela's sequence."""
     if op == PpuOp.TRANSPOSE:
         return transpose_cycles(cfg, oh * ow * oc, elem_bytes, perm)
     if op == PpuOp.SOFTMAX:
         rows = whole[0] if whole else oh * ow
         return _cdiv(softmax_cycles(cfg, rows, oc) * oh * ow, max(rows, 1))
-    in_h, in_w, out_h, out_w = whole if whole else (oh, ow, oh, ow)
-    total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), oc, bilinear, half_pixel)
-    return _cdiv(total * oh * ow, max(out_h * out_w, 1))
+    in_h, in_w, out_h, out_w = whole[:4] if whole else (oh, ow, oh, ow)
+    channels = whole[4] if len(whole) > 4 and whole[4] else oc   # the whole tensor's depth (Vela's bursts)
+    total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), channels, bilinear, half_pixel)
+    return _cdiv(total * oh * ow * oc, max(out_h * out_w * channels, 1))
+
+
+# -- elementwise operands as Vela accounts them ------------------------------------------------------------------
+# Vela 5.2 (regor EthosU55Performance::MeasureElementAccess) counts a binary elementwise op's second operand as
+# read once per OFM element whenever it has more than one element, broadcast or not, with the burst length its
+# format and the op's block give (EstimateMemoryTransfer): a broadcast per-channel constant read from flash in
+# 8-byte bursts costs 16 flash cycles per output element. Its block is the largest OFM block whose IFM(s) fit
+# the SHRAM banks left for elementwise inputs (ArchEthosU55::FindBlockConfig / TryBlockConfig).
+
+# Elementwise IFM bank granule by SHRAM bank count (Vela's accelerator table: U55-256/U65 48 banks: 8,
+# U55-128 24: 4, U55-32/64 16: 2).
+EW_BANK_GRANULE = {48: 8, 24: 4, 16: 2}
+SHRAM_BANK_BYTES = 1024
+SHRAM_RESERVED_BANKS = 2       # output banks at the start (the LUT's two at the end are not in the local buffer)
+EW_BLOCK_MAX = (32, 64, 128)   # Vela's largest OFM block (h, w, c)
+
+
+def elementwise_block(cfg: NPUConfig, oh: int, ow: int, oc: int, elem_bytes: int = 1,
+                      scalar: bool = False) -> tuple[int, int, int]:
+    """Vela's OFM block of an elementwise op: the fewest blocks (largest h×w×c) whose IFM block(s), double
+    buffered in 1 KiB banks rounded to the bank granule, fit the SHRAM (one IFM for a scalar operand, two
+    otherwise); the first found wins a tie (depth outermost, from 16, then height, then width)."""
+    m = cfg.mac
+    shram = next((b for b in cfg.local_buffers if b.name == "shram"), cfg.local_buffers[0])
+    banks = shram.size_bytes // SHRAM_BANK_BYTES + SHRAM_RESERVED_BANKS
+    granule = EW_BANK_GRANULE.get(banks, 8)
+    free = banks - 2 * SHRAM_RESERVED_BANKS
+    sh = _cdiv(min(oh, EW_BLOCK_MAX[0]), m.ublock_h) * m.ublock_h
+    sw = _cdiv(min(ow, EW_BLOCK_MAX[1]), m.ublock_w) * m.ublock_w
+    sd = _cdiv(min(oc, EW_BLOCK_MAX[2]), m.ublock_c) * m.ublock_c
+    depth = max(m.ublock_c, min(sd, 16))
+    if depth < oc:
+        depth = _cdiv(depth, 16) * 16
+    best, best_cost = (min(oh, m.ublock_h), min(ow, m.ublock_w), m.ublock_c), math.inf
+    while depth <= sd:
+        for h in range(m.ublock_h, sh + 1, m.ublock_h):
+            for w in range(m.ublock_w, sw + 1, m.ublock_w):
+                nbytes = h * w * _cdiv(depth * elem_bytes, 8) * 8
+                ifm_banks = _cdiv(_cdiv(nbytes, SHRAM_BANK_BYTES) * 2, granule) * granule
+                if ifm_banks * (1 if scalar else 2) > free:
+                    break
+                cost = oh * ow * oc / (h * w * depth)
+                if oh * ow * oc < 2 * h * w * depth:   # both buffers hold the whole map: preferred
+                    cost /= 2
+                if cost < best_cost:
+                    best, best_cost = (h, w, depth), cost
+        depth += m.ublock_c
+        if depth < oc:
+            depth = _cdiv(depth, 16) * 16
+    return best
+
+
+def operand_read_burst(block: tuple[int, int, int], img_w: int, img_c: int, elem_bytes: int, nhwc: bool) -> int:
+    """Burst bytes of an elementwise operand read (Vela's EstimateMemoryTransfer): NHWC reads a block's whole
+    rows when the operand is exactly one block deep, else one block depth per burst; a bricked (NHCWB16) map
+    reads a whole block when one brick row is the block's depth, else a brick per block column."""
+    bh, bw, bd = block
+    if nhwc:
+        return bw * bd * elem_bytes if img_c * elem_bytes == bd else bd * elem_bytes
+    return bw * bd * elem_bytes if img_w * 16 * elem_bytes == bd else 16 * bw * elem_bytes
+
+
+def operand_reread_cycles(cfg: NPUConfig, area_index: int, elems: int, elem_bytes: int, burst: int) -> int:
+    """Port cycles of a second operand read once per output element (``elems``) in ``burst``-byte bursts."""
+    a = cfg.memory_areas[area_index]
+    return math.ceil(elems * elem_bytes * a.burst_bytes / min(a.burst_bytes, max(burst, 1)) / a.bytes_per_cycle)
+
+
+def broadcast_resize_cycles(cfg: NPUConfig, oh: int, ow: int, channels: int, elem_bytes: int = 1) -> int:
+    """Vela's resize of a 1x1 input (regor RewriteResize): an ADD of the broadcast input and an OFM-sized
+    zero-point constant, which it reads from the weight area in the op's block-depth bursts (the input is counted
+    once per output element too, a whole block per burst). The slowest of the output stage and the two ports."""
+    p = cfg.ppu
+    q = cfg.fm_channel_quantum
+    elems = oh * ow * _cdiv(channels, q) * q
+    block = elementwise_block(cfg, oh, ow, channels, elem_bytes)
+    const = operand_reread_cycles(cfg, _area(cfg, cfg.placement.weights), oh * ow * channels, elem_bytes,
+                                  operand_read_burst(block, ow, channels, elem_bytes, True))
+    fm = _stream(cfg, 2 * elems * elem_bytes)
+    return cfg.overheads.cmd_issue + p.command_overhead + max(math.ceil(elems * p.cost("add")), const, fm)

@@ -120,8 +120,8 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
     PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),
     # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
-    # origin and (oy, ox) the dst tile's, in image coordinates
-    PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox"),
+    # origin and (oy, ox) the dst tile's, in image coordinates; channels: the OFM's depth (timing)
+    PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox", "channels"),
 }
 
 

@@ -61,7 +61,7 @@ class Geometry:
     resize: bool = False        # RESIZE: an IFM tile is the window of the input an OFM tile's outputs read
     bilinear: bool = False
     half_pixel: bool = False
-    whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w): the sizes Vela's sequence runs on
+    whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w, channels): the sizes Vela's sequence runs on
     in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
     out_area: int = -1
 
