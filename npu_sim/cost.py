@@ -12,7 +12,7 @@ from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
-           "operand_reread_cycles", "broadcast_resize_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -142,9 +142,11 @@ def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw:
 def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int, ic: int,
                taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1), in_bytes: int = 1,
                out_bytes: int = 1, perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1,
-               bilinear: bool = False, half_pixel: bool = False, whole: tuple[int, ...] = ()) -> int:
+               bilinear: bool = False, half_pixel: bool = False, whole: tuple[int, ...] = (),
+               binary: tuple[int, int, int] = (0, 0, 0)) -> int:
     """Cycles of one PPU command (its output stage; with ``overheads.block_overlap`` at least the block floor).
-    SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``)."""
+    SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``).
+    ``binary``: an ADD / MUL's (in2_area, in2_burst, nhwc) timing parameters (``binary_timing``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
     p = cfg.ppu
@@ -153,13 +155,15 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     if p.pool_on_mac and op in UNARY_AS_POOL and not from_mac and in_bytes <= 2:
         return unary_pool_cycles(cfg, op, oh, ow, oc, in_bytes)
     q = p.channel_quantum if from_mac or not p.elementwise_quantum else p.elementwise_quantum
+    if op in (PpuOp.ADD, PpuOp.MUL) and binary[2] & 2:
+        q = 1   # an NHWC OFM (read by the host): Vela's elementwise output stage counts its exact elements
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
         work = out_elems * p.cost("requant")
     elif op == PpuOp.ADD:
-        work = out_elems * p.cost("add")
+        work = max(out_elems * p.cost("add"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
     elif op == PpuOp.MUL:
-        work = out_elems * p.cost("mul")
+        work = max(out_elems * p.cost("mul"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
     elif op == PpuOp.MAX_POOL:
         work = out_elems * taps * p.cost("max_pool_tap")
     elif op == PpuOp.AVG_POOL:
@@ -236,9 +240,11 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
+    binary = (c.param("in2_area"), c.param("in2_burst"), c.param("nhwc")) if c.op in (PpuOp.ADD, PpuOp.MUL) \
+        else (0, 0, 0)
     return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
                       from_mac=c.in_dtype == 3, kernel=kernel, in_bytes=DTYPE_BYTES[c.in_dtype],
-                      out_bytes=DTYPE_BYTES[c.out_dtype])
+                      out_bytes=DTYPE_BYTES[c.out_dtype], binary=binary)
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:
@@ -286,14 +292,18 @@ def brick_ratio(cfg: NPUConfig, channels: int) -> float:
 
 
 def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, channels: int, elem: int,
-                       linear: bool = False) -> int:
+                       linear: bool = False, read: bool = False) -> int:
     """Port cycles of a feature-map window. Bricked (intermediate) maps move whole bricks, in runs of at least
-    one brick. ``linear`` maps (a partition's inputs and outputs stay NHWC for the host) with more channels than
-    the window are fetched one pixel's window-depth (rounded to the IFM micro-block) per burst."""
+    one brick. ``linear`` maps (a partition's inputs and outputs stay NHWC for the host) are fetched one pixel's
+    window-depth (rounded to the IFM micro-block) per burst, except windows holding every channel of a map a
+    whole number of micro-blocks deep (a ``read``; a write only up to 16 bytes deep): the row stride is the
+    block depth, so the pixels' runs join (Vela's EstimateMemoryTransfer, NHWC with xStride == block depth)."""
     if cfg.fm_channel_quantum == 1:
         return transfer_cycles(cfg, area_index, nbytes, run)
     if linear:
         q = cfg.mac.dot_depth
+        if run > channels * elem and channels % q == 0 and (read or channels * elem <= 16):
+            return transfer_cycles(cfg, area_index, nbytes, run)
         return transfer_cycles(cfg, area_index, nbytes, min(run, _cdiv(channels, q) * q * elem))
     q = min(cfg.fm_channel_quantum, channels)
     return transfer_cycles(cfg, area_index, nbytes, max(run, q * elem), brick_ratio(cfg, channels))
@@ -312,7 +322,11 @@ def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
             return nbytes, weight_transfer_cycles(cfg, c.area, nbytes, weight_ratio), a.read_latency
         if c.kind == TileKind.TABLE:
             return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
-        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
+        if nbytes == 1 and cfg.fm_channel_quantum > 1:
+            # an 8-bit scalar operand: Ethos-U takes it from the command's registers, no memory read
+            # (Vela's MeasureElementAccess counts no IFM2 access for it)
+            return nbytes, 0, 0
+        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear, read=True), a.read_latency
     return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency
 
 
@@ -519,3 +533,28 @@ def broadcast_resize_cycles(cfg: NPUConfig, oh: int, ow: int, channels: int, ele
                                   operand_read_burst(block, ow, channels, elem_bytes, True))
     fm = _stream(cfg, 2 * elems * elem_bytes)
     return cfg.overheads.cmd_issue + p.command_overhead + max(math.ceil(elems * p.cost("add")), const, fm)
+
+
+def binary_timing(cfg: NPUConfig, out_hwc: tuple[int, int, int], in2_hwc: tuple[int, int, int], in2_area: int,
+                  in2_nhwc: bool, src0_nhwc: bool, out_nhwc: bool, elem_bytes: int = 1) -> tuple[int, int, int]:
+    """An ADD / MUL's timing parameters (in2_area, in2_burst, nhwc) as Vela accounts the op: a second operand
+    of more than one element that is broadcast (a per-channel vector, a row, ...) is still read once per output
+    element (in2_area: its area + 1, in2_burst: its burst bytes, ``operand_read_burst`` under the op's
+    ``elementwise_block``); nhwc bit 0: src0 is NHWC (the re-read counts exact channels, else whole bricks),
+    bit 1: the OFM is NHWC (the output stage counts exact channels)."""
+    nhwc = int(src0_nhwc) | 2 * int(out_nhwc)
+    if in2_hwc == out_hwc or in2_hwc[0] * in2_hwc[1] * in2_hwc[2] <= 1:
+        return 0, 0, nhwc
+    block = elementwise_block(cfg, *out_hwc, elem_bytes)
+    return in2_area + 1, operand_read_burst(block, in2_hwc[1], in2_hwc[2], elem_bytes, in2_nhwc), nhwc
+
+
+def binary_reread_cycles(cfg: NPUConfig, binary: tuple[int, int, int], oh: int, ow: int, oc: int,
+                         elem_bytes: int = 1) -> int:
+    """Port cycles of a broadcast second operand read once per output element of an oh×ow×oc tile (0 when
+    ``binary`` charges none): the tile's elements, whole bricks when src0 is bricked."""
+    area, burst, nhwc = binary
+    if not area:
+        return 0
+    q = 1 if nhwc & 1 else cfg.fm_channel_quantum
+    return operand_reread_cycles(cfg, area - 1, oh * ow * _cdiv(oc, q) * q, elem_bytes, burst)

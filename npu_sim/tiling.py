@@ -62,6 +62,7 @@ class Geometry:
     bilinear: bool = False
     half_pixel: bool = False
     whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w, channels): the sizes Vela's sequence runs on
+    binary: tuple[int, int, int] = (0, 0, 0)  # ADD / MUL: (in2_area, in2_burst, nhwc), cost.binary_timing
     in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
     out_area: int = -1
 
@@ -163,7 +164,8 @@ def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple
     taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
     p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
                    from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes, out_bytes=g.out_bytes,
-                   perm=g.perm, elem_bytes=g.in_bytes, bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole)
+                   perm=g.perm, elem_bytes=g.in_bytes, bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole,
+                   binary=g.binary)
     return m, p, ih, iw
 
 
@@ -211,7 +213,7 @@ def _terms(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, f
         w_loads = n_c
     run_in = ic * g.in_bytes if ic < C else (iw_r * C * g.in_bytes if iw_r < W else ifm_tile)
     ifm_cyc = fm_transfer_cycles(cfg, in_area, ifm_tile, run_in, ic if order == "depth_outer" else C, g.in_bytes,
-                                 g.in_linear)
+                                 g.in_linear, read=True)
     ofm_tile = bh * bw * bc * g.out_bytes
     run_out = bc * g.out_bytes if bc < oc else (bw * oc * g.out_bytes if bw < ow else ofm_tile)
     ofm_cyc = fm_transfer_cycles(cfg, out_area, ofm_tile, run_out, bc, g.out_bytes, g.out_linear)
