@@ -14,6 +14,7 @@ from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
 from .cost import binary_timing, mac_op, window_traffic
+from .vela_access import access_floor
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
 from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
@@ -376,7 +377,23 @@ class _Codegen:
         kind = layer.kind if isinstance(layer, ConvLayer) else layer.op
         return LayerInfo(layer.name, layer.composite, kind, int(layer.macs),
                          tuple((n, b) for n, b in zip(area_names, traffic) if b), out_elems,
-                         (plan.bh, plan.bw, plan.bc), plan.order, ratio)
+                         (plan.bh, plan.bw, plan.bc), plan.order, ratio, self.access_floor(layer, ratio))
+
+    def access_floor(self, layer, ratio: float) -> int:
+        """Vela's access-count bound of an 8-bit (depthwise) convolution between bricked maps
+        (vela_access.access_floor); 0 for other layers."""
+        T = self.graph.tensors
+        if not isinstance(layer, ConvLayer) or layer.kind not in ("conv", "depthwise") or layer.dm != 1:
+            return 0
+        ifm, ofm = T[layer.ifm], T[layer.ofm]
+        # a shallow IFM (fewer than 16 channels) may be NHWC in Vela's schedule: its brick count is unknown
+        if (np.dtype(ifm.dtype).itemsize != 1 or np.dtype(layer.out_dtype).itemsize != 1 or ifm.hwc[2] < 16
+                or self.region_of(layer.ifm).kind != "activation"
+                or self.region_of(layer.ofm).kind not in ("activation", "output", "linear")):
+            return 0
+        return access_floor(self.cfg, layer.kind == "depthwise", ofm.hwc, ifm.hwc, layer.kernel, layer.stride,
+                            layer.dilation, int(round(layer.weights.nbytes * ratio)), 10 * ofm.hwc[2],
+                            self.fm_area, self.w_area, self.region_of(layer.ofm).kind != "activation")
 
     # ------------------------------------------------------------------------------------------ commands
     def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot) -> Load:

@@ -119,3 +119,72 @@ def test_broadcast_reread_is_charged_per_output_element():
     assert binary_reread_cycles(cfg, t, 64, 64, 3) == 196608
     assert binary_timing(cfg, (64, 64, 3), (1, 1, 1), flash, True, True, False)[:2] == (0, 0)
     assert binary_timing(cfg, (64, 64, 3), (64, 64, 3), flash, True, True, False)[:2] == (0, 0)
+
+
+# (depthwise, OFM hwc, IFM hwc, kernel, stride, Vela 5.2's OFM block and IFM block from its debug database
+# (--enable-debug-db, perf_debug_main) for DeepLabV3 MNv2 and MobileNetV2 on ethos-u55-256)
+BLOCKS = [
+    (False, (65, 65, 16), (65, 65, 72), (1, 1), (1, 1), (10, 12, 16), (10, 12, 32)),
+    (False, (65, 65, 96), (65, 65, 16), (1, 1), (1, 1), (6, 14, 48), (6, 14, 16)),
+    (True, (65, 65, 96), (65, 65, 96), (3, 3), (1, 1), (14, 14, 16), (16, 16, 16)),
+    (False, (33, 33, 288), (33, 33, 48), (1, 1), (1, 1), (2, 34, 48), (2, 34, 32)),
+    (False, (33, 33, 21), (33, 33, 256), (1, 1), (1, 1), (6, 18, 24), (6, 18, 32)),
+    (False, (33, 33, 80), (33, 33, 480), (1, 1), (1, 1), (4, 12, 80), (4, 12, 32)),
+    (False, (56, 56, 24), (56, 56, 96), (1, 1), (1, 1), (2, 56, 24), (2, 56, 32)),
+    (False, (14, 14, 576), (14, 14, 96), (1, 1), (1, 1), (4, 14, 64), (4, 14, 32)),
+    (True, (28, 28, 144), (56, 56, 144), (3, 3), (2, 2), (10, 12, 16), (22, 26, 16)),
+    (True, (7, 7, 960), (7, 7, 960), (3, 3), (1, 1), (8, 8, 16), (10, 10, 16)),
+]
+
+
+@pytest.mark.parametrize("dw,out,inp,kernel,stride,ofm_block,ifm_block", BLOCKS)
+def test_mac_block_is_velas_block_config(dw, out, inp, kernel, stride, ofm_block, ifm_block):
+    import npu_sim
+    from npu_sim.vela_access import mac_block
+    assert mac_block(npu_sim.preset(PRESET), dw, out, inp, kernel, stride) == (ofm_block, ifm_block)
+
+
+def test_access_floor_is_velas_sram_count():
+    """DeepLabV3's expanded_conv_3/project (65x65x72 -> 16, 1x1): Vela reads 42 10x12 IFM blocks of 80
+    (brick-rounded) channels = 403,200 bytes, writes 67,600, and re-reads its 1,248 staged weight bytes
+    once per block position (42x): SRAM AC (403,200 + 67,600 + 52,416) / 8 = 65,402 cycles."""
+    import npu_sim
+    from npu_sim.vela_access import access_floor
+    cfg = npu_sim.preset(PRESET)
+    names = [a.name for a in cfg.memory_areas]
+    got = access_floor(cfg, False, (65, 65, 16), (65, 65, 72), (1, 1), (1, 1), (1, 1), 1248, 160,
+                       names.index("sram"), names.index("flash"))
+    assert got == 65402
+    # a preset without an Ethos-U SHRAM (VTA): no floor
+    assert access_floor(npu_sim.preset("vta-default"), False, (65, 65, 16), (65, 65, 72), (1, 1), (1, 1), (1, 1),
+                        1248, 160, 0, 0) == 0
+
+
+def test_odd_sized_project_convolution_against_vela(tmp_path):
+    """Three 1x1 convolutions at DeepLabV3's 65x65 (16 -> 72 -> 16 -> 24): the middle one reads its IFM in Vela's
+    10x12 blocks (partial ones at the edges read whole) and its staged weights once per block, the last writes
+    the host's NHWC output in 16-byte bursts; before, byoc counted the maps' own bytes: 0.77x and 0.70x Vela."""
+    from byoc.testing.tflite_writer import TFLiteWriter
+    from benchmarks.bench_npu import vela_per_layer
+    rng = np.random.default_rng(13)
+    w = TFLiteWriter()
+    x = w.input("x", (1, 65, 65, 16), "int8", scale=0.05, zero_point=-3)
+    y = x
+    for i, (ci, co) in enumerate(((16, 72), (72, 16), (16, 24))):
+        y = w.conv2d(y, rng.integers(-127, 128, size=(co, 1, 1, ci)).astype(np.int8),
+                     rng.integers(-1000, 1000, size=co).astype(np.int32), weight_scale=0.01, out_scale=0.5,
+                     out_zp=0, name=f"conv{i}")
+    w.output(y)
+    path = tmp_path / "odd_project.tflite"
+    path.write_bytes(w.finish())
+    vela = vela_per_layer(path, tmp_path / "vela")
+    if vela is None:
+        pytest.skip("vela is not installed")
+    from byoc.cli.summary import profile_partitions
+    from byoc.frontend import from_tflite
+    from byoc.partition import partition_for
+    mod, params = from_tflite(str(path), semantics="tflm")
+    ours = {s.name: s.exclusive_cycles for p in profile_partitions(partition_for("ethos-u", mod, params), "ethos-u",
+                                                                   PRESET) for s in p.stats.per_layer}
+    for layer in ("conv1", "conv2"):
+        assert abs(ours[layer] / vela[0][layer]["cycles"] - 1) <= 0.1, (ours, vela[0])
