@@ -41,9 +41,10 @@ def _round(a: int, q: int) -> int:
 
 
 def _shram(cfg: NPUConfig) -> tuple[int, int, int] | None:
-    """(banks, IFM granule, accumulator granule) of an Ethos-U SHRAM, None for other configs."""
+    """(banks, IFM granule, accumulator granule) of a one-core Ethos-U SHRAM, None for other configs (the
+    two-core U65-512's block sharing is not modelled here)."""
     shram = next((b for b in cfg.local_buffers if b.name == "shram"), None)
-    if shram is None or cfg.fm_channel_quantum != 16:
+    if shram is None or cfg.fm_channel_quantum != 16 or cfg.mac.cores != 1:
         return None
     banks = shram.size_bytes // _BANK + _RESERVED
     g = _GRANULES.get(banks)
