@@ -14,13 +14,13 @@ from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
 from .cost import binary_timing, mac_op, window_traffic
-from .vela_access import access_floor
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
 from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
+from .vela_access import access_floor
 from . import tuning
 from .tiling import ALIGN, Geometry, TilePlan, plan_layer
 from .weight_encoding import encoded_weight_bytes
@@ -377,9 +377,9 @@ class _Codegen:
         kind = layer.kind if isinstance(layer, ConvLayer) else layer.op
         return LayerInfo(layer.name, layer.composite, kind, int(layer.macs),
                          tuple((n, b) for n, b in zip(area_names, traffic) if b), out_elems,
-                         (plan.bh, plan.bw, plan.bc), plan.order, ratio, self.access_floor(layer, ratio))
+                         (plan.bh, plan.bw, plan.bc), plan.order, ratio, self.vela_floor(layer, ratio))
 
-    def access_floor(self, layer, ratio: float) -> int:
+    def vela_floor(self, layer, ratio: float) -> int:
         """Vela's access-count bound of an 8-bit (depthwise) convolution between bricked maps
         (vela_access.access_floor); 0 for other layers."""
         T = self.graph.tensors

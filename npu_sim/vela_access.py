@@ -51,10 +51,6 @@ def _shram(cfg: NPUConfig) -> tuple[int, int, int] | None:
     return None if g is None else (banks, *g)
 
 
-def m_cores(cfg: NPUConfig) -> int:
-    return max(cfg.mac.cores, 1)
-
-
 def _part_kernel(ic: int, k: int) -> bool:
     """Vela's kernel-method choice (8-bit IFM): part-kernel-first when it uses the MACs at least as well."""
     if ic <= 8:
@@ -152,7 +148,7 @@ def access_floor(cfg: NPUConfig, depthwise: bool, out_hwc: tuple[int, int, int],
     ifm = min(bih, ih) * min(biw, iw) * _round(ic, q) * sub * n
     fm, wm = cfg.memory_areas[fm_area], cfg.memory_areas[w_area]
     if out_nhwc:
-        burst = bw * oc if bd <= 16 and oc == bd else min(16 * m_cores(cfg), bd)
+        burst = bw * oc if bd <= 16 and oc == bd else min(16, bd)   # 16 bytes per core, one core
         ofm = oh * ow * oc * fm.burst_bytes / min(fm.burst_bytes, burst)
     else:
         ofm = oh * ow * _round(oc, q)
