@@ -56,7 +56,7 @@ def _binary(op, dtype):
         b = relay.var("b", shape=(3, 1), dtype=dtype)
         ins = {"a": floats(rs, (2, 3, 4)) if dtype.startswith("float") else ints(rs, (2, 3, 4), dtype),
                "b": floats(rs, (3, 1), 0.5, 3) if dtype.startswith("float") else ints(rs, (3, 1), dtype)}
-        if op == "divide" and not dtype.startswith("float"):
+        if op in ("divide", "floor_divide") and not dtype.startswith("float"):
             ins["b"][ins["b"] == 0] = 3
         return fn(make_call(op, [a, b]), a, b), ins, True
     return make
@@ -268,7 +268,8 @@ CASES = {
     "tanh": _unary_float("tanh"), "sigmoid": _unary_float("sigmoid"), "round": _unary_float("round"),
     "floor": _unary_float("floor"), "nn.relu": _unary_float("nn.relu"), "nn.leaky_relu": _unary_float("nn.leaky_relu"),
     "add": _binary("add", "int8"), "subtract": _binary("subtract", "int16"), "multiply": _binary("multiply", "int8"),
-    "divide": _binary("divide", "int32"), "maximum": _binary("maximum", "float32"),
+    "divide": _binary("divide", "int32"), "floor_divide": _binary("floor_divide", "int32"),
+    "maximum": _binary("maximum", "float32"),
     "minimum": _binary("minimum", "uint8"),
     "clip": _clip, "cast": _cast, "nn.pad": _pad, "nn.bias_add": _bias_add, "nn.batch_norm": _batch_norm,
     "nn.conv2d": _float_conv, "nn.conv2d_transpose": _float_conv_t,
