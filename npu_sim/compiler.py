@@ -13,13 +13,14 @@ import numpy as np
 from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
-from .cost import mac_op, window_traffic
+from .cost import binary_timing, mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
 from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
+from .vela_access import access_floor
 from . import tuning
 from .tiling import ALIGN, Geometry, TilePlan, plan_layer
 from .weight_encoding import encoded_weight_bytes
@@ -304,13 +305,19 @@ class _Codegen:
         if len(layer.inputs) > 1:
             in2 = dict(in2_bcast=int(p.get("bcast", 0)),
                        in2_in_weights=self.region_of(layer.inputs[1]).area != self.fm_area)
+            if layer.op in ("add", "mul"):
+                r1 = self.region_of(layer.inputs[1])
+                nhwc = ("input", "output", "linear", "constant")
+                in2["binary"] = binary_timing(self.cfg, out_hwc, T[layer.inputs[1]].hwc, r1.area, r1.kind in nhwc,
+                                              self.region_of(layer.inputs[0]).kind in nhwc,
+                                              self.region_of(layer.ofm).kind in nhwc, np.dtype(src.dtype).itemsize)
         if layer.op == "softmax":
             in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
         elif layer.op == "transpose":
             in2["perm"] = tuple(p["perm"])
         elif layer.op == "resize":
             in2.update(resize=True, bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
-                       whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1]))
+                       whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1], out_hwc[2]))
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
                         layer.op == "requant", _has_lut_table(layer), layer.op == "mean", **in2)
@@ -382,7 +389,23 @@ class _Codegen:
         kind = layer.kind if isinstance(layer, ConvLayer) else layer.op
         return LayerInfo(layer.name, layer.composite, kind, int(layer.macs),
                          tuple((n, b) for n, b in zip(area_names, traffic) if b), out_elems,
-                         (plan.bh, plan.bw, plan.bc), plan.order, ratio)
+                         (plan.bh, plan.bw, plan.bc), plan.order, ratio, self.vela_floor(layer, ratio))
+
+    def vela_floor(self, layer, ratio: float) -> int:
+        """Vela's access-count bound of an 8-bit (depthwise) convolution between bricked maps
+        (vela_access.access_floor); 0 for other layers."""
+        T = self.graph.tensors
+        if not isinstance(layer, ConvLayer) or layer.kind not in ("conv", "depthwise") or layer.dm != 1:
+            return 0
+        ifm, ofm = T[layer.ifm], T[layer.ofm]
+        # a shallow IFM (fewer than 16 channels) may be NHWC in Vela's schedule: its brick count is unknown
+        if (np.dtype(ifm.dtype).itemsize != 1 or np.dtype(layer.out_dtype).itemsize != 1 or ifm.hwc[2] < 16
+                or self.region_of(layer.ifm).kind != "activation"
+                or self.region_of(layer.ofm).kind not in ("activation", "output", "linear")):
+            return 0
+        return access_floor(self.cfg, layer.kind == "depthwise", ofm.hwc, ifm.hwc, layer.kernel, layer.stride,
+                            layer.dilation, int(round(layer.weights.nbytes * ratio)), 10 * ofm.hwc[2],
+                            self.fm_area, self.w_area, self.region_of(layer.ofm).kind != "activation")
 
     # ------------------------------------------------------------------------------------------ commands
     def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot) -> Load:
@@ -537,7 +560,7 @@ class _Codegen:
             xa, xb = source_span(x, x + tw, OW, W, method, mode, rounding)
             start, ext = [ya, xa, c0], [yb - ya, xb - xa, tc]
             values = dict(bilinear=p["bilinear"], ctm=p["ctm"], in_h=H, in_w=W, out_h=OH, out_w=OW, y0=ya, x0=xa,
-                          oy=y, ox=x)
+                          oy=y, ox=x, channels=ofm.hwc[2])
         s = slots.take("ifm")
         em.emit(self.load(li, TileKind.IFM, L.inputs[0], *start, *ext, 0, s))
         out = slots.take("ofm")
@@ -609,6 +632,7 @@ class _Codegen:
                             em.emit(self.load(li, TileKind.IFM, tid, y0, x0, c0 + ic0, ih, iw, tc, pad_value, s))
                         srcs.append(s)
                     values = dict(p, y0=y0, x0=x0, img_h=H, img_w=W)
+                    values.update(zip(("in2_area", "in2_burst", "nhwc"), g.binary))
                     out = slots.take("ofm")
                     s1 = srcs[1] if len(srcs) > 1 else (0, 0)
                     ts = table_slot or (0, 0)

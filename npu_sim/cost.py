@@ -11,7 +11,8 @@ from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
-           "transpose_cycles", "resize_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
+           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -141,9 +142,11 @@ def pool_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, kh: int, kw:
 def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: int, ic: int,
                taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1), in_bytes: int = 1,
                out_bytes: int = 1, perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1,
-               bilinear: bool = False, half_pixel: bool = False, whole: tuple[int, ...] = ()) -> int:
+               bilinear: bool = False, half_pixel: bool = False, whole: tuple[int, ...] = (),
+               binary: tuple[int, int, int] = (0, 0, 0)) -> int:
     """Cycles of one PPU command (its output stage; with ``overheads.block_overlap`` at least the block floor).
-    SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``)."""
+    SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``).
+    ``binary``: an ADD / MUL's (in2_area, in2_burst, nhwc) timing parameters (``binary_timing``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
     p = cfg.ppu
@@ -152,13 +155,15 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     if p.pool_on_mac and op in UNARY_AS_POOL and not from_mac and in_bytes <= 2:
         return unary_pool_cycles(cfg, op, oh, ow, oc, in_bytes)
     q = p.channel_quantum if from_mac or not p.elementwise_quantum else p.elementwise_quantum
+    if op in (PpuOp.ADD, PpuOp.MUL) and binary[2] & 2:
+        q = 1   # an NHWC OFM (read by the host): Vela's elementwise output stage counts its exact elements
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
         work = out_elems * p.cost("requant")
     elif op == PpuOp.ADD:
-        work = out_elems * p.cost("add")
+        work = max(out_elems * p.cost("add"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
     elif op == PpuOp.MUL:
-        work = out_elems * p.cost("mul")
+        work = max(out_elems * p.cost("mul"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
     elif op == PpuOp.MAX_POOL:
         work = out_elems * taps * p.cost("max_pool_tap")
     elif op == PpuOp.AVG_POOL:
@@ -230,14 +235,16 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
     if c.op == PpuOp.RESIZE:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, bilinear=bool(c.param("bilinear")),
                           half_pixel=c.param("ctm") == 2,
-                          whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w")))
+                          whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w", "channels")))
     if c.op == PpuOp.SOFTMAX:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
+    binary = (c.param("in2_area"), c.param("in2_burst"), c.param("nhwc")) if c.op in (PpuOp.ADD, PpuOp.MUL) \
+        else (0, 0, 0)
     return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
                       from_mac=c.in_dtype == 3, kernel=kernel, in_bytes=DTYPE_BYTES[c.in_dtype],
-                      out_bytes=DTYPE_BYTES[c.out_dtype])
+                      out_bytes=DTYPE_BYTES[c.out_dtype], binary=binary)
 
 
 def mac_command_cycles(cfg: NPUConfig, c: Mac) -> int:
@@ -290,14 +297,18 @@ def brick_ratio(cfg: NPUConfig, channels: int) -> float:
 
 
 def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, channels: int, elem: int,
-                       linear: bool = False) -> int:
+                       linear: bool = False, read: bool = False) -> int:
     """Port cycles of a feature-map window. Bricked (intermediate) maps move whole bricks, in runs of at least
-    one brick. ``linear`` maps (a partition's inputs and outputs stay NHWC for the host) with more channels than
-    the window are fetched one pixel's window-depth (rounded to the IFM micro-block) per burst."""
+    one brick. ``linear`` maps (a partition's inputs and outputs stay NHWC for the host) are fetched one pixel's
+    window-depth (rounded to the IFM micro-block) per burst, except windows holding every channel of a map a
+    whole number of micro-blocks deep (a ``read``; a write only up to 16 bytes deep): the row stride is the
+    block depth, so the pixels' runs join (Vela's EstimateMemoryTransfer, NHWC with xStride == block depth)."""
     if cfg.fm_channel_quantum == 1:
         return transfer_cycles(cfg, area_index, nbytes, run)
     if linear:
         q = cfg.mac.dot_depth
+        if run > channels * elem and channels % q == 0 and (read or channels * elem <= 16):
+            return transfer_cycles(cfg, area_index, nbytes, run)
         return transfer_cycles(cfg, area_index, nbytes, min(run, _cdiv(channels, q) * q * elem))
     q = min(cfg.fm_channel_quantum, channels)
     return transfer_cycles(cfg, area_index, nbytes, max(run, q * elem), brick_ratio(cfg, channels))
@@ -316,7 +327,11 @@ def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
             return nbytes, weight_transfer_cycles(cfg, c.area, nbytes, weight_ratio), a.read_latency
         if c.kind == TileKind.TABLE:
             return nbytes, transfer_cycles(cfg, c.area, nbytes, run, weight_ratio), a.read_latency
-        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.read_latency
+        if nbytes == 1 and cfg.fm_channel_quantum > 1:
+            # an 8-bit scalar operand: Ethos-U takes it from the command's registers, no memory read
+            # (Vela's MeasureElementAccess counts no IFM2 access for it)
+            return nbytes, 0, 0
+        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear, read=True), a.read_latency
     return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency
 
 
@@ -400,12 +415,14 @@ def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int
     every micro-block resampled: ``dw_cycles_per_ublock`` per tap); bilinear's last pass averages a
     factor×factor window. Bilinear with half-pixel centres is Vela's edge-padding copies then four 2x2
     depthwise convolutions, each writing a quarter of the OFM with stride 2 (a whole brick moved per element).
-    A 1x1 input or an unchanged size is one copy."""
+    A 1x1 input is Vela's broadcast ADD (``broadcast_resize_cycles``), an unchanged size one copy."""
     p, m = cfg.ppu, cfg.mac
     issue = cfg.overheads.cmd_issue + p.command_overhead
     (ih, iw), (oh, ow) = in_hw, out_hw
     factor = max(oh // max(ih, 1), ow // max(iw, 1), 1)
-    if (ih, iw) == (1, 1) or factor == 1:
+    if (ih, iw) == (1, 1) and factor > 1:
+        return broadcast_resize_cycles(cfg, oh, ow, channels)
+    if factor == 1:
         return issue + max(math.ceil(oh * ow * channels * p.cost("copy")), _stream(cfg, oh * ow * channels * 2)) \
             + _fm_latency(cfg)
     rate = 2 * p.cost("requant") + p.cost("copy") / 2
@@ -430,13 +447,119 @@ def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int
 def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, perm: tuple[int, int, int],
                       elem_bytes: int, bilinear: bool, half_pixel: bool, whole: tuple[int, ...]) -> int:
     """One ``oh``×``ow``×``oc`` OFM tile of SOFTMAX, TRANSPOSE or RESIZE. Vela runs softmax and resize as
-    operations over the whole tensor (``whole``: SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w)); a tile
+    operations over the whole tensor (``whole``: SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w, channels)); a tile
     is charged its share of them, so the tiles of a layer add up to Vela's sequence."""
     if op == PpuOp.TRANSPOSE:
         return transpose_cycles(cfg, oh * ow * oc, elem_bytes, perm)
     if op == PpuOp.SOFTMAX:
         rows = whole[0] if whole else oh * ow
         return _cdiv(softmax_cycles(cfg, rows, oc) * oh * ow, max(rows, 1))
-    in_h, in_w, out_h, out_w = whole if whole else (oh, ow, oh, ow)
-    total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), oc, bilinear, half_pixel)
-    return _cdiv(total * oh * ow, max(out_h * out_w, 1))
+    in_h, in_w, out_h, out_w = whole[:4] if whole else (oh, ow, oh, ow)
+    channels = whole[4] if len(whole) > 4 and whole[4] else oc   # the whole tensor's depth (Vela's bursts)
+    total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), channels, bilinear, half_pixel)
+    return _cdiv(total * oh * ow * oc, max(out_h * out_w * channels, 1))
+
+
+# -- elementwise operands as Vela accounts them ------------------------------------------------------------------
+# Vela 5.2 (regor EthosU55Performance::MeasureElementAccess) counts a binary elementwise op's second operand as
+# read once per OFM element whenever it has more than one element, broadcast or not, with the burst length its
+# format and the op's block give (EstimateMemoryTransfer): a broadcast per-channel constant read from flash in
+# 8-byte bursts costs 16 flash cycles per output element. Its block is the largest OFM block whose IFM(s) fit
+# the SHRAM banks left for elementwise inputs (ArchEthosU55::FindBlockConfig / TryBlockConfig).
+
+# Elementwise IFM bank granule by SHRAM bank count (Vela's accelerator table: U55-256/U65 48 banks: 8,
+# U55-128 24: 4, U55-32/64 16: 2).
+EW_BANK_GRANULE = {48: 8, 24: 4, 16: 2}
+SHRAM_BANK_BYTES = 1024
+SHRAM_RESERVED_BANKS = 2       # output banks at the start (the LUT's two at the end are not in the local buffer)
+EW_BLOCK_MAX = (32, 64, 128)   # Vela's largest OFM block (h, w, c)
+
+
+def elementwise_block(cfg: NPUConfig, oh: int, ow: int, oc: int, elem_bytes: int = 1,
+                      scalar: bool = False) -> tuple[int, int, int]:
+    """Vela's OFM block of an elementwise op: the fewest blocks (largest h×w×c) whose IFM block(s), double
+    buffered in 1 KiB banks rounded to the bank granule, fit the SHRAM (one IFM for a scalar operand, two
+    otherwise); the first found wins a tie (depth outermost, from 16, then height, then width)."""
+    m = cfg.mac
+    shram = next((b for b in cfg.local_buffers if b.name == "shram"), cfg.local_buffers[0])
+    banks = shram.size_bytes // SHRAM_BANK_BYTES + SHRAM_RESERVED_BANKS
+    granule = EW_BANK_GRANULE.get(banks, 8)
+    free = banks - 2 * SHRAM_RESERVED_BANKS
+    sh = _cdiv(min(oh, EW_BLOCK_MAX[0]), m.ublock_h) * m.ublock_h
+    sw = _cdiv(min(ow, EW_BLOCK_MAX[1]), m.ublock_w) * m.ublock_w
+    sd = _cdiv(min(oc, EW_BLOCK_MAX[2]), m.ublock_c) * m.ublock_c
+    depth = max(m.ublock_c, min(sd, 16))
+    if depth < oc:
+        depth = _cdiv(depth, 16) * 16
+    best, best_cost = (min(oh, m.ublock_h), min(ow, m.ublock_w), m.ublock_c), math.inf
+    while depth <= sd:
+        for h in range(m.ublock_h, sh + 1, m.ublock_h):
+            for w in range(m.ublock_w, sw + 1, m.ublock_w):
+                nbytes = h * w * _cdiv(depth * elem_bytes, 8) * 8
+                ifm_banks = _cdiv(_cdiv(nbytes, SHRAM_BANK_BYTES) * 2, granule) * granule
+                if ifm_banks * (1 if scalar else 2) > free:
+                    break
+                cost = oh * ow * oc / (h * w * depth)
+                if oh * ow * oc < 2 * h * w * depth:   # both buffers hold the whole map: preferred
+                    cost /= 2
+                if cost < best_cost:
+                    best, best_cost = (h, w, depth), cost
+        depth += m.ublock_c
+        if depth < oc:
+            depth = _cdiv(depth, 16) * 16
+    return best
+
+
+def operand_read_burst(block: tuple[int, int, int], img_w: int, img_c: int, elem_bytes: int, nhwc: bool) -> int:
+    """Burst bytes of an elementwise operand read (Vela's EstimateMemoryTransfer): NHWC reads a block's whole
+    rows when the operand is exactly one block deep, else one block depth per burst; a bricked (NHCWB16) map
+    reads a whole block when one brick row is the block's depth, else a brick per block column."""
+    bh, bw, bd = block
+    if nhwc:
+        return bw * bd * elem_bytes if img_c * elem_bytes == bd else bd * elem_bytes
+    return bw * bd * elem_bytes if img_w * 16 * elem_bytes == bd else 16 * bw * elem_bytes
+
+
+def operand_reread_cycles(cfg: NPUConfig, area_index: int, elems: int, elem_bytes: int, burst: int) -> int:
+    """Port cycles of a second operand read once per output element (``elems``) in ``burst``-byte bursts."""
+    a = cfg.memory_areas[area_index]
+    return math.ceil(elems * elem_bytes * a.burst_bytes / min(a.burst_bytes, max(burst, 1)) / a.bytes_per_cycle)
+
+
+def broadcast_resize_cycles(cfg: NPUConfig, oh: int, ow: int, channels: int, elem_bytes: int = 1) -> int:
+    """Vela's resize of a 1x1 input (regor RewriteResize): an ADD of the broadcast input and an OFM-sized
+    zero-point constant, which it reads from the weight area in the op's block-depth bursts (the input is counted
+    once per output element too, a whole block per burst). The slowest of the output stage and the two ports."""
+    p = cfg.ppu
+    q = cfg.fm_channel_quantum
+    elems = oh * ow * _cdiv(channels, q) * q
+    block = elementwise_block(cfg, oh, ow, channels, elem_bytes)
+    const = operand_reread_cycles(cfg, _area(cfg, cfg.placement.weights), oh * ow * channels, elem_bytes,
+                                  operand_read_burst(block, ow, channels, elem_bytes, True))
+    fm = _stream(cfg, 2 * elems * elem_bytes)
+    return cfg.overheads.cmd_issue + p.command_overhead + max(math.ceil(elems * p.cost("add")), const, fm)
+
+
+def binary_timing(cfg: NPUConfig, out_hwc: tuple[int, int, int], in2_hwc: tuple[int, int, int], in2_area: int,
+                  in2_nhwc: bool, src0_nhwc: bool, out_nhwc: bool, elem_bytes: int = 1) -> tuple[int, int, int]:
+    """An ADD / MUL's timing parameters (in2_area, in2_burst, nhwc) as Vela accounts the op: a second operand
+    of more than one element that is broadcast (a per-channel vector, a row, ...) is still read once per output
+    element (in2_area: its area + 1, in2_burst: its burst bytes, ``operand_read_burst`` under the op's
+    ``elementwise_block``); nhwc bit 0: src0 is NHWC (the re-read counts exact channels, else whole bricks),
+    bit 1: the OFM is NHWC (the output stage counts exact channels)."""
+    nhwc = int(src0_nhwc) | 2 * int(out_nhwc)
+    if in2_hwc == out_hwc or in2_hwc[0] * in2_hwc[1] * in2_hwc[2] <= 1:
+        return 0, 0, nhwc
+    block = elementwise_block(cfg, *out_hwc, elem_bytes)
+    return in2_area + 1, operand_read_burst(block, in2_hwc[1], in2_hwc[2], elem_bytes, in2_nhwc), nhwc
+
+
+def binary_reread_cycles(cfg: NPUConfig, binary: tuple[int, int, int], oh: int, ow: int, oc: int,
+                         elem_bytes: int = 1) -> int:
+    """Port cycles of a broadcast second operand read once per output element of an oh×ow×oc tile (0 when
+    ``binary`` charges none): the tile's elements, whole bricks when src0 is bricked."""
+    area, burst, nhwc = binary
+    if not area:
+        return 0
+    q = 1 if nhwc & 1 else cfg.fm_channel_quantum
+    return operand_reread_cycles(cfg, area - 1, oh * ow * _cdiv(oc, q) * q, elem_bytes, burst)

@@ -108,9 +108,12 @@ N_PPU_PARAMS = 16
 PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.REQUANT: ("zp_in", "zp_out", "act_min", "act_max", "channel0"),
     # sub: 0 = a + b, 1 = src0 − src1, 2 = src1 − src0 (SUB with its first operand broadcast as src1)
+    # in2_area, in2_burst, nhwc (timing, cost.binary_timing): src1's memory area + 1 when Vela charges it once
+    # per output element (a broadcast operand of more than one element), its burst bytes; nhwc bit 0: src0 is
+    # NHWC, bit 1: the OFM is
     PpuOp.ADD: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "e_a", "m_b", "e_b", "m_out",
-                "e_out", "sub"),
-    PpuOp.MUL: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "m_out", "e_out"),
+                "e_out", "sub", "in2_area", "in2_burst", "nhwc"),
+    PpuOp.MUL: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "m_out", "e_out", "in2_area", "in2_burst", "nhwc"),
     PpuOp.MAX_POOL: ("act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw"),
     PpuOp.AVG_POOL: ("act_min", "act_max", "kh", "kw", "sh", "sw", "dh", "dw", "y0", "x0", "img_h", "img_w",
                      "count_include_pad"),
@@ -122,8 +125,8 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
     PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),
     # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
-    # origin and (oy, ox) the dst tile's, in image coordinates
-    PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox"),
+    # origin and (oy, ox) the dst tile's, in image coordinates; channels: the OFM's depth (timing)
+    PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox", "channels"),
 }
 
 

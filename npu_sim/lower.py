@@ -26,7 +26,7 @@ from byoc.quant import params as qp
 
 from .cost import deepened_shape
 from .int16_layers import check_int16x8, int16x8_rounding
-from .isa import BCAST_C, BCAST_H, BCAST_W, Rounding
+from .isa import BCAST_ALL, BCAST_C, BCAST_H, BCAST_W, Rounding
 
 __all__ = ["TensorInfo", "ConvLayer", "PpuLayer", "Graph", "lower_function", "concat_origins"]
 
@@ -579,6 +579,12 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ofm = low.out_tensor(body.call, body.name)
     if not bcast:
         (a, b), ofm = _deepened(low, (a, b), ofm)
+    elif bcast == BCAST_ALL and int(np.prod(low.tensors[b].shape, dtype=np.int64)) == 1:
+        # a scalar operand: Vela reshapes the op all the same (its scalar stays a register value)
+        (a,), deep = _deepened(low, (a,), ofm)
+        if deep != ofm:
+            b = low.view_as(b, (1,) * len(low.tensors[deep].shape))
+            ofm = deep
     low.layers.append(PpuLayer(body.name, comp, op, (a, b), ofm, params))
 
 

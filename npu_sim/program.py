@@ -67,6 +67,7 @@ class LayerInfo:
     tile: tuple[int, int, int] = (0, 0, 0)
     order: str = ""
     weight_ratio: float = 1.0         # encoded / raw bytes of the weight and table loads (timing only)
+    access_floor: int = 0             # least cycles of the layer by Vela's access counts (vela_access.py; timing)
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,7 +219,8 @@ def _binding(t) -> TensorBinding:
 def _layer(x) -> LayerInfo:
     return LayerInfo(str(x["name"]), str(x["composite"]), str(x["kind"]), int(x["macs"]),
                      tuple((str(a), int(b)) for a, b in x["bytes_by_area"]), int(x["ppu_elements"]),
-                     tuple(int(v) for v in x["tile"]), str(x["order"]), float(x["weight_ratio"]))
+                     tuple(int(v) for v in x["tile"]), str(x["order"]), float(x["weight_ratio"]),
+                     int(x.get("access_floor", 0)))
 
 
 def _config_to_dict(cfg: NPUConfig) -> dict:

@@ -123,6 +123,12 @@ def schedule(prog: Program) -> Schedule:
     ratios = [layer.weight_ratio for layer in prog.layers]
     # a MAC layer's table load is its bias/scale stream (charged like its weights); a PPU layer's is a table
     streams = [layer.kind in ("conv", "depthwise", "dense") for layer in prog.layers]
+    floors = [layer.access_floor for layer in prog.layers]
+    # a layer with a Vela access-count bound (vela_access.py) holds its last MAC command until that many cycles
+    # after its first one started
+    first_mac = [-1] * len(prog.layers)
+    last_mac = [-1] * len(prog.layers)
+    mac_t0 = [0] * len(prog.layers)
     # NHWC for the host, or an activation kept linear (a transpose's OFM)
     linear = {(r.area, r.base) for r in prog.regions if r.kind in ("input", "output", "linear")}
     queues: list[list[int]] = [[], [], [], []]
@@ -147,6 +153,10 @@ def schedule(prog: Program) -> Schedule:
             hit = memo.get(key)
             if hit is None:
                 hit = memo[key] = mac_command_cycles(cfg, c) if e == 1 else ppu_command_cycles(cfg, c)  # type: ignore[arg-type]
+            if e == 1 and floors[c.layer]:
+                if first_mac[c.layer] < 0:
+                    first_mac[c.layer] = i
+                last_mac[c.layer] = i
         cost[i] = hit
     start = [0] * n
     end = [0] * n
@@ -216,6 +226,12 @@ def schedule(prog: Program) -> Schedule:
             area_cyc[i], nbytes[i], area_of[i] = xfer, nb, a
         else:
             fin = t + cost[i]
+            if e == 1 and floors[cmds[i].layer]:
+                li = cmds[i].layer
+                if i == first_mac[li]:
+                    mac_t0[li] = t
+                if i == last_mac[li] and fin < mac_t0[li] + floors[li]:
+                    fin = mac_t0[li] + floors[li]
             free[e] = fin
             if shared:
                 unit_free = fin

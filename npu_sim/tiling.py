@@ -61,7 +61,8 @@ class Geometry:
     resize: bool = False        # RESIZE: an IFM tile is the window of the input an OFM tile's outputs read
     bilinear: bool = False
     half_pixel: bool = False
-    whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w): the sizes Vela's sequence runs on
+    whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w, channels): the sizes Vela's sequence runs on
+    binary: tuple[int, int, int] = (0, 0, 0)  # ADD / MUL: (in2_area, in2_burst, nhwc), cost.binary_timing
     in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
     out_area: int = -1
 
@@ -184,7 +185,8 @@ def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple
     taps = g.kernel[0] * g.kernel[1] if g.ppu_op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL) else 1
     p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
                    from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes, out_bytes=g.out_bytes,
-                   perm=g.perm, elem_bytes=g.in_bytes, bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole)
+                   perm=g.perm, elem_bytes=g.in_bytes, bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole,
+                   binary=g.binary)
     return m, p, ih, iw
 
 
@@ -232,14 +234,14 @@ def _terms(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, f
         w_loads = n_c
     run_in = ic * g.in_bytes if ic < C else (iw_r * C * g.in_bytes if iw_r < W else ifm_tile)
     ifm_cyc = fm_transfer_cycles(cfg, in_area, ifm_tile, run_in, ic if order == "depth_outer" else C, g.in_bytes,
-                                 g.in_linear)
+                                 g.in_linear, read=True)
     lat_in = fm.read_latency + ov.cmd_issue
     tile_in = ifm_cyc + lat_in   # DMA-in time of one tile's IFM: one load, or one per depth slice
     if ic_slice:
         ifm_cyc = tile_in = 0
         for sc, cnt in _splits(C, ic_slice):
             cyc = fm_transfer_cycles(cfg, in_area, ih_r * iw_r * sc * g.in_bytes, sc * g.in_bytes, sc, g.in_bytes,
-                                     g.in_linear)
+                                     g.in_linear, read=True)
             ifm_cyc += cyc * cnt
             tile_in += (cyc + lat_in) * cnt
     ofm_tile = bh * bw * bc * g.out_bytes
