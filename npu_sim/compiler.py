@@ -28,7 +28,8 @@ __all__ = ["compile"]
 
 _PPU_OPS = {"add": PpuOp.ADD, "mul": PpuOp.MUL, "max_pool": PpuOp.MAX_POOL, "avg_pool": PpuOp.AVG_POOL,
             "mean": PpuOp.MEAN, "lut": PpuOp.LUT, "requant": PpuOp.REQUANT, "copy": PpuOp.COPY,
-            "softmax": PpuOp.SOFTMAX, "transpose": PpuOp.TRANSPOSE, "resize": PpuOp.RESIZE}
+            "softmax": PpuOp.SOFTMAX, "transpose": PpuOp.TRANSPOSE, "resize": PpuOp.RESIZE,
+            "argmax": PpuOp.ARGMAX, "raw_binary": PpuOp.RAW_BINARY}
 _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("spare", "u1")])
 
 
@@ -296,6 +297,8 @@ class _Codegen:
             in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
         elif layer.op == "transpose":
             in2["perm"] = tuple(p["perm"])
+        elif layer.op == "argmax":
+            in2.update(all_in_channels=True, whole=(p["rows"],))
         elif layer.op == "resize":
             in2.update(resize=True, bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
                        whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1]))
@@ -503,6 +506,20 @@ class _Codegen:
                     out[0], out[1], *ext, th, tw, tc, _ppu_params(op, values)))
         em.emit(self.store(li, L.ofm, y, x, c0, th, tw, tc, out))
 
+    def emit_argmax_tile(self, em: _Emitter, li: int, L: PpuLayer, slots: _Slots, at: tuple[int, int],
+                         size: tuple[int, int]) -> None:
+        """One OFM tile of an ARG_MAX: its rows' every channel in, one index per row out."""
+        T = self.graph.tensors
+        src, ofm = T[L.inputs[0]], T[L.ofm]
+        (y, x), (th, tw) = at, size
+        s = slots.take("ifm")
+        em.emit(self.load(li, TileKind.IFM, L.inputs[0], y, x, 0, th, tw, src.hwc[2], 0, s))
+        out = slots.take("ofm")
+        em.emit(Ppu(0, 0, li, int(PpuOp.ARGMAX), 0, dtype_code(src.dtype), dtype_code(ofm.dtype), s[0], s[1], 0, 0,
+                    0, 0, 0, out[0], out[1], th, tw, src.hwc[2], th, tw, 1,
+                    _ppu_params(PpuOp.ARGMAX, dict(rows=L.params["rows"]))))
+        em.emit(self.store(li, L.ofm, y, x, 0, th, tw, 1, out))
+
     def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
         T = self.graph.tensors
         g = self.geometry(L)
@@ -546,6 +563,9 @@ class _Codegen:
                     th, tw = min(plan.bh, OH - y), min(plan.bw, OW - x)
                     if op in (PpuOp.TRANSPOSE, PpuOp.RESIZE):
                         self.emit_window_op(em, li, L, op, slots, (y, x, c0), (th, tw, tc))
+                        continue
+                    if op == PpuOp.ARGMAX:
+                        self.emit_argmax_tile(em, li, L, slots, (y, x), (th, tw))
                         continue
                     if op == PpuOp.MEAN:
                         y0, x0, ih, iw = 0, 0, H, W

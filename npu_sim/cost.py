@@ -11,7 +11,7 @@ from .config import NPUConfig
 from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
-           "transpose_cycles", "resize_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "transpose_cycles", "resize_cycles", "argmax_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -146,6 +146,9 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
+    if op == PpuOp.ARGMAX:   # Vela's depthwise / max pools / LUT / casts sequence (below)
+        rows = whole[0] if whole else oh * ow
+        return _cdiv(argmax_cycles(cfg, rows, ic, out_bytes) * oh * ow, max(rows, 1))
     p = cfg.ppu
     if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
         return pool_cycles(cfg, op, oh, ow, oc, *kernel, ih, iw, in_bytes)
@@ -155,7 +158,7 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
         work = out_elems * p.cost("requant")
-    elif op == PpuOp.ADD:
+    elif op in (PpuOp.ADD, PpuOp.RAW_BINARY):   # Vela's unscaled int32 / MAXIMUM / MINIMUM: elementwise ops
         work = out_elems * p.cost("add")
     elif op == PpuOp.MUL:
         work = out_elems * p.cost("mul")
@@ -233,6 +236,12 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w")))
     if c.op == PpuOp.SOFTMAX:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
+    if c.op == PpuOp.ARGMAX:
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, out_bytes=DTYPE_BYTES[c.out_dtype],
+                          whole=(c.param("rows"),))
+    if c.op == PpuOp.RAW_BINARY:   # int32 operands are feature maps here, not a MAC's accumulators
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, in_bytes=DTYPE_BYTES[c.in_dtype],
+                          out_bytes=DTYPE_BYTES[c.out_dtype])
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
     return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, kernel[0] * kernel[1],
@@ -435,3 +444,30 @@ def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, perm: 
     in_h, in_w, out_h, out_w = whole if whole else (oh, ow, oh, ow)
     total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), oc, bilinear, half_pixel)
     return _cdiv(total * oh * ow, max(out_h * out_w, 1))
+
+
+# ARG_MAX along the channels, 8-bit input (Regor's sequence, its per-layer CSV): a 1x1 depthwise convolution
+# scaling every value by 2^7 into int16 and adding each channel's reversed index as its bias (streaming the IFM
+# in, the int16 map out in 16-deep bricks), max pools over the channels of a few rows each
+# (ARGMAX_POOL_ROWS: the largest shifted value per row), a 16-bit LUT turning the 7 low bits back into the index,
+# and casts to int32 (and int64) that stream their tensors once each.
+ARGMAX_POOL_ROWS = 4
+
+
+def argmax_cycles(cfg: NPUConfig, rows: int, channels: int, out_bytes: int = 4) -> int:
+    """Vela's ARG_MAX over ``rows`` rows of ``channels`` 8-bit values, writing ``out_bytes``-wide indices."""
+    p, m = cfg.ppu, cfg.mac
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    q = cfg.fm_channel_quantum
+    shift = issue + max(math.ceil(rows * _cdiv(channels, m.ublock_c) * m.ublock_c * p.cost("requant")),
+                        _stream(cfg, rows * channels) + _stream(cfg, rows * _cdiv(channels, q) * q * 2))
+    full, last = divmod(rows, ARGMAX_POOL_ROWS)
+    pools = full * pool_cycles(cfg, PpuOp.MAX_POOL, ARGMAX_POOL_ROWS, 1, 1, 1, channels, ARGMAX_POOL_ROWS,
+                               channels, 2)
+    if last:
+        pools += pool_cycles(cfg, PpuOp.MAX_POOL, last, 1, 1, 1, channels, last, channels, 2)
+    lut = issue + max(math.ceil(rows * p.cost("lut")), _stream(cfg, rows * 4))
+    casts = issue + _stream(cfg, rows * 6)                   # int16 → int32
+    if out_bytes == 8:
+        casts += issue + _stream(cfg, rows * 12)             # int32 → int64
+    return shift + pools + lut + casts + 3 * _fm_latency(cfg)

@@ -352,6 +352,15 @@ class Machine:
         elif op == PpuOp.SOFTMAX:
             p = SoftmaxParams(c.param("multiplier"), c.param("left_shift"), c.param("diff_min"))
             return softmax_rows_fixed(x, p, out_dt.name)
+        elif op == PpuOp.ARGMAX:
+            # numpy's argmax takes the first of equal largest values, as TFLite's ArgMinMax does
+            return np.argmax(x, axis=2)[:, :, None].astype(out_dt)
+        elif op == PpuOp.RAW_BINARY:
+            b = self.tile(c.src1_buf, c.src1_off, i).reshape(
+                src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)).astype(np.int64)
+            # int64 holds every sum and product of two int32 values; the cast wraps them as TFLite's int32 kernels
+            y = _RAW_FUNCTIONS[c.param("fn")](x, b)
+            return np.ascontiguousarray(np.broadcast_to(y, (c.oh, c.ow, c.oc))).astype(out_dt)
         elif op == PpuOp.TRANSPOSE:
             perm = (c.param("perm0"), c.param("perm1"), c.param("perm2"))
             return np.ascontiguousarray(x.transpose(perm)).astype(out_dt)
@@ -369,6 +378,9 @@ class Machine:
         hi = min(hi, c.param("act_max"))
         y = np.asarray(y, np.int64)
         return np.minimum(np.maximum(y, lo), hi).astype(out_dt)
+
+
+_RAW_FUNCTIONS = (np.add, np.subtract, lambda a, b: b - a, np.multiply, np.maximum, np.minimum)   # isa.RAW_FUNCTIONS
 
 
 def _scaled(x: np.ndarray, m: int, e: int) -> np.ndarray:

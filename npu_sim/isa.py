@@ -20,7 +20,7 @@ from byoc.errors import NPUError
 
 __all__ = ["Engine", "TileKind", "MacOp", "PpuOp", "Rounding", "DTYPES", "dtype_code", "Load", "Store", "Mac",
            "Ppu", "Command", "COMMAND_TYPES", "encode_command", "decode_command", "disassemble_command",
-           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
+           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "RAW_FUNCTIONS", "BINARY_OPS", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
 
 
 class Engine(enum.IntEnum):
@@ -64,6 +64,9 @@ class PpuOp(enum.IntEnum):
     SOFTMAX = 8      # TFLite's integer softmax along the tile's channels (the tile holds whole rows)
     TRANSPOSE = 9    # the src tile's axes permuted (perm = which src axis each dst axis is)
     RESIZE = 10      # nearest / bilinear resize of a src window to a dst tile (origins in params)
+    ARGMAX = 11      # index of the first largest value along the tile's channels (a tile holds whole rows)
+    RAW_BINARY = 12  # add / subtract / multiply / maximum / minimum of the raw integers (src1 as ADD's), wrapped
+    #                  to the output type: TFLite's unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM
 
 
 class Rounding(enum.IntEnum):
@@ -93,8 +96,8 @@ def src1_tile_shape(ih: int, iw: int, ic: int, bcast: int) -> tuple[int, int, in
     return (1 if bcast & BCAST_H else ih, 1 if bcast & BCAST_W else iw, 1 if bcast & BCAST_C else ic)
 
 
-DTYPES = ("int8", "uint8", "int16", "int32")
-DTYPE_BYTES = (1, 1, 2, 4)
+DTYPES = ("int8", "uint8", "int16", "int32", "int64")   # int64: ARG_MAX's output only (Vela's exception)
+DTYPE_BYTES = (1, 1, 2, 4, 8)
 
 
 def dtype_code(name: str) -> int:
@@ -122,7 +125,13 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
     # origin and (oy, ox) the dst tile's, in image coordinates
     PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox"),
+    PpuOp.ARGMAX: ("rows",),   # rows: of the whole tensor (timing)
+    # fn: RAW_FUNCTIONS index (sub: src0 − src1, rsub: src1 − src0, the first operand broadcast as src1)
+    PpuOp.RAW_BINARY: ("fn",),
 }
+
+RAW_FUNCTIONS = ("add", "sub", "rsub", "mul", "max", "min")
+BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY)   # the PPU ops with a second operand (src1)
 
 
 PPU_PARAM_INDEX: dict[int, dict[str, int]] = {int(op): {n: i for i, n in enumerate(names)}
@@ -361,7 +370,7 @@ def disassemble_command(cmd: Command) -> str:
     ps = " ".join(f"{n}={v}" for n, v in zip(names, cmd.params))
     return (f"{head} {op.name.lower() if op is not None else f'?{cmd.op}'} "
             f"src=buf{cmd.src0_buf}+{cmd.src0_off:#x}[{cmd.ih}x{cmd.iw}x{cmd.ic} {_dt(cmd.in_dtype)}]"
-            + (f",buf{cmd.src1_buf}+{cmd.src1_off:#x}" + _bcast(cmd) if op in (PpuOp.ADD, PpuOp.MUL) else "")
+            + (f",buf{cmd.src1_buf}+{cmd.src1_off:#x}" + _bcast(cmd) if op in BINARY_OPS else "")
             + (f" table=buf{cmd.table_buf}+{cmd.table_off:#x}" if op in (PpuOp.REQUANT, PpuOp.LUT) else "")
             + f" dst=buf{cmd.dst_buf}+{cmd.dst_off:#x}[{cmd.oh}x{cmd.ow}x{cmd.oc} {_dt(cmd.out_dtype)}]"
             + (f" rounding={Rounding(cmd.rounding).name}" if op is PpuOp.REQUANT and

@@ -73,6 +73,10 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
     LayerKind("softmax", "softmax", "qnn.softmax (axis −1, rounding TFLITE)",
               "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8 or uint8 → uint8; "
               "charged as Vela's 30-operation sequence (cost.softmax_cycles)"),
+    LayerKind("argmax", "argmax", "argmax (the last axis, first index on ties) → [cast(int64)]",
+              "PPU, the index of each row's largest value (a tile holds whole rows); int8/uint8 in, at most 127 "
+              "channels, int32 or int64 out; charged as Vela's depthwise / max pool / LUT / cast sequence "
+              "(cost.argmax_cycles)"),
 )}
 
 

@@ -1,4 +1,5 @@
-"""Lowering of the ops Vela turns into a sequence of NPU operations: SOFTMAX, TRANSPOSE, RESIZE_*.
+"""Lowering of the ops Vela turns into a sequence of NPU operations: SOFTMAX, TRANSPOSE, RESIZE_*, ARG_MAX, and
+TFLite's elementwise ops on raw integers (int32 ADD/SUB/MUL, MAXIMUM/MINIMUM).
 
 Each becomes one PPU layer whose commands compute the reference integer algorithm per tile (bit-exact with
 TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of the operations Vela emits
@@ -11,6 +12,11 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
   permutation of a height×width×channels view; every OFM tile loads the IFM box with its axes permuted.
 * image.resize2d (bare op): NHWC, TFLite's three coordinate modes; every OFM tile loads the input window holding
   every tap it reads.
+* argmax (layer kind ``argmax``: argmax along the last axis [→ cast to int64]): a tile holds whole rows, the
+  output one index per row (int32 or int64), charged as Vela's depthwise / max pool / LUT / cast sequence
+  (``cost.argmax_cycles``).
+* add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
+  tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
 """
 from __future__ import annotations
 
@@ -19,7 +25,8 @@ from byoc.quant.params import softmax_params
 
 from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 
-__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES"]
+__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES",
+           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
 MOVE_DTYPES = ("int8", "uint8", "int16")   # transpose and resize move values: 16-bit ones too
@@ -130,5 +137,62 @@ def _resize(low: _Lowerer, call: Call) -> None:
                                dict(bilinear=int(call.attrs.method == "linear"), ctm=code)))
 
 
-VELA_OPS = {"transpose": _transpose, "image.resize2d": _resize}
-KIND_LOWERINGS = {"softmax": _softmax}
+ARGMAX_DTYPES = ("int8", "uint8")        # Vela's ARG_MAX reads 8-bit values (shifted 7 bits left into int16)
+ARGMAX_DEPTH_MAX = 127                    # the index must fit the 7 bits below the shifted value
+
+
+def _argmax(low: _Lowerer, body: _Body, comp: str) -> None:
+    """argmax along the last axis [→ cast to int64]: one PPU command per tile of whole rows."""
+    ops = body.expect(body.chain(), [("argmax", False), ("cast", True)])
+    core = ops["argmax"]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    a = core.attrs
+    rank = len(in_t.shape)
+    axes = tuple(int(x) % rank for x in a.axis) if a.axis is not None and rank else None
+    if axes != (rank - 1,) or a.exclude or a.keepdims or a.select_last_index:
+        raise body.fail(f"argmax over axes {a.axis} of {tuple(in_t.shape)} (keepdims={a.keepdims}, "
+                        f"select_last_index={a.select_last_index})",
+                        hint="the NPU's ARG_MAX runs along the last axis (the channels), first index on ties")
+    if in_t.dtype not in ARGMAX_DTYPES or out_t.dtype not in ("int32", "int64"):
+        raise body.fail(f"argmax {in_t.dtype} → {out_t.dtype} is not supported",
+                        hint="8-bit values in, int32 or int64 indices out")
+    if in_t.shape[-1] > ARGMAX_DEPTH_MAX:
+        raise body.fail(f"argmax over {in_t.shape[-1]} channels", hint=f"at most {ARGMAX_DEPTH_MAX} (Vela's limit)")
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    h, w, _ = low.tensors[ifm].hwc
+    low.layers.append(PpuLayer(body.name, comp, "argmax", (ifm,),
+                               low.view_as(ofm, tuple(in_t.shape[:-1]) + (1,)), dict(rows=h * w)))
+
+
+# TFLite's unquantized elementwise ops on raw integers (isa.RAW_FUNCTIONS): int32 ADD/SUB/MUL, and
+# MAXIMUM/MINIMUM, which compare raw values whatever the quantization
+RAW_BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "maximum": "max", "minimum": "min"}
+RAW_DTYPES = {"add": ("int32",), "subtract": ("int32",), "multiply": ("int32",),
+              "maximum": ("int8", "uint8", "int16"), "minimum": ("int8", "uint8", "int16")}
+
+
+def _raw_binary(low: _Lowerer, call: Call) -> None:
+    from npu_sim.isa import RAW_FUNCTIONS
+    from .lower import _broadcast_operands
+    body = _BareBody(call, low)
+    name = call.op.name   # type: ignore[union-attr]
+    a_t, b_t, out_t = _tensor_type(call.args[0]), _tensor_type(call.args[1]), _tensor_type(call)
+    if not a_t.dtype == b_t.dtype == out_t.dtype or out_t.dtype not in RAW_DTYPES[name]:
+        raise body.fail(f"{name} on {a_t.dtype}, {b_t.dtype} → {out_t.dtype}",
+                        hint=f"the NPU runs {name} on {' / '.join(RAW_DTYPES[name])} operands")
+    order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
+    out_shape = tuple(out_t.shape)
+    ins = [low.view_as(body.tensor(call.args[k], f"operand {k}"),
+                       (1,) * (len(out_shape) - len(t.shape)) + tuple(t.shape)) for k, t in enumerate((a_t, b_t))]
+    fn = RAW_BINARY[name]
+    if order == (1, 0):   # the broadcast operand must be src1: swap (subtraction then runs reversed)
+        ins.reverse()
+        fn = "rsub" if fn == "sub" else fn
+    ofm = low.out_tensor(call, body.name)
+    low.layers.append(PpuLayer(body.name, body.comp, "raw_binary", tuple(ins), ofm,
+                               dict(fn=RAW_FUNCTIONS.index(fn), bcast=bcast)))
+
+
+VELA_OPS = {"transpose": _transpose, "image.resize2d": _resize, **{op: _raw_binary for op in RAW_BINARY}}
+KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax}

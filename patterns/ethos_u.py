@@ -8,9 +8,10 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
   (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
   ``compare`` holds the NPU to TFLite Micro's kernels.
-* the simulator: Vela lowers MAXIMUM, PRELU, ... that ``npu_sim`` has no lowering for yet; they stay on the
-  CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE and RESIZE_* run
-  as Vela runs them (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
+* the simulator: Vela lowers PRELU, TRANSPOSE_CONV, ... that ``npu_sim`` has no lowering for yet; they stay on
+  the CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE, RESIZE_*,
+  ARG_MAX, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
+  (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
 
 Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
 """
@@ -52,18 +53,12 @@ MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
 VELA_DIFFERENCES = {
-    "maximum": "Vela runs MAXIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
-               "so it runs on the CPU (differs from Vela)",
-    "minimum": "Vela runs MINIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
-               "so it runs on the CPU (differs from Vela)",
     "qnn.squared_difference": "Vela runs SQUARED_DIFFERENCE on the NPU; byoc's NPU simulator has no lowering for "
                               "it yet, so it runs on the CPU (differs from Vela)",
     "qnn.conv2d_transpose": "Vela runs TRANSPOSE_CONV (strides 1x1 or 2x2) on the NPU; byoc's NPU simulator has no "
                             "transposed-convolution lowering yet, so it runs on the CPU (differs from Vela)",
     "qnn.prelu": "Vela runs PRELU on the NPU; byoc's NPU simulator has no lowering for it yet, so it runs on the "
                  "CPU (differs from Vela)",
-    "argmax": "Vela runs ARG_MAX along the channels on the NPU; byoc's NPU simulator has no lowering for it yet, "
-              "so it runs on the CPU (differs from Vela)",
 }
 
 
@@ -515,6 +510,87 @@ RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
                      summary="RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR, as Vela's upscaling average pools")
 
 
+# -- ARG_MAX; unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM (npu_sim/lower_vela_ops.py) --------------------
+
+@rule("input dtype is int8 or uint8 and the indices int32 or int64 (Vela shifts 8-bit values 7 bits left into int16 "
+      "to append the index; 64-bit indices are Vela's one 64-bit feature map)")
+def _argmax_dtypes(ctx):
+    ti, to = ttype(ctx["core"].args[0]), ttype(ctx.root)
+    if ti is None or to is None or ti.dtype not in ("int8", "uint8") or to.dtype not in ("int32", "int64"):
+        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+    return None
+
+
+@rule("it runs along the depth (last) axis, returning the first index of equal largest values, without keepdims "
+      "(Vela's ARG_MAX axis rule)")
+def _argmax_axis(ctx):
+    a, ti = ctx["core"].attrs, ttype(ctx["core"].args[0])
+    rank = ti.ndim if ti is not None else 0
+    axes = tuple(int(x) % rank for x in a.axis) if a.axis is not None and rank else None
+    if axes != (rank - 1,) or a.exclude or a.keepdims or a.select_last_index:
+        return f"found axis {a.axis} of {tuple(ti.shape) if ti else None}"
+    return None
+
+
+@rule("the input depth (its last axis) is at most 127 (Vela's ARG_MAX depth rule: the index fits the 7 bits below "
+      "the shifted value)")
+def _argmax_depth(ctx):
+    from npu_sim.lower_vela_ops import ARGMAX_DEPTH_MAX
+    ti = ttype(ctx["core"].args[0])
+    return None if ti is None or (ti.ndim and ti.shape[-1] <= ARGMAX_DEPTH_MAX) else \
+        f"found depth {ti.shape[-1] if ti.ndim else None}"
+
+
+@rule("a cast after it widens the int32 indices to int64 (TFLite's int64 ARG_MAX output)")
+def _argmax_cast(ctx):
+    cast = ctx.get("cast")
+    if cast is None:
+        return None
+    t = ttype(cast)
+    return None if t is not None and t.dtype == "int64" else f"found a cast to {t.dtype if t else None}"
+
+
+ARGMAX_CHECK = Check((_argmax_dtypes, _argmax_axis, _argmax_depth, _argmax_cast, _tens_dims),
+                     summary="ARG_MAX, as Vela's depthwise convolution, max pools, LUT and casts")
+
+
+def _on_root_core(r: Rule) -> Rule:
+    """A composite rule reading ``ctx["core"]`` applied to a bare op (the op is its own core)."""
+    from byoc.relay.dataflow_pattern.check import MatchContext
+    return Rule(r.description, lambda ctx: r.test(MatchContext(ctx.root, {**ctx.captures, "core": ctx.root})),
+                r.guard)
+
+
+def _raw_dtypes(op: str) -> Rule:
+    from npu_sim.lower_vela_ops import RAW_DTYPES
+    allowed = RAW_DTYPES[op]
+    if op in ("maximum", "minimum"):
+        what = (f"inputs and output are all {' or all '.join(allowed)} (Vela: no 32-bit MAXIMUM/MINIMUM; TFLite "
+                f"compares the raw values, so the quantization must match, as Vela requires)")
+    else:
+        what = ("inputs and output are int32 (TFLite's unquantized int32 arithmetic: Vela's int32 elementwise ops, "
+                "zero points 0; the results wrap as TFLite's int32 kernels)")
+
+    @rule(what)
+    def test(ctx):
+        ts = [ttype(ctx.root.args[0]), ttype(ctx.root.args[1]), ttype(ctx.root)]
+        dts = [t.dtype if t is not None else None for t in ts]
+        return None if len(set(dts)) == 1 and dts[0] in allowed else f"found {', '.join(map(str, dts))}"
+    return test
+
+
+def _raw_check(op: str, what: str) -> Check:
+    return Check((_raw_dtypes(op), _on_root_core(_npu._broadcast_shapes), _batch_one(root, "the output"), _tens_dims),
+                 summary=what)
+
+
+_ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root],
+                                                allowed=("int8", "uint8", "int32")),
+                                     "input and output dtype is int8, uint8 or int32 (Vela's reshapes of int32 "
+                                     "tensors included)"),) + _npu._MOVE_CHECK.rules[1:],
+                          summary=_npu._MOVE_CHECK.summary)
+
+
 # -- ONNX's QDQ groups (patterns/npu_qdq.py), where Vela's rules for the TFLite op they stand for allow ----------
 
 _HARD_OPS = {"qnn.dequantize", "multiply", "add", "clip", "qnn.quantize"}
@@ -575,6 +651,7 @@ def pattern_table() -> list[CompositePattern]:
     rq = optional_clip(is_op("qnn.requantize")(wildcard("data"), is_constant(), is_constant(), is_constant(),
                                                is_constant()).named("rq"))
     clip = is_op("clip")(wildcard("data")).named("clip")
+    argmax = is_op("argmax")(wildcard("data")).named("core")
     t = TARGET
     table = [
         CompositePattern(f"{t}.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
@@ -604,6 +681,7 @@ def pattern_table() -> list[CompositePattern]:
                                                       summary="RELU / RELU6 / RELU_N1_TO_1")),
         CompositePattern(f"{t}.qnn_softmax", quantized_activation("nn.softmax", "qnn.softmax"),
                          on_integer_op(SOFTMAX_CHECK)),
+        CompositePattern(f"{t}.argmax", argmax | is_op("cast")(argmax).named("cast"), ARGMAX_CHECK),
     ]
     return table
 
@@ -617,14 +695,20 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
-    f"{TARGET}.qdq_elementwise": "qdq_elementwise",
+    f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.argmax": "argmax",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
-for _op, _check in (("reshape", _npu._MOVE_CHECK), ("squeeze", _npu._MOVE_CHECK), ("expand_dims", _npu._MOVE_CHECK),
+for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHECK),
+                    ("expand_dims", _ETHOS_MOVE_CHECK),
                     ("strided_slice", _npu.SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
                     ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK), ("transpose", TRANSPOSE_CHECK),
-                    ("image.resize2d", RESIZE_CHECK)):
+                    ("image.resize2d", RESIZE_CHECK),
+                    ("maximum", _raw_check("maximum", "MAXIMUM (raw values)")),
+                    ("minimum", _raw_check("minimum", "MINIMUM (raw values)")),
+                    ("add", _raw_check("add", "ADD of int32 without quantization")),
+                    ("subtract", _raw_check("subtract", "SUB of int32 without quantization")),
+                    ("multiply", _raw_check("multiply", "MUL of int32 without quantization"))):
     register_op_predicate(TARGET, _op, _check)
 
 # Vela places these on the NPU; byoc keeps them on the CPU and says why.
