@@ -158,8 +158,12 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     out_elems = oh * ow * _cdiv(oc, q) * q
     if op == PpuOp.REQUANT:
         work = out_elems * p.cost("requant")
-    elif op in (PpuOp.ADD, PpuOp.RAW_BINARY):   # Vela's unscaled int32 / MAXIMUM / MINIMUM: elementwise ops
+    elif op == PpuOp.ADD:
         work = out_elems * p.cost("add")
+    elif op == PpuOp.RAW_BINARY:
+        # Vela's output rates: MAXIMUM / MINIMUM at its 'other elementwise' rate (the requantize rate on every
+        # Ethos-U preset), 32-bit operands at about its add rate (both mostly bound by their memory traffic)
+        work = out_elems * p.cost("add" if in_bytes == 4 else "requant")
     elif op == PpuOp.MUL:
         work = out_elems * p.cost("mul")
     elif op == PpuOp.MAX_POOL:

@@ -1,0 +1,234 @@
+"""ARG_MAX, MAXIMUM / MINIMUM and unquantized int32 ADD / SUB / MUL (+ int32 reshapes) on the ``ethos-u`` target:
+offloaded under Vela's (Regor's) rules, run on the NPU simulator bit-exact with TFLite Micro (LiteRT's
+BUILTIN_REF kernels where TFLite Micro refuses the model: int64 ARG_MAX output, uint8) and with byoc's reference
+interpreter under every Ethos-U preset, and timed as Vela's operations.
+
+Expected values come from the reference runtimes; the Vela comparison runs the installed Vela.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import byoc
+from byoc.frontend import from_tflite
+from byoc.partition import partition_for
+from byoc.testing.tflite_writer import TFLiteWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "byoc" / "frontend"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tflite_oracles import litert_run  # noqa: E402
+from vela_placement import vela_executable  # noqa: E402
+
+ETHOS_U_PRESETS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256",
+                   "ethos-u65-256-shared", "ethos-u65-512", "ethos-u65-512-shared")
+
+
+def _model(shapes, dtype, build) -> bytes:
+    w = TFLiteWriter()
+    quant = dtype != "int32"
+    xs = [w.input(f"x{i}", s, dtype, scale=0.07 if quant else None,
+                  zero_point=(0 if dtype == "int16" else 3) if quant else 0) for i, s in enumerate(shapes)]
+    w.output(build(w, *xs))
+    return w.finish()
+
+
+def _oracle(data: bytes, inputs: list[np.ndarray]) -> np.ndarray:
+    """TFLite Micro, or LiteRT's reference kernels for what TFLite Micro does not run (int64 ARG_MAX, uint8)."""
+    from tflite_micro import runtime
+    try:
+        it = runtime.Interpreter.from_bytes(data, arena_size=1 << 22)
+        for i, v in enumerate(inputs):
+            it.set_input(v, i)
+        it.invoke()
+        return np.array(it.get_output(0))
+    except RuntimeError:
+        return litert_run(data, inputs)[0][0]
+
+
+def _inputs(shapes, dtype, seed: int, narrow: bool = False) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    lo, hi = (-3, 3) if narrow else (max(int(info.min), -50000), min(int(info.max), 50000))   # narrow: many ties
+    return [rng.integers(lo, hi + 1, size=s).astype(dtype) for s in shapes]
+
+
+def _check_exact(data: bytes, shapes, dtype, kind: str, preset: str = "ethos-u55-256", narrow: bool = False):
+    mod, params = from_tflite(data, semantics="tflm")
+    pm, report = partition_for("ethos-u", mod, params, return_report=True, boundary_rule=False)
+    exe = byoc.build(pm, target="ethos-u,llvm", npu_config=preset)
+    kinds = [x.kind for p in exe.npu_programs.values() for x in p.layers]
+    assert kinds == [kind], (kinds, [(n.op, n.reason) for n in report.cpu_ops()])
+    assert not report.cpu_ops()
+    for prog in exe.npu_programs.values():
+        prog.validate()
+    for seed in range(2):
+        xs = _inputs(shapes, dtype, seed, narrow)
+        feed = {f"x{i}": x for i, x in enumerate(xs)}
+        want = _oracle(data, xs)
+        ref = byoc.evaluate(mod, feed)
+        ref = ref[0] if isinstance(ref, (list, tuple)) else ref
+        np.testing.assert_array_equal(np.asarray(ref), want)
+        got = exe.run(feed)[0]
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+# -- bit-exact ------------------------------------------------------------------------------------------------
+
+_ARGMAX = [((1, 9, 10, 21), "int8", "int32"), ((1, 9, 10, 21), "int8", "int64"), ((1, 6, 5, 127), "int8", "int32"),
+           ((4, 33), "int8", "int32"), ((2, 7, 13), "uint8", "int32"), ((1, 48, 64, 21), "int8", "int64")]
+
+
+@pytest.mark.parametrize("shape,dtype,out", _ARGMAX, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v)
+def test_argmax_runs_on_the_npu_bit_exact(shape, dtype, out):
+    data = _model([shape], dtype, lambda w, x: w.arg_max(x, len(shape) - 1, output_type=out))
+    _check_exact(data, [shape], dtype, "argmax")
+    _check_exact(data, [shape], dtype, "argmax", narrow=True)   # ties: the first index wins
+
+
+@pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
+def test_argmax_and_raw_elementwise_are_exact_under_every_ethos_u_preset(preset):
+    data = _model([(1, 20, 24, 21)], "int8", lambda w, x: w.arg_max(x, 3, output_type="int64"))
+    _check_exact(data, [(1, 20, 24, 21)], "int8", "argmax", preset)
+    data = _model([(1, 20, 24, 16), (1, 1, 1, 16)], "int8", lambda w, x, y: w.maximum(x, y))
+    _check_exact(data, [(1, 20, 24, 16), (1, 1, 1, 16)], "int8", "raw_binary", preset)
+    data = _model([(1, 1, 24, 1), (1, 20, 24, 16)], "int32", lambda w, x, y: w.sub(x, y))
+    _check_exact(data, [(1, 1, 24, 1), (1, 20, 24, 16)], "int32", "raw_binary", preset)
+
+
+_RAW = {
+    "maximum": ([(1, 9, 10, 21), (1, 9, 10, 21)], "int8", lambda w, x, y: w.maximum(x, y)),
+    "maximum broadcast first": ([(1, 1, 1, 21), (1, 9, 10, 21)], "int8", lambda w, x, y: w.maximum(x, y)),
+    "minimum": ([(3, 40), (3, 40)], "int8", lambda w, x, y: w.minimum(x, y)),
+    "minimum uint8 row": ([(1, 8, 12, 5), (1, 8, 1, 5)], "uint8", lambda w, x, y: w.minimum(x, y)),
+    "maximum int16": ([(1, 6, 7, 9), (1, 6, 7, 9)], "int16", lambda w, x, y: w.maximum(x, y)),
+    "add int32": ([(1, 9, 10, 21), (1, 9, 10, 1)], "int32", lambda w, x, y: w.add(x, y)),
+    "sub int32": ([(1, 9, 10, 21), (1, 9, 10, 21)], "int32", lambda w, x, y: w.sub(x, y)),
+    "sub int32 broadcast first": ([(1, 1, 1, 21), (1, 9, 10, 21)], "int32", lambda w, x, y: w.sub(x, y)),
+    "mul int32": ([(2, 17), (2, 17)], "int32", lambda w, x, y: w.mul(x, y)),
+    "mul int32 scalar": ([(1, 5, 6, 7), (1,)], "int32", lambda w, x, y: w.mul(x, y)),
+}
+
+
+@pytest.mark.parametrize("case", list(_RAW))
+def test_raw_elementwise_runs_on_the_npu_bit_exact(case):
+    shapes, dtype, build = _RAW[case]
+    _check_exact(_model(shapes, dtype, build), shapes, dtype, "raw_binary")
+
+
+def test_int32_products_wrap_as_tflite_does():
+    """int32 MUL whose products leave int32: the NPU wraps them as TFLite's kernels (and byoc.evaluate) do."""
+    data = _model([(1, 4, 4, 8), (1, 4, 4, 8)], "int32", lambda w, x, y: w.mul(x, y))
+    mod, params = from_tflite(data, semantics="tflm")
+    exe = byoc.build(partition_for("ethos-u", mod, params, boundary_rule=False), target="ethos-u,llvm")
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(-2 ** 31, 2 ** 31, size=(1, 4, 4, 8)).astype(np.int32) for _ in range(2)]
+    want = _oracle(data, xs)
+    assert np.any(xs[0].astype(np.int64) * xs[1] != want)   # the test exercises the wrap
+    np.testing.assert_array_equal(exe.run({"x0": xs[0], "x1": xs[1]})[0], want)
+
+
+def test_int32_reshapes_around_int32_arithmetic_stay_on_the_npu():
+    def build(w, x, y):
+        return w.reshape(w.mul(w.reshape(x, (1, 4, 34)), w.reshape(y, (1, 4, 34))), (8, 17))
+    data = _model([(8, 17), (8, 17)], "int32", build)
+    mod, params = from_tflite(data, semantics="tflm")
+    pm, report = partition_for("ethos-u", mod, params, return_report=True, boundary_rule=False)
+    assert not report.cpu_ops(), [(n.op, n.reason) for n in report.cpu_ops()]
+    exe = byoc.build(pm, target="ethos-u,llvm")
+    xs = _inputs([(8, 17), (8, 17)], "int32", 0)
+    np.testing.assert_array_equal(exe.run({"x0": xs[0], "x1": xs[1]})[0], _oracle(data, xs))
+
+
+def test_a_lone_int32_reshape_partition_is_a_copy():
+    data = _model([(4, 34)], "int32", lambda w, x: w.reshape(x, (1, 8, 17)))
+    mod, params = from_tflite(data, semantics="tflm")
+    pm = partition_for("ethos-u", mod, params, boundary_rule=False, inline_non_mac=False)
+    exe = byoc.build(pm, target="ethos-u,llvm")
+    assert [x.kind for p in exe.npu_programs.values() for x in p.layers] == ["copy"]
+    x = _inputs([(4, 34)], "int32", 1)[0]
+    np.testing.assert_array_equal(exe.run({"x0": x})[0], x.reshape(1, 8, 17))
+
+
+# -- outside Vela's rules: on the CPU, every failed rule named --------------------------------------------------
+
+def _cpu_reason(data: bytes, op: str) -> str:
+    mod, params = from_tflite(data, semantics="tflm")
+    _, report = partition_for("ethos-u", mod, params, return_report=True, boundary_rule=False)
+    (node,) = [n for n in report.cpu_ops() if op in (n.op, *n.inner_ops)]
+    return node.reason
+
+
+def test_ops_outside_the_rules_stay_on_the_cpu_with_each_failed_rule():
+    why = _cpu_reason(_model([(1, 4, 4, 128)], "int8", lambda w, x: w.arg_max(x, 3)), "argmax")
+    assert "at most 127" in why and "found depth 128" in why
+    why = _cpu_reason(_model([(1, 4, 5, 6)], "int8", lambda w, x: w.arg_max(x, 1)), "argmax")
+    assert "along the depth (last) axis" in why
+    why = _cpu_reason(_model([(1, 4, 5, 6)], "int16", lambda w, x: w.arg_max(x, 3)), "argmax")
+    assert "input dtype is int8 or uint8" in why and "int16" in why
+    why = _cpu_reason(_model([(1, 4, 5, 6), (1, 4, 5, 6)], "int32", lambda w, x, y: w.maximum(x, y)), "maximum")
+    assert "no 32-bit MAXIMUM/MINIMUM" in why and "found int32" in why
+    why = _cpu_reason(_model([(1, 4, 1, 6), (1, 1, 5, 6)], "int32", lambda w, x, y: w.add(x, y)), "add")
+    assert "IFM2 broadcast" in why and "neither input has the output's shape" in why
+
+
+def test_the_rules_are_listed_and_the_lowered_ops_are_no_longer_vela_differences():
+    from patterns.ethos_u import VELA_DIFFERENCES
+    assert not {"argmax", "maximum", "minimum"} & set(VELA_DIFFERENCES)
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "byoc.cli", "patterns", "ethos-u"], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], timeout=300)
+    assert out.returncode == 0, out.stderr
+    for text in ("ARG_MAX", "at most 127", "the depth (last) axis", "no 32-bit MAXIMUM/MINIMUM",
+                 "TFLite's unquantized int32 arithmetic"):
+        assert text in out.stdout, text
+
+
+# -- timing -----------------------------------------------------------------------------------------------------
+
+def test_argmax_cycles_grow_with_the_tensor_and_add_up_over_tiles():
+    from npu_sim import PRESETS
+    from npu_sim.cost import argmax_cycles, ppu_cycles
+    from npu_sim.isa import PpuOp
+    cfg = PRESETS["ethos-u55-256"]
+    assert argmax_cycles(cfg, 100, 10) < argmax_cycles(cfg, 100, 100) < argmax_cycles(cfg, 1000, 100)
+    assert argmax_cycles(cfg, 100, 10, 4) < argmax_cycles(cfg, 100, 10, 8)
+    whole = argmax_cycles(cfg, 64, 21)
+    halves = sum(ppu_cycles(cfg, PpuOp.ARGMAX, 32, 1, 1, 32, 1, 21, whole=(64,)) for _ in range(2))
+    assert whole <= halves <= whole + 1
+
+
+def _vela_cycles(model: Path, out: Path) -> int:
+    import csv
+    import subprocess
+    subprocess.run([vela_executable(), str(model), "--accelerator-config", "ethos-u55-256", "--output-dir",
+                    str(out), "--verbose-performance"], check=True, capture_output=True, timeout=600)
+    with open(out / f"{model.stem}_per-layer.csv", newline="") as f:
+        return sum(int(float(r["Op Cycles"])) for r in csv.DictReader(f) if r["Target"] == "NPU")
+
+
+@pytest.mark.parametrize("name,shapes,dtype,build,band", [
+    ("argmax", [(1, 64, 64, 21)], "int8", lambda w, x: w.arg_max(x, 3), 0.1),
+    ("argmax_int64", [(1, 32, 40, 100)], "int8", lambda w, x: w.arg_max(x, 3, output_type="int64"), 0.1),
+    ("maximum_int16", [(1, 32, 32, 16), (1, 32, 32, 16)], "int16", lambda w, x, y: w.maximum(x, y), 0.2),
+    ("add_int32", [(1, 32, 32, 16), (1, 32, 32, 16)], "int32", lambda w, x, y: w.add(x, y), 0.2),
+    ("mul_int32", [(1, 32, 32, 16), (1, 32, 32, 16)], "int32", lambda w, x, y: w.mul(x, y), 0.2),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_layer_cycles_are_close_to_vela(name, shapes, dtype, build, band, tmp_path):
+    if vela_executable() is None:
+        pytest.skip("vela (ethos-u-vela) is not installed")
+    import npu_sim
+    data = _model(shapes, dtype, build)
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(data)
+    vela = _vela_cycles(path, tmp_path)
+    mod, params = from_tflite(data, semantics="tflm")
+    exe = byoc.build(partition_for("ethos-u", mod, params, boundary_rule=False), target="ethos-u,llvm")
+    (prog,) = exe.npu_programs.values()
+    _, st = npu_sim.simulate(prog, {b.name: np.zeros(b.shape, b.dtype) for b in prog.inputs})
+    ours = sum(s.exclusive_cycles for s in st.per_layer)
+    assert 1 - band <= ours / vela <= 1 + band, (ours, vela)
