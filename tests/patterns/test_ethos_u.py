@@ -64,7 +64,7 @@ def test_byoc_patterns_prints_each_vela_rule_as_a_sentence():
     # what byoc keeps on the CPU although Vela offloads it, and why
     from patterns.ethos_u import VELA_DIFFERENCES
     assert not {"qnn.softmax", "transpose", "image.resize2d"} & set(VELA_DIFFERENCES)
-    for op in ("maximum", "qnn.conv2d_transpose"):
+    for op in ("qnn.prelu", "qnn.conv2d_transpose"):
         assert f"{op} (op)" in out and VELA_DIFFERENCES[op] in out
     assert out.count("(differs from Vela)") == len(VELA_DIFFERENCES)
 
@@ -194,11 +194,11 @@ def test_an_op_vela_offloads_and_the_simulator_cannot_run_says_so():
     w = TFLiteWriter()
     a = w.input("a", (1, 4, 4, 8), "int8", scale=0.05, zero_point=3)
     b = w.input("b", (1, 4, 4, 8), "int8", scale=0.04, zero_point=-2)
-    w.output(w.maximum(a, b))
+    w.output(w.squared_difference(a, b))
     mod, params = from_tflite(w.finish(), semantics="tflm")
     _, report = partition_for("ethos-u", mod, params, return_report=True)
-    (mx,) = [n for n in report.cpu_ops() if n.op == "maximum"]
-    assert "Vela runs MAXIMUM on the NPU" in mx.reason and "differs from Vela" in mx.reason
+    (sd,) = [n for n in report.cpu_ops() if n.op == "qnn.squared_difference"]
+    assert "Vela runs SQUARED_DIFFERENCE on the NPU" in sd.reason and "differs from Vela" in sd.reason
 
 
 def test_cli_keeps_compute_free_partitions_on_ethos_u_as_vela_does(tmp_path):
