@@ -16,7 +16,7 @@ from .config import NPUConfig, preset
 from .cost import mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
+from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_UPSCALE_H, LOAD_UPSCALE_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
@@ -277,8 +277,10 @@ class _Codegen:
     def geometry(self, layer) -> Geometry:
         T = self.graph.tensors
         if isinstance(layer, ConvLayer):
+            ih, iw, ic = T[layer.ifm].hwc
+            in_hwc = (ih * layer.upscale[0], iw * layer.upscale[1], ic)   # a TRANSPOSE_CONV reads its IFM upscaled
             return Geometry("depthwise" if layer.kind == "depthwise" else "conv", PpuOp.REQUANT, T[layer.ofm].hwc,
-                            T[layer.ifm].hwc, layer.kernel, layer.stride, layer.dilation, layer.dm, 1,
+                            in_hwc, layer.kernel, layer.stride, layer.dilation, layer.dm, 1,
                             np.dtype(T[layer.ifm].dtype).itemsize, np.dtype(layer.out_dtype).itemsize,
                             True, True, channel_step=layer.dm)
         p = layer.params
@@ -376,13 +378,15 @@ class _Codegen:
                          (plan.bh, plan.bw, plan.bc), plan.order, ratio)
 
     # ------------------------------------------------------------------------------------------ commands
-    def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot) -> Load:
+    def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot, upscale=(1, 1)) -> Load:
         t = self.graph.tensors[tid]
         r = self.region_of(tid)
         H, W, C = t.hwc
-        pad = int(y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W)
-        return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad,
-                    int(pad_value) if pad else 0, slot[0], slot[1])
+        uh, uw = H * upscale[0], W * upscale[1]   # the window's image: upscaled for a TRANSPOSE_CONV's IFM
+        pad = int(y0 < 0 or x0 < 0 or y0 + h > uh or x0 + w > uw)
+        up = (LOAD_UPSCALE_H if upscale[0] == 2 else 0) | (LOAD_UPSCALE_W if upscale[1] == 2 else 0)
+        return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad | up,
+                    int(pad_value) if pad or up else 0, slot[0], slot[1])
 
     def load_const(self, li, kind, region: Region, start: int, count: int, slot) -> Load:
         return Load(0, 0, li, int(kind), region.area, 1, region.base, 1, 1, region.size, 0, 0, start, 1, 1, count,
@@ -455,7 +459,7 @@ class _Codegen:
                 for j, (y, x, th, tw) in enumerate(spatial):
                     y0, x0, ih, iw = ifm_window(y, x, th, tw)
                     s = slots.take("ifm")
-                    em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s))
+                    em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s, L.upscale))
                     if j == 0 and k + 1 < len(chans):
                         pending = weights(*chans[k + 1])
                     elif j == 0 and k + 1 == len(chans):
@@ -466,7 +470,7 @@ class _Codegen:
             for y, x, th, tw in spatial:
                 y0, x0, ih, iw = ifm_window(y, x, th, tw)
                 s = slots.take("ifm")
-                em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, 0, ih, iw, ifm.hwc[2], L.pad_value, s))
+                em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, 0, ih, iw, ifm.hwc[2], L.pad_value, s, L.upscale))
                 for c0, tc in chans:
                     if resident is None or len(chans) > 1:
                         resident = weights(c0, tc)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 
 from .config import NPUConfig
-from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
+from .isa import (DTYPE_BYTES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind,
+                  load_source_window)
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "argmax_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
@@ -317,7 +318,12 @@ def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
     layer's weights and tables) applies to weight and table loads. Weights, and a MAC layer's bias/scale table
     (``table_stream``), are contiguous encoded streams (``weight_transfer_cycles``)."""
     elem = DTYPE_BYTES[c.dtype]
-    nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
+    if isinstance(c, Load) and c.pad & (LOAD_UPSCALE_H | LOAD_UPSCALE_W):
+        # an upscaled IFM window reads only its source pixels (the NPU inserts the rest)
+        y0, x0, h, w = load_source_window(c)
+        nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, y0, x0, h, w, c.c, elem)
+    else:
+        nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
     a = cfg.memory_areas[c.area]
     if isinstance(c, Load):
         if c.kind == TileKind.WEIGHT or (c.kind == TileKind.TABLE and table_stream):

@@ -25,7 +25,8 @@ from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
 from .int16_layers import requant_int64
-from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
+from .isa import (DTYPES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store,
+                  disassemble_command, load_source_window, src1_tile_shape)
 from .program import Program
 
 __all__ = ["Machine", "run_functional"]
@@ -150,7 +151,15 @@ class Machine:
 
     def load(self, i: int, c: Load) -> None:
         src = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
-        if c.pad:
+        if c.pad & (LOAD_UPSCALE_H | LOAD_UPSCALE_W):
+            # the source pixels land at the window's in-image even positions; pad_value everywhere else
+            t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
+            sy, sx, sh, sw = load_source_window(c)
+            fy, fx = (2 if c.pad & LOAD_UPSCALE_H else 1), (2 if c.pad & LOAD_UPSCALE_W else 1)
+            if sh and sw:
+                t[sy * fy - c.y0:(sy + sh - 1) * fy - c.y0 + 1:fy, sx * fx - c.x0:(sx + sw - 1) * fx - c.x0 + 1:fx] = \
+                    src[sy:sy + sh, sx:sx + sw, c.c0:c.c0 + c.c]
+        elif c.pad:
             t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
             ya, yb = max(c.y0, 0), min(c.y0 + c.h, c.img_h)
             xa, xb = max(c.x0, 0), min(c.x0 + c.w, c.img_w)

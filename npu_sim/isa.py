@@ -20,7 +20,8 @@ from byoc.errors import NPUError
 
 __all__ = ["Engine", "TileKind", "MacOp", "PpuOp", "Rounding", "DTYPES", "dtype_code", "Load", "Store", "Mac",
            "Ppu", "Command", "COMMAND_TYPES", "encode_command", "decode_command", "disassemble_command",
-           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "RAW_FUNCTIONS", "BINARY_OPS", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
+           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "RAW_FUNCTIONS", "BINARY_OPS",
+           "LOAD_PAD", "LOAD_UPSCALE_H", "LOAD_UPSCALE_W", "LOAD_PAD_BITS", "load_source_window", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
 
 
 class Engine(enum.IntEnum):
@@ -94,6 +95,29 @@ BCAST_ALL = BCAST_H | BCAST_W | BCAST_C
 def src1_tile_shape(ih: int, iw: int, ic: int, bcast: int) -> tuple[int, int, int]:
     """The (h, w, c) of an elementwise command's src1 tile under its broadcast flags."""
     return (1 if bcast & BCAST_H else ih, 1 if bcast & BCAST_W else iw, 1 if bcast & BCAST_C else ic)
+
+
+# Load.pad bits: LOAD_PAD, the window may leave the image (pad_value fills it); LOAD_UPSCALE_H / _W, the window is
+# in the coordinates of the image upscaled 2x along height / width with pad_value after every source row / column
+# (Ethos-U's zero-inserting IFM upscaling, which runs a TRANSPOSE_CONV as a stride-1 convolution)
+LOAD_PAD, LOAD_UPSCALE_H, LOAD_UPSCALE_W = 1, 2, 4
+LOAD_PAD_BITS = LOAD_PAD | LOAD_UPSCALE_H | LOAD_UPSCALE_W
+
+
+def load_source_window(cmd) -> tuple[int, int, int, int]:
+    """(y0, x0, h, w) of the source image a Load reads: its window itself, or for an upscaled load the source rows
+    and columns its in-image even positions hold (h or w may be 0)."""
+    y0, x0, h, w = cmd.y0, cmd.x0, cmd.h, cmd.w
+    out = []
+    for a, n, size, bit in ((y0, h, cmd.img_h, LOAD_UPSCALE_H), (x0, w, cmd.img_w, LOAD_UPSCALE_W)):
+        if not cmd.pad & bit:
+            out.append((a, n))
+            continue
+        lo, hi = max(a, 0), min(a + n, 2 * size)
+        first, end = -(-lo // 2), -(-hi // 2)
+        out.append((first, max(end - first, 0)))
+    (sy, sh), (sx, sw) = out
+    return sy, sx, sh, sw
 
 
 DTYPES = ("int8", "uint8", "int16", "int32", "int64")   # int64: ARG_MAX's output only (Vela's exception)
@@ -183,7 +207,7 @@ class Load:
     h: int
     w: int
     c: int
-    pad: int          # 1 if the window may leave the image (then pad_value fills it)
+    pad: int          # LOAD_PAD if the window may leave the image (then pad_value fills it); LOAD_UPSCALE_* bits
     pad_value: int
     buf: int
     off: int
@@ -355,7 +379,9 @@ def disassemble_command(cmd: Command) -> str:
         kind = KIND_NAMES[cmd.kind] if cmd.kind < len(KIND_NAMES) else f"?{cmd.kind}"
         return (f"{head} {kind} area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x{cmd.img_c} "
                 f"win=({cmd.y0},{cmd.x0},{cmd.c0})+{cmd.h}x{cmd.w}x{cmd.c} {_dt(cmd.dtype)}"
-                + (f" pad={cmd.pad_value}" if cmd.pad else "") + f" -> buf{cmd.buf}+{cmd.off:#x}")
+                + (f" pad={cmd.pad_value}" if cmd.pad else "")
+                + "".join(f" up2{a}" for a, bit in (("h", LOAD_UPSCALE_H), ("w", LOAD_UPSCALE_W)) if cmd.pad & bit)
+                + f" -> buf{cmd.buf}+{cmd.off:#x}")
     if isinstance(cmd, Store):
         return (f"{head} buf{cmd.buf}+{cmd.off:#x} -> area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x"
                 f"{cmd.img_c} win=({cmd.y0},{cmd.x0},{cmd.c0})+{cmd.h}x{cmd.w}x{cmd.c} {_dt(cmd.dtype)}")

@@ -70,6 +70,9 @@ class ConvLayer:
     rounding: str
     out_dtype: str
     macs: int = 0
+    # TRANSPOSE_CONV: the IFM is read upscaled (2, 2) / (2, 1) / (1, 2) with the input zero point inserted after
+    # every source row / column (Ethos-U's IFM upscaling), and convolved with stride 1 (lower_vela_ops.py)
+    upscale: tuple[int, int] = (1, 1)
 
 
 @dataclass(frozen=True, eq=False)

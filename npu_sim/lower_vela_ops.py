@@ -15,6 +15,9 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
 * argmax (layer kind ``argmax``: argmax along the last axis [→ cast to int64]): a tile holds whole rows, the
   output one index per row (int32 or int64), charged as Vela's depthwise / max pool / LUT / cast sequence
   (``cost.argmax_cycles``).
+* qnn.conv2d_transpose (layer kind ``conv2d_transpose``, TRANSPOSE_CONV): a convolution layer whose IFM loads
+  insert the input zero point after every row / column (Ethos-U's IFM upscaling, strides 2), run with stride 1 and
+  the kernel flipped; MAC cycles are those of the convolution over the upscaled map, as Vela's.
 * add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
   tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
 """
@@ -26,7 +29,7 @@ from byoc.quant.params import softmax_params
 from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 
 __all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES",
-           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES"]
+           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
 MOVE_DTYPES = ("int8", "uint8", "int16")   # transpose and resize move values: 16-bit ones too
@@ -194,5 +197,58 @@ def _raw_binary(low: _Lowerer, call: Call) -> None:
                                dict(fn=RAW_FUNCTIONS.index(fn), bcast=bcast)))
 
 
+def transpose_conv_form(in_hw: tuple[int, int], out_hw: tuple[int, int], kernel: tuple[int, int], attrs):
+    """(upscale, top/left padding of the stride-1 convolution over the upscaled IFM) of a qnn.conv2d_transpose, or
+    why the NPU does not run it. Every input pixel sits at an even position of the upscaled map, the input zero
+    point in between; out[o] = Σ_k up[o + k − pad] · w[K − 1 − k] with pad = K − 1 − (the transposed padding)."""
+    if tuple(attrs.dilation) != (1, 1) or attrs.groups != 1:
+        return f"dilation {tuple(attrs.dilation)}, groups {attrs.groups} (the NPU's TRANSPOSE_CONV: 1 and 1)"
+    if attrs.data_layout != "NHWC" or attrs.kernel_layout != "OHWI":
+        return f"layouts {attrs.data_layout}/{attrs.kernel_layout} (TFLite's NHWC/OHWI)"
+    up, pads = [], []
+    for s, k, p in zip(attrs.strides, kernel, attrs.padding[:2]):
+        if s not in (1, 2):
+            return f"strides {tuple(attrs.strides)} (1 or 2)"
+        if p > k - 1:
+            return f"padding {tuple(attrs.padding)} exceeds the kernel {kernel}"
+        up.append(s)
+        pads.append(k - 1 - p)
+    return tuple(up), tuple(pads)
+
+
+def _transpose_conv(low: _Lowerer, body: _Body, comp: str) -> None:
+    """qnn.conv2d_transpose → [bias_add] → requantize → [clip]: a ConvLayer reading its IFM upscaled (the input zero
+    point inserted after every row / column), stride 1, the kernel flipped in height and width."""
+    import numpy as np
+    from .lower import ConvLayer, _check_batch_one, _clamp, _requant_tables, _scalar_int
+    ops = body.expect(body.chain(), [("qnn.conv2d_transpose", False), ("nn.bias_add", True),
+                                     ("qnn.requantize", False), ("clip", True)])
+    core = ops["qnn.conv2d_transpose"]
+    x_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if x_t.dtype not in ("int8", "uint8") or out_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"transposed convolution {x_t.dtype} → {out_t.dtype}", hint="int8 or uint8 in and out")
+    _check_batch_one(body, x_t, "the input")
+    w = np.asarray(body.const(core.args[1], "weight"))   # OHWI [Cout, KH, KW, Cin]
+    form = transpose_conv_form(tuple(x_t.shape[1:3]), tuple(out_t.shape[1:3]), tuple(w.shape[1:3]), core.attrs)
+    if isinstance(form, str):
+        raise body.fail(form, hint="Vela's TRANSPOSE_CONV: strides 1 or 2, NHWC, no dilation or groups")
+    upscale, (pt, pl) = form
+    zp_in = _scalar_int(body.const(core.args[2], "input_zero_point"), "input zero point", body.name)
+    zp_w = _scalar_int(body.const(core.args[3], "kernel_zero_point"), "kernel zero point", body.name)
+    packed = np.ascontiguousarray(w[:, ::-1, ::-1, :])   # the NPU's OHWI stream, flipped: a correlation
+    oc = packed.shape[0]
+    bias = (np.asarray(body.const(ops["nn.bias_add"].args[1], "bias")).reshape(-1).astype(np.int64)
+            if "nn.bias_add" in ops else np.zeros(oc, np.int64))
+    m, sft, zp_rq, zp_out, rounding = _requant_tables(body, ops["qnn.requantize"], oc)
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    kh, kw = packed.shape[1:3]
+    macs = int(np.prod(x_t.shape[1:])) * oc * kh * kw   # every input pixel times the kernel (Vela's count)
+    low.layers.append(ConvLayer(body.name, comp, "conv", ifm, ofm, (kh, kw), (1, 1), (1, 1), (pt, pl, 0, 0), zp_in,
+                                zp_in, zp_w, 1, packed, bias, m, sft, zp_rq, zp_out, lo, hi, rounding, out_t.dtype,
+                                macs, upscale=upscale))
+
+
 VELA_OPS = {"transpose": _transpose, "image.resize2d": _resize, **{op: _raw_binary for op in RAW_BINARY}}
-KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax}
+KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv}

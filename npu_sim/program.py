@@ -23,7 +23,8 @@ from byoc.errors import ConfigError, NPUError
 from .config import NPUConfig, config_from_dict
 from .deps import HazardTracker, RegionIndex, check_tokens, command_accesses, mac_weight_bytes, ppu_src1_bytes, \
     ppu_table_bytes, tile_bytes
-from .isa import (BCAST_ALL, BINARY_OPS, DTYPE_BYTES, RAW_FUNCTIONS, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, TileKind,
+from .isa import (BCAST_ALL, BINARY_OPS, DTYPE_BYTES, LOAD_PAD, LOAD_PAD_BITS, LOAD_UPSCALE_H, LOAD_UPSCALE_W,
+                  RAW_FUNCTIONS, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, TileKind,
                   decode_command, disassemble_command, encode_command)
 
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
@@ -303,7 +304,11 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                     if not 0 <= c.kind < len(TileKind):
                         out.append(f"#{i}: tile kind {c.kind} is unknown")
                         continue
-                    if not c.pad and (c.y0 < 0 or c.x0 < 0 or c.y0 + c.h > c.img_h or c.x0 + c.w > c.img_w):
+                    if c.pad & ~LOAD_PAD_BITS:
+                        out.append(f"#{i}: unknown pad flags {c.pad:#x}")
+                    up_h, up_w = (c.img_h * (2 if c.pad & LOAD_UPSCALE_H else 1),
+                                  c.img_w * (2 if c.pad & LOAD_UPSCALE_W else 1))   # the image the window is in
+                    if not c.pad & LOAD_PAD and (c.y0 < 0 or c.x0 < 0 or c.y0 + c.h > up_h or c.x0 + c.w > up_w):
                         out.append(f"#{i}: window leaves the image but padding is off")
                     local(c.buf, c.off, tile_bytes(c.h, c.w, c.c, c.dtype), c.kind, "load", i)
                 else:

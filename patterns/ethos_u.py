@@ -8,9 +8,9 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
   (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
   ``compare`` holds the NPU to TFLite Micro's kernels.
-* the simulator: Vela lowers PRELU, TRANSPOSE_CONV, ... that ``npu_sim`` has no lowering for yet; they stay on
+* the simulator: Vela lowers PRELU, SQUARED_DIFFERENCE, ... that ``npu_sim`` has no lowering for yet; they stay on
   the CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE, RESIZE_*,
-  ARG_MAX, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
+  ARG_MAX, TRANSPOSE_CONV, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
   (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
 
 Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
@@ -55,8 +55,6 @@ MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 VELA_DIFFERENCES = {
     "qnn.squared_difference": "Vela runs SQUARED_DIFFERENCE on the NPU; byoc's NPU simulator has no lowering for "
                               "it yet, so it runs on the CPU (differs from Vela)",
-    "qnn.conv2d_transpose": "Vela runs TRANSPOSE_CONV (strides 1x1 or 2x2) on the NPU; byoc's NPU simulator has no "
-                            "transposed-convolution lowering yet, so it runs on the CPU (differs from Vela)",
     "qnn.prelu": "Vela runs PRELU on the NPU; byoc's NPU simulator has no lowering for it yet, so it runs on the "
                  "CPU (differs from Vela)",
 }
@@ -510,6 +508,64 @@ RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
                      summary="RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR, as Vela's upscaling average pools")
 
 
+# -- TRANSPOSE_CONV (npu_sim/lower_vela_ops.py: a stride-1 convolution over the upscaled IFM, as Vela runs it) -------
+
+@rule("input and output dtype is int8 or uint8 (byoc's importer refuses 16x8 TRANSPOSE_CONV)")
+def _tconv_dtypes(ctx):
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    if ti is None or to is None or ti.dtype not in ("int8", "uint8") or to.dtype not in ("int8", "uint8"):
+        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+    return None
+
+
+def _tconv_geometry(ctx):
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    w = const_value(ctx["conv"].args[1])
+    if ti is None or to is None or ti.ndim != 4 or to.ndim != 4 or w is None or w.ndim != 4:
+        return None
+    return ti.shape[1:3], to.shape[1:3], w.shape[1:3], tuple(ctx["conv"].attrs.strides)
+
+
+@rule("strides (height, width) are (1, 1) or (2, 2), or (1, 2) when the input height and kernel height are 1, or "
+      "(2, 1) when the input width and kernel width are 1 (Vela's TRANSPOSE_CONV stride rule)")
+def _tconv_stride(ctx):
+    g = _tconv_geometry(ctx)
+    if g is None:
+        return None
+    (ih, iw), _, (kh, kw), s = g
+    ok = s in ((1, 1), (2, 2)) or (s == (1, 2) and ih == kh == 1) or (s == (2, 1) and iw == kw == 1)
+    return None if ok else f"found strides {s} with input {ih}x{iw}, kernel {kh}x{kw}"
+
+
+@rule("the output is the input times the stride (SAME padding) or the input times the stride plus (kernel - stride) "
+      "(VALID), in height and width (Vela's TRANSPOSE_CONV shape rule)")
+def _tconv_shape(ctx):
+    g = _tconv_geometry(ctx)
+    if g is None:
+        return None
+    (ih, iw), (oh, ow), (kh, kw), (sh, sw) = g
+    same = (oh, ow) == (ih * sh, iw * sw)
+    valid = (oh, ow) == (ih * sh + kh - sh, iw * sw + kw - sw) and not any(ctx["conv"].attrs.padding)
+    return None if same or valid else f"found input {ih}x{iw} → output {oh}x{ow} (strides {(sh, sw)}, kernel {kh}x{kw})"
+
+
+@rule("NHWC data, OHWI kernel, no dilation or groups, padding before at most kernel - 1 (TFLite's TRANSPOSE_CONV; "
+      "byoc's simulator)")
+def _tconv_form(ctx):
+    from npu_sim.lower_vela_ops import transpose_conv_form
+    g = _tconv_geometry(ctx)
+    if g is None:
+        return "found a non-4-D input, output or kernel"
+    form = transpose_conv_form(g[0], g[1], g[2], ctx["conv"].attrs)
+    return form if isinstance(form, str) else None
+
+
+TRANSPOSE_CONV_CHECK = Check((_tconv_dtypes, _batch_one(capture("data"), "the input"), _tconv_form, _tconv_stride,
+                              _tconv_shape, _weights_8bit, _weights_limit, _bias, _QZP, fixed_point_rule("rq"),
+                              clip_range_rule(), _tens_dims),
+                             summary="TRANSPOSE_CONV, as Vela's convolution over the zero-inserted (upscaled) IFM")
+
+
 # -- ARG_MAX; unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM (npu_sim/lower_vela_ops.py) --------------------
 
 @rule("input dtype is int8 or uint8 and the indices int32 or int64 (Vela shifts 8-bit values 7 bits left into int16 "
@@ -657,6 +713,8 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
         CompositePattern(f"{t}.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
         CompositePattern(f"{t}.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
+        CompositePattern(f"{t}.qnn_conv2d_transpose", conv_chain("qnn.conv2d_transpose", with_pad=False),
+                         TRANSPOSE_CONV_CHECK),
         CompositePattern(f"{t}.qnn_add", binary("qnn.add"), _binary_check("ADD")),
         CompositePattern(f"{t}.qnn_subtract", binary("qnn.subtract"), _binary_check("SUB")),
         CompositePattern(f"{t}.qnn_mul", binary("qnn.mul"), _binary_check("MUL")),
@@ -696,6 +754,7 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
     f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.argmax": "argmax",
+    f"{TARGET}.qnn_conv2d_transpose": "conv2d_transpose",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
