@@ -1,4 +1,5 @@
-"""ARG_MAX, MAXIMUM / MINIMUM and unquantized int32 ADD / SUB / MUL (+ int32 reshapes) on the ``ethos-u`` target:
+"""ARG_MAX, TRANSPOSE_CONV, MAXIMUM / MINIMUM and unquantized int32 ADD / SUB / MUL (+ int32 reshapes) on the
+``ethos-u`` target:
 offloaded under Vela's (Regor's) rules, run on the NPU simulator bit-exact with TFLite Micro (LiteRT's
 BUILTIN_REF kernels where TFLite Micro refuses the model: int64 ARG_MAX output, uint8) and with byoc's reference
 interpreter under every Ethos-U preset, and timed as Vela's operations.
@@ -154,6 +155,83 @@ def test_a_lone_int32_reshape_partition_is_a_copy():
     np.testing.assert_array_equal(exe.run({"x0": x})[0], x.reshape(1, 8, 17))
 
 
+def _tconv(shape, out_shape, kernel, strides, padding, dtype="int8", seed=1):
+    cout, cin = out_shape[-1], shape[-1]
+    rng = np.random.default_rng(seed)
+    if dtype == "int8":   # per-channel weight scales
+        wt, wzp, ws = rng.integers(-127, 128, size=(cout, *kernel, cin)).astype(np.int8), 0, \
+            np.linspace(0.004, 0.02, cout).astype(np.float32)
+    else:                 # uint8: per-tensor, weight zero point 128
+        wt, wzp, ws = rng.integers(0, 256, size=(cout, *kernel, cin)).astype(np.uint8), 128, 0.01
+    bias = rng.integers(-3000, 3000, size=cout).astype(np.int32)
+    return lambda w, x: w.transpose_conv(x, wt, out_shape, bias, strides=strides, padding=padding, weight_scale=ws,
+                                         weight_zp=wzp, out_scale=0.5, out_zp=-3 if dtype == "int8" else 7)
+
+
+_TCONV = {
+    "2x2 SAME 3x3": ((1, 5, 6, 8), (1, 10, 12, 4), (3, 3), (2, 2), "SAME"),
+    "2x2 VALID 3x3": ((1, 5, 6, 8), (1, 11, 13, 4), (3, 3), (2, 2), "VALID"),
+    "1x1 SAME 3x3": ((1, 7, 6, 3), (1, 7, 6, 5), (3, 3), (1, 1), "SAME"),
+    "2x2 SAME 4x4": ((1, 4, 4, 16), (1, 8, 8, 8), (4, 4), (2, 2), "SAME"),
+    "width only 2x": ((1, 1, 12, 8), (1, 1, 24, 8), (1, 3), (1, 2), "SAME"),
+    "height only 2x": ((1, 12, 1, 8), (1, 24, 1, 8), (3, 1), (2, 1), "SAME"),
+    "2x2 VALID 2x2": ((1, 8, 8, 8), (1, 16, 16, 8), (2, 2), (2, 2), "VALID"),
+    "large 2x2 SAME": ((1, 24, 20, 32), (1, 48, 40, 24), (3, 3), (2, 2), "SAME"),
+}
+
+
+@pytest.mark.parametrize("case", list(_TCONV))
+def test_transpose_conv_runs_on_the_npu_bit_exact(case):
+    shape, out_shape, kernel, strides, padding = _TCONV[case]
+    data = _model([shape], "int8", _tconv(shape, out_shape, kernel, strides, padding))
+    _check_exact(data, [shape], "int8", "conv")
+
+
+def test_uint8_transpose_conv_is_exact_against_litert():
+    shape, out_shape = (1, 5, 6, 8), (1, 10, 12, 4)
+    data = _model([shape], "uint8", _tconv(shape, out_shape, (3, 3), (2, 2), "SAME", "uint8"))
+    _check_exact(data, [shape], "uint8", "conv")
+
+
+@pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
+def test_transpose_conv_is_exact_under_every_ethos_u_preset(preset):
+    shape, out_shape, kernel, strides, padding = _TCONV["large 2x2 SAME"]
+    data = _model([shape], "int8", _tconv(shape, out_shape, kernel, strides, padding))
+    _check_exact(data, [shape], "int8", "conv", preset)
+
+
+def test_upscaled_loads_read_only_their_source_pixels():
+    """The IFM of a stride-2 TRANSPOSE_CONV crosses the DMA once, at its own size (Vela's upscaling is on chip)."""
+    shape, out_shape, kernel, strides, padding = _TCONV["large 2x2 SAME"]
+    data = _model([shape], "int8", _tconv(shape, out_shape, kernel, strides, padding))
+    mod, params = from_tflite(data, semantics="tflm")
+    exe = byoc.build(partition_for("ethos-u", mod, params, boundary_rule=False), target="ethos-u,llvm")
+    (prog,) = exe.npu_programs.values()
+    from npu_sim.cost import dma_command_cost
+    from npu_sim.isa import LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, TileKind
+    loads = [c for c in prog.commands if isinstance(c, Load) and c.kind == TileKind.IFM]
+    assert loads and all(c.pad & LOAD_UPSCALE_H and c.pad & LOAD_UPSCALE_W for c in loads)
+    for c in loads:   # a window of the 2x map holds about a quarter of its pixels from the source
+        moved = dma_command_cost(prog.config, c)[0]
+        assert moved <= (c.h // 2 + 1) * (c.w // 2 + 1) * c.c < c.h * c.w * c.c / 2, (moved, c)
+
+
+def test_vela_picks_the_same_transpose_convs_as_in_seanet():
+    """SEANet's decoder (/work/ext/unseen/seanet, int16): Vela offloads only its 2x2-stride transpose conv; the
+    others upsample width by 2 under a kernel 3 high. The same shapes in int8 get the same answers."""
+    cases = [((1, 1, 5, 64), (1, 3, 12, 64), (3, 4), (1, 2), False),
+             ((1, 1, 40, 32), (1, 4, 82, 16), (4, 4), (2, 2), True),
+             ((1, 2, 80, 16), (1, 4, 162, 8), (3, 4), (1, 2), False)]
+    for shape, out_shape, kernel, strides, on_npu in cases:
+        data = _model([shape], "int8", _tconv(shape, out_shape, kernel, strides, "VALID"))
+        mod, params = from_tflite(data, semantics="tflm")
+        _, report = partition_for("ethos-u", mod, params, return_report=True, boundary_rule=False)
+        cpu = [n for n in report.cpu_ops() if "qnn.conv2d_transpose" in (n.op, *n.inner_ops)]
+        assert bool(cpu) != on_npu, (shape, [n.reason for n in cpu])
+        if cpu:
+            assert "Vela's TRANSPOSE_CONV stride rule" in cpu[0].reason and "found strides (1, 2)" in cpu[0].reason
+
+
 # -- outside Vela's rules: on the CPU, every failed rule named --------------------------------------------------
 
 def _cpu_reason(data: bytes, op: str) -> str:
@@ -172,18 +250,21 @@ def test_ops_outside_the_rules_stay_on_the_cpu_with_each_failed_rule():
     assert "input dtype is int8 or uint8" in why and "int16" in why
     why = _cpu_reason(_model([(1, 4, 5, 6), (1, 4, 5, 6)], "int32", lambda w, x, y: w.maximum(x, y)), "maximum")
     assert "no 32-bit MAXIMUM/MINIMUM" in why and "found int32" in why
+    why = _cpu_reason(_model([(1, 5, 6, 8)], "int8", _tconv((1, 5, 6, 8), (1, 9, 11, 4), (3, 3), (2, 2), "VALID")),
+                      "qnn.conv2d_transpose")
+    assert "Vela's TRANSPOSE_CONV shape rule" in why and "found input 5x6 → output 9x11" in why
     why = _cpu_reason(_model([(1, 4, 1, 6), (1, 1, 5, 6)], "int32", lambda w, x, y: w.add(x, y)), "add")
     assert "IFM2 broadcast" in why and "neither input has the output's shape" in why
 
 
 def test_the_rules_are_listed_and_the_lowered_ops_are_no_longer_vela_differences():
     from patterns.ethos_u import VELA_DIFFERENCES
-    assert not {"argmax", "maximum", "minimum"} & set(VELA_DIFFERENCES)
+    assert not {"argmax", "maximum", "minimum", "qnn.conv2d_transpose"} & set(VELA_DIFFERENCES)
     import subprocess
     out = subprocess.run([sys.executable, "-m", "byoc.cli", "patterns", "ethos-u"], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], timeout=300)
     assert out.returncode == 0, out.stderr
-    for text in ("ARG_MAX", "at most 127", "the depth (last) axis", "no 32-bit MAXIMUM/MINIMUM",
+    for text in ("ARG_MAX", "at most 127", "TRANSPOSE_CONV", "Vela's TRANSPOSE_CONV stride rule", "the depth (last) axis", "no 32-bit MAXIMUM/MINIMUM",
                  "TFLite's unquantized int32 arithmetic"):
         assert text in out.stdout, text
 
@@ -213,6 +294,10 @@ def _vela_cycles(model: Path, out: Path) -> int:
 
 @pytest.mark.parametrize("name,shapes,dtype,build,band", [
     ("argmax", [(1, 64, 64, 21)], "int8", lambda w, x: w.arg_max(x, 3), 0.1),
+    ("transpose_conv", [(1, 16, 16, 32)], "int8", _tconv((1, 16, 16, 32), (1, 32, 32, 16), (3, 3), (2, 2), "SAME"),
+     0.2),
+    ("transpose_conv_4x4", [(1, 8, 8, 64)], "int8", _tconv((1, 8, 8, 64), (1, 16, 16, 32), (4, 4), (2, 2), "SAME"),
+     0.2),
     ("argmax_int64", [(1, 32, 40, 100)], "int8", lambda w, x: w.arg_max(x, 3, output_type="int64"), 0.1),
     ("maximum_int16", [(1, 32, 32, 16), (1, 32, 32, 16)], "int16", lambda w, x, y: w.maximum(x, y), 0.2),
     ("add_int32", [(1, 32, 32, 16), (1, 32, 32, 16)], "int32", lambda w, x, y: w.add(x, y), 0.2),
