@@ -29,7 +29,8 @@ __all__ = ["compile"]
 _PPU_OPS = {"add": PpuOp.ADD, "mul": PpuOp.MUL, "max_pool": PpuOp.MAX_POOL, "avg_pool": PpuOp.AVG_POOL,
             "mean": PpuOp.MEAN, "lut": PpuOp.LUT, "requant": PpuOp.REQUANT, "copy": PpuOp.COPY,
             "softmax": PpuOp.SOFTMAX, "transpose": PpuOp.TRANSPOSE, "resize": PpuOp.RESIZE,
-            "argmax": PpuOp.ARGMAX, "raw_binary": PpuOp.RAW_BINARY}
+            "argmax": PpuOp.ARGMAX, "raw_binary": PpuOp.RAW_BINARY, "prelu": PpuOp.PRELU,
+            "squared_diff": PpuOp.SQUARED_DIFF}
 _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("spare", "u1")])
 
 

@@ -370,6 +370,10 @@ class Machine:
             # int64 holds every sum and product of two int32 values; the cast wraps them as TFLite's int32 kernels
             y = _RAW_FUNCTIONS[c.param("fn")](x, b)
             return np.ascontiguousarray(np.broadcast_to(y, (c.oh, c.ow, c.oc))).astype(out_dt)
+        elif op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):
+            b = self.tile(c.src1_buf, c.src1_off, i).reshape(
+                src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)).astype(np.int64)
+            y = np.broadcast_to(_prelu(c, x, b) if op == PpuOp.PRELU else _squared_diff(c, x, b), (c.oh, c.ow, c.oc))
         elif op == PpuOp.TRANSPOSE:
             perm = (c.param("perm0"), c.param("perm1"), c.param("perm2"))
             return np.ascontiguousarray(x.transpose(perm)).astype(out_dt)
@@ -387,6 +391,25 @@ class Machine:
         hi = min(hi, c.param("act_max"))
         y = np.asarray(y, np.int64)
         return np.minimum(np.maximum(y, lo), hi).astype(out_dt)
+
+
+def _prelu(c: Ppu, x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """TFLite PRELU (reference_ops::BroadcastPrelu4DSlow): MBQM by the identity multiplier where x ≥ zp, else of
+    the wrapped product with alpha; plus the output zero point (clamped by the caller)."""
+    xv, av = x - c.param("zp_in"), alpha - c.param("zp_alpha")
+    pos = mbqm(xv, c.param("m_id"), c.param("shift_id"))
+    neg = mbqm(wrap32(xv * av), c.param("m_alpha"), c.param("shift_alpha"))
+    return np.where(xv >= 0, pos, neg) + c.param("zp_out")
+
+
+def _squared_diff(c: Ppu, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """LiteRT's int8 SQUARED_DIFFERENCE: each operand (q − zp)·2^7 rescaled, the wrapped difference squared and
+    rescaled, plus the output zero point (clamped by the caller)."""
+    ls = c.param("left_shift")
+    sa = rdbpot(srdhm((a - c.param("zp_a")) << ls, c.param("m_a")), -c.param("shift_a"))
+    sb = rdbpot(srdhm((b - c.param("zp_b")) << ls, c.param("m_b")), -c.param("shift_b"))
+    d = wrap32(sa - sb)
+    return rdbpot(srdhm(wrap32(d * d), c.param("m_out")), -c.param("shift_out")) + c.param("zp_out")
 
 
 _RAW_FUNCTIONS = (np.add, np.subtract, lambda a, b: b - a, np.multiply, np.maximum, np.minimum)   # isa.RAW_FUNCTIONS

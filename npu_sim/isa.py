@@ -68,6 +68,8 @@ class PpuOp(enum.IntEnum):
     ARGMAX = 11      # index of the first largest value along the tile's channels (a tile holds whole rows)
     RAW_BINARY = 12  # add / subtract / multiply / maximum / minimum of the raw integers (src1 as ADD's), wrapped
     #                  to the output type: TFLite's unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM
+    PRELU = 13       # TFLite PRELU: src1 the alpha tile (broadcast as ADD's), two multipliers by the input's sign
+    SQUARED_DIFF = 14  # TFLite int8 SQUARED_DIFFERENCE: left-shift-7 rescales, the difference squared, rescaled
 
 
 class Rounding(enum.IntEnum):
@@ -152,10 +154,14 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.ARGMAX: ("rows",),   # rows: of the whole tensor (timing)
     # fn: RAW_FUNCTIONS index (sub: src0 − src1, rsub: src1 − src0, the first operand broadcast as src1)
     PpuOp.RAW_BINARY: ("fn",),
+    PpuOp.PRELU: ("zp_in", "zp_alpha", "zp_out", "act_min", "act_max", "m_id", "shift_id", "m_alpha", "shift_alpha"),
+    # shifts as QuantizeMultiplier returns them (negative: right)
+    PpuOp.SQUARED_DIFF: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "shift_a", "m_b",
+                         "shift_b", "m_out", "shift_out"),
 }
 
 RAW_FUNCTIONS = ("add", "sub", "rsub", "mul", "max", "min")
-BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY)   # the PPU ops with a second operand (src1)
+BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF)   # the PPU ops with a second operand (src1)
 
 
 PPU_PARAM_INDEX: dict[int, dict[str, int]] = {int(op): {n: i for i, n in enumerate(names)}

@@ -250,5 +250,53 @@ def _transpose_conv(low: _Lowerer, body: _Body, comp: str) -> None:
                                 macs, upscale=upscale))
 
 
-VELA_OPS = {"transpose": _transpose, "image.resize2d": _resize, **{op: _raw_binary for op in RAW_BINARY}}
+def _quantized_binary(low: _Lowerer, call: Call) -> None:
+    """qnn.prelu (alpha broadcast over the input) and qnn.squared_difference (int8, either operand broadcast): one
+    PPU command per tile computing TFLite's integer algorithm, the second operand as src1 (Ethos-U's IFM2)."""
+    import numpy as np
+    from byoc.quant.params import squared_difference_params
+    from byoc.ops.qnn_prelu import prelu_params
+    from .lower import _broadcast_operands, _scalar_int
+    body = _BareBody(call, low)
+    name = call.op.name   # type: ignore[union-attr]
+    a_t, b_t, out_t = _tensor_type(call.args[0]), _tensor_type(call.args[1]), _tensor_type(call)
+    dtypes = ("int8", "uint8") if name == "qnn.prelu" else ("int8",)
+    if not a_t.dtype == b_t.dtype == out_t.dtype or out_t.dtype not in dtypes:
+        raise body.fail(f"{name} on {a_t.dtype}, {b_t.dtype} → {out_t.dtype}", hint=" or ".join(dtypes))
+    order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
+    if name == "qnn.prelu" and order != (0, 1):
+        raise body.fail(f"alpha {tuple(b_t.shape)} is larger than the input {tuple(a_t.shape)}",
+                        hint="the NPU broadcasts alpha over the input")
+    c = [body.const(call.args[i], n) for i, n in ((2, "scale 0"), (3, "zero point 0"), (4, "scale 1"),
+                                                  (5, "zero point 1"), (6, "output scale"), (7, "output zero point"))]
+    for i in (0, 2, 4):
+        if np.asarray(c[i]).size != 1:
+            raise body.fail("scales must be per-tensor")
+    zp0, zp1, zpo = (_scalar_int(c[i], "zero point", body.name) for i in (1, 3, 5))
+    info = np.iinfo(out_t.dtype)
+    params = dict(zp_out=zpo, act_min=int(info.min), act_max=int(info.max), bcast=bcast)
+    if name == "qnn.prelu":
+        p = prelu_params(c[0], c[2], c[4])
+        params.update(zp_in=zp0, zp_alpha=zp1, m_id=p.identity_multiplier, shift_id=p.identity_shift,
+                      m_alpha=p.alpha_multiplier, shift_alpha=p.alpha_shift)
+        op = "prelu"
+    else:
+        p = squared_difference_params(c[0], c[2], c[4])
+        sides = [(zp0, p.lhs_multiplier, p.lhs_shift), (zp1, p.rhs_multiplier, p.rhs_shift)]
+        if order == (1, 0):   # (a − b)² = (b − a)²: the broadcast operand becomes src1 with its own parameters
+            sides.reverse()
+        (za, ma, sa), (zb, mb, sb) = sides
+        params.update(zp_a=za, zp_b=zb, left_shift=p.left_shift, m_a=ma, shift_a=sa, m_b=mb, shift_b=sb,
+                      m_out=p.output_multiplier, shift_out=p.output_shift)
+        op = "squared_diff"
+    out_shape = tuple(out_t.shape)
+    ins = [low.view_as(body.tensor(call.args[k], f"operand {k}"),
+                       (1,) * (len(out_shape) - len(t.shape)) + tuple(t.shape)) for k, t in enumerate((a_t, b_t))]
+    if order == (1, 0):
+        ins.reverse()
+    ofm = low.out_tensor(call, body.name)
+    low.layers.append(PpuLayer(body.name, body.comp, op, tuple(ins), ofm, params))
+
+
+VELA_OPS = {"transpose": _transpose, "qnn.prelu": _quantized_binary, "qnn.squared_difference": _quantized_binary, "image.resize2d": _resize, **{op: _raw_binary for op in RAW_BINARY}}
 KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv}

@@ -374,8 +374,8 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                                f"indices ({disassemble_command(c)})")
                 if c.op == PpuOp.RAW_BINARY and not 0 <= c.param("fn") < len(RAW_FUNCTIONS):
                     out.append(f"#{i}: unknown raw binary function {c.param('fn')}")
-                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.COPY, PpuOp.LUT,
-                            PpuOp.SOFTMAX) and \
+                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF,
+                            PpuOp.COPY, PpuOp.LUT, PpuOp.SOFTMAX) and \
                         (c.ih, c.iw, c.ic) != (c.oh, c.ow, c.oc):
                     out.append(f"#{i}: elementwise PPU op with input {c.ih}x{c.iw}x{c.ic} ≠ output "
                                f"{c.oh}x{c.ow}x{c.oc}")

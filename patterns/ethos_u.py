@@ -8,9 +8,9 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
   (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
   ``compare`` holds the NPU to TFLite Micro's kernels.
-* the simulator: Vela lowers PRELU, SQUARED_DIFFERENCE, ... that ``npu_sim`` has no lowering for yet; they stay on
-  the CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE, RESIZE_*,
-  ARG_MAX, TRANSPOSE_CONV, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
+* the simulator: an op Vela lowers that ``npu_sim`` has no lowering for would stay on the CPU with a reason that
+  says it differs from Vela (``VELA_DIFFERENCES``; empty now). SOFTMAX, TRANSPOSE, RESIZE_*, ARG_MAX,
+  TRANSPOSE_CONV, PRELU, SQUARED_DIFFERENCE, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
   (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
 
 Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
@@ -52,12 +52,7 @@ MEAN_AXIS_MAX = 64 * 64
 MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
-VELA_DIFFERENCES = {
-    "qnn.squared_difference": "Vela runs SQUARED_DIFFERENCE on the NPU; byoc's NPU simulator has no lowering for "
-                              "it yet, so it runs on the CPU (differs from Vela)",
-    "qnn.prelu": "Vela runs PRELU on the NPU; byoc's NPU simulator has no lowering for it yet, so it runs on the "
-                 "CPU (differs from Vela)",
-}
+VELA_DIFFERENCES: dict[str, str] = {}
 
 
 # -- generic: tensor dimensions, batch --------------------------------------------------------------------
@@ -640,6 +635,36 @@ def _raw_check(op: str, what: str) -> Check:
                  summary=what)
 
 
+def _qbinary_check(op: str, dtypes: tuple[str, ...], what: str, summary: str) -> Check:
+    @rule(f"inputs and output are all {' or all '.join(dtypes)} ({what})")
+    def types(ctx):
+        ts = [ttype(ctx.root.args[0]), ttype(ctx.root.args[1]), ttype(ctx.root)]
+        dts = [t.dtype if t is not None else None for t in ts]
+        return None if len(set(dts)) == 1 and dts[0] in dtypes else f"found {', '.join(map(str, dts))}"
+
+    @rule("alpha broadcasts over the input (the NPU's IFM2 broadcast; an input smaller than alpha stays on the CPU)")
+    def alpha_over_input(ctx):
+        ti, to = ttype(ctx.root.args[0]), ttype(ctx.root)
+        if ti is None or to is None:
+            return None
+        padded = (1,) * (to.ndim - ti.ndim) + tuple(ti.shape)
+        return None if padded == tuple(to.shape) else f"found input {tuple(ti.shape)} → output {tuple(to.shape)}"
+
+    rules = (types, _on_root_core(_npu._broadcast_shapes)) + ((alpha_over_input,) if op == "qnn.prelu" else ()) + (
+        _batch_one(root, "the output"),
+        per_tensor_rule("scales and zero points", [lambda ctx, i=i: ctx.root.args[i] for i in range(2, 8)]),
+        _tens_dims)
+    return Check(rules, summary=summary)
+
+
+PRELU_CHECK = _qbinary_check("qnn.prelu", ("int8", "uint8"), "Vela: no 32-bit PRELU",
+                             "PRELU, as Vela's elementwise sequence (the negative part times alpha, the positive part "
+                             "rescaled, their sum)")
+SQUARED_DIFFERENCE_CHECK = _qbinary_check("qnn.squared_difference", ("int8",),
+                                          "Vela: no 32-bit SQUARED_DIFFERENCE; byoc's importer reads int8 ones",
+                                          "SQUARED_DIFFERENCE, as Vela's rescales, subtraction and multiplication")
+
+
 _ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root],
                                                 allowed=("int8", "uint8", "int32")),
                                      "input and output dtype is int8, uint8 or int32 (Vela's reshapes of int32 "
@@ -767,7 +792,8 @@ for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHEC
                     ("minimum", _raw_check("minimum", "MINIMUM (raw values)")),
                     ("add", _raw_check("add", "ADD of int32 without quantization")),
                     ("subtract", _raw_check("subtract", "SUB of int32 without quantization")),
-                    ("multiply", _raw_check("multiply", "MUL of int32 without quantization"))):
+                    ("multiply", _raw_check("multiply", "MUL of int32 without quantization")),
+                    ("qnn.prelu", PRELU_CHECK), ("qnn.squared_difference", SQUARED_DIFFERENCE_CHECK)):
     register_op_predicate(TARGET, _op, _check)
 
 # Vela places these on the NPU; byoc keeps them on the CPU and says why.
