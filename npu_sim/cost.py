@@ -9,10 +9,10 @@ import math
 
 from .config import NPUConfig
 from .isa import (DTYPE_BYTES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind,
-                  load_source_window)
+                  load_source_window, src1_tile_shape)
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
-           "transpose_cycles", "resize_cycles", "argmax_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "transpose_cycles", "resize_cycles", "argmax_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -147,6 +147,8 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
+    if op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):   # Vela's elementwise sequences (below); src1 taken full size
+        return quantized_binary_cycles(cfg, op, oh * ow * oc, oh * ow * oc)
     if op == PpuOp.ARGMAX:   # Vela's depthwise / max pools / LUT / casts sequence (below)
         rows = whole[0] if whole else oh * ow
         return _cdiv(argmax_cycles(cfg, rows, ic, out_bytes) * oh * ow, max(rows, 1))
@@ -241,6 +243,10 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w")))
     if c.op == PpuOp.SOFTMAX:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
+    if c.op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):
+        h2, w2, c2 = src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)
+        general = c.op == PpuOp.PRELU and bool(c.param("above_one"))
+        return quantized_binary_cycles(cfg, c.op, c.oh * c.ow * c.oc, h2 * w2 * c2, general)
     if c.op == PpuOp.ARGMAX:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, out_bytes=DTYPE_BYTES[c.out_dtype],
                           whole=(c.param("rows"),))
@@ -481,3 +487,34 @@ def argmax_cycles(cfg: NPUConfig, rows: int, channels: int, out_bytes: int = 4) 
     if out_bytes == 8:
         casts += issue + _stream(cfg, rows * 12)             # int32 → int64
     return shift + pools + lut + casts + 3 * _fm_latency(cfg)
+
+
+# PRELU and SQUARED_DIFFERENCE (Regor's sequences, their per-layer CSVs): elementwise passes over the whole map,
+# each streaming its operands and result through the feature-map port: bytes per element of each pass, and which
+# operand's size it runs over ("a": the first input's / output's, "b": the second input's, so a broadcast second
+# operand's passes are short).
+# PRELU whose alphas are all at most 1: MUL by alpha of the 8-bit input, the identity rescale, MAXIMUM of the two.
+PRELU_PASSES = (("a", 3), ("a", 8), ("a", 3))
+# any alpha above 1: RELU of the input, MINIMUM with 0, MUL by alpha (the constant read through the weight port,
+# "w": a broadcast alpha 8 bytes per output element, as Vela's CSV charges it; a full-size one its own bytes), ADD
+# of the two parts.
+PRELU_GENERAL_PASSES = (("a", 4), ("a", 2), ("w", 8), ("a", 6))
+# SQUARED_DIFFERENCE: per operand a cast copy to int32 and its rescale (a MUL); the int32 SUB, its square (MUL) and
+# the output rescale (MUL).
+SQUARED_DIFF_PASSES = (("a", 5), ("a", 9), ("b", 5), ("b", 9), ("a", 12), ("a", 12), ("a", 9))
+
+
+def quantized_binary_cycles(cfg: NPUConfig, op: int, elems: int, elems_b: int, general: bool = False) -> int:
+    """Vela's PRELU / SQUARED_DIFFERENCE over ``elems`` output elements (``elems_b``: the second operand's;
+    ``general``: a PRELU with an alpha above 1)."""
+    p = cfg.ppu
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    passes = SQUARED_DIFF_PASSES if op == PpuOp.SQUARED_DIFF else PRELU_GENERAL_PASSES if general else PRELU_PASSES
+    total = 0
+    for side, nbytes in passes:
+        n = elems_b if side == "b" else elems
+        if side == "w" and elems_b >= elems:
+            nbytes = 1
+        port = _stream(cfg, n * nbytes, cfg.placement.weights if side == "w" else None)
+        total += issue + max(math.ceil(n * p.cost("requant")), port)
+    return total

@@ -154,7 +154,9 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.ARGMAX: ("rows",),   # rows: of the whole tensor (timing)
     # fn: RAW_FUNCTIONS index (sub: src0 − src1, rsub: src1 − src0, the first operand broadcast as src1)
     PpuOp.RAW_BINARY: ("fn",),
-    PpuOp.PRELU: ("zp_in", "zp_alpha", "zp_out", "act_min", "act_max", "m_id", "shift_id", "m_alpha", "shift_alpha"),
+    # above_one: some alpha exceeds 1 (timing only: Vela's four-pass sequence instead of MAXIMUM(x, alpha·x))
+    PpuOp.PRELU: ("zp_in", "zp_alpha", "zp_out", "act_min", "act_max", "m_id", "shift_id", "m_alpha", "shift_alpha",
+                  "above_one"),
     # shifts as QuantizeMultiplier returns them (negative: right)
     PpuOp.SQUARED_DIFF: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "shift_a", "m_b",
                          "shift_b", "m_out", "shift_out"),

@@ -23,7 +23,7 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
 """
 from __future__ import annotations
 
-from byoc.ir.expr import Call
+from byoc.ir.expr import Call, Constant
 from byoc.quant.params import softmax_params
 
 from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
@@ -277,8 +277,11 @@ def _quantized_binary(low: _Lowerer, call: Call) -> None:
     params = dict(zp_out=zpo, act_min=int(info.min), act_max=int(info.max), bcast=bcast)
     if name == "qnn.prelu":
         p = prelu_params(c[0], c[2], c[4])
+        alpha = body.const(call.args[1], "alpha") if isinstance(call.args[1], Constant) else None
+        above_one = alpha is None or bool(np.any(float(np.asarray(c[2]).reshape(-1)[0])
+                                                 * (alpha.astype(np.int64) - zp1) > 1.0))
         params.update(zp_in=zp0, zp_alpha=zp1, m_id=p.identity_multiplier, shift_id=p.identity_shift,
-                      m_alpha=p.alpha_multiplier, shift_alpha=p.alpha_shift)
+                      m_alpha=p.alpha_multiplier, shift_alpha=p.alpha_shift, above_one=int(above_one))
         op = "prelu"
     else:
         p = squared_difference_params(c[0], c[2], c[4])
