@@ -616,8 +616,9 @@ def _raw_dtypes(op: str) -> Rule:
     from npu_sim.lower_vela_ops import RAW_DTYPES
     allowed = RAW_DTYPES[op]
     if op in ("maximum", "minimum"):
-        what = (f"inputs and output are all {' or all '.join(allowed)} (Vela: no 32-bit MAXIMUM/MINIMUM; TFLite "
-                f"compares the raw values, so the quantization must match, as Vela requires)")
+        what = (f"inputs and output are all {' or all '.join(allowed)} (Vela: no 32-bit MAXIMUM/MINIMUM; byoc's IR "
+                f"compares raw values and keeps no quantization, so Vela's matching-quantization rule is not checked: "
+                f"TFLite's converter writes these ops with matching parameters)")
     else:
         what = ("inputs and output are int32 (TFLite's unquantized int32 arithmetic: Vela's int32 elementwise ops, "
                 "zero points 0; the results wrap as TFLite's int32 kernels)")
