@@ -16,7 +16,7 @@ from .config import NPUConfig, preset
 from .cost import binary_timing, mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
+from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_UPSCALE_H, LOAD_UPSCALE_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
@@ -29,7 +29,9 @@ __all__ = ["compile"]
 
 _PPU_OPS = {"add": PpuOp.ADD, "mul": PpuOp.MUL, "max_pool": PpuOp.MAX_POOL, "avg_pool": PpuOp.AVG_POOL,
             "mean": PpuOp.MEAN, "lut": PpuOp.LUT, "requant": PpuOp.REQUANT, "copy": PpuOp.COPY,
-            "softmax": PpuOp.SOFTMAX, "transpose": PpuOp.TRANSPOSE, "resize": PpuOp.RESIZE}
+            "softmax": PpuOp.SOFTMAX, "transpose": PpuOp.TRANSPOSE, "resize": PpuOp.RESIZE,
+            "argmax": PpuOp.ARGMAX, "raw_binary": PpuOp.RAW_BINARY, "prelu": PpuOp.PRELU,
+            "squared_diff": PpuOp.SQUARED_DIFF}
 _TABLE_DTYPE = np.dtype([("bias", "<i4"), ("mult", "<i4"), ("shift", "i1"), ("spare", "u1")])
 
 
@@ -289,8 +291,10 @@ class _Codegen:
     def geometry(self, layer) -> Geometry:
         T = self.graph.tensors
         if isinstance(layer, ConvLayer):
+            ih, iw, ic = T[layer.ifm].hwc
+            in_hwc = (ih * layer.upscale[0], iw * layer.upscale[1], ic)   # a TRANSPOSE_CONV reads its IFM upscaled
             return Geometry("depthwise" if layer.kind == "depthwise" else "conv", PpuOp.REQUANT, T[layer.ofm].hwc,
-                            T[layer.ifm].hwc, layer.kernel, layer.stride, layer.dilation, layer.dm, 1,
+                            in_hwc, layer.kernel, layer.stride, layer.dilation, layer.dm, 1,
                             np.dtype(T[layer.ifm].dtype).itemsize, np.dtype(layer.out_dtype).itemsize,
                             True, True, channel_step=layer.dm)
         p = layer.params
@@ -315,6 +319,8 @@ class _Codegen:
             in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
         elif layer.op == "transpose":
             in2["perm"] = tuple(p["perm"])
+        elif layer.op == "argmax":
+            in2.update(all_in_channels=True, whole=(p["rows"],))
         elif layer.op == "resize":
             in2.update(resize=True, bilinear=bool(p["bilinear"]), half_pixel=p["ctm"] == 2,
                        whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1], out_hwc[2]))
@@ -408,13 +414,15 @@ class _Codegen:
                             self.fm_area, self.w_area, self.region_of(layer.ofm).kind != "activation")
 
     # ------------------------------------------------------------------------------------------ commands
-    def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot) -> Load:
+    def load(self, li, kind, tid, y0, x0, c0, h, w, c, pad_value, slot, upscale=(1, 1)) -> Load:
         t = self.graph.tensors[tid]
         r = self.region_of(tid)
         H, W, C = t.hwc
-        pad = int(y0 < 0 or x0 < 0 or y0 + h > H or x0 + w > W)
-        return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad,
-                    int(pad_value) if pad else 0, slot[0], slot[1])
+        uh, uw = H * upscale[0], W * upscale[1]   # the window's image: upscaled for a TRANSPOSE_CONV's IFM
+        pad = int(y0 < 0 or x0 < 0 or y0 + h > uh or x0 + w > uw)
+        up = (LOAD_UPSCALE_H if upscale[0] == 2 else 0) | (LOAD_UPSCALE_W if upscale[1] == 2 else 0)
+        return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad | up,
+                    int(pad_value) if pad or up else 0, slot[0], slot[1])
 
     def load_const(self, li, kind, region: Region, start: int, count: int, slot) -> Load:
         return Load(0, 0, li, int(kind), region.area, 1, region.base, 1, 1, region.size, 0, 0, start, 1, 1, count,
@@ -517,7 +525,7 @@ class _Codegen:
                         finish(y, x, th, tw, c0, tc, acc, ts)
                         continue
                     s = slots.take("ifm")
-                    em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s))
+                    em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s, L.upscale))
                     if j == 0 and k + 1 < len(chans):
                         pending = weights(*chans[k + 1])
                     elif j == 0 and k + 1 == len(chans):
@@ -528,7 +536,7 @@ class _Codegen:
             for y, x, th, tw in spatial:
                 y0, x0, ih, iw = ifm_window(y, x, th, tw)
                 s = slots.take("ifm")
-                em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, 0, ih, iw, ifm.hwc[2], L.pad_value, s))
+                em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, 0, ih, iw, ifm.hwc[2], L.pad_value, s, L.upscale))
                 for c0, tc in chans:
                     if resident is None or len(chans) > 1:
                         resident = weights(c0, tc)
@@ -567,6 +575,20 @@ class _Codegen:
         em.emit(Ppu(0, 0, li, int(op), 0, dtype_code(src.dtype), dtype_code(ofm.dtype), s[0], s[1], 0, 0, 0, 0, 0,
                     out[0], out[1], *ext, th, tw, tc, _ppu_params(op, values)))
         em.emit(self.store(li, L.ofm, y, x, c0, th, tw, tc, out))
+
+    def emit_argmax_tile(self, em: _Emitter, li: int, L: PpuLayer, slots: _Slots, at: tuple[int, int],
+                         size: tuple[int, int]) -> None:
+        """One OFM tile of an ARG_MAX: its rows' every channel in, one index per row out."""
+        T = self.graph.tensors
+        src, ofm = T[L.inputs[0]], T[L.ofm]
+        (y, x), (th, tw) = at, size
+        s = slots.take("ifm")
+        em.emit(self.load(li, TileKind.IFM, L.inputs[0], y, x, 0, th, tw, src.hwc[2], 0, s))
+        out = slots.take("ofm")
+        em.emit(Ppu(0, 0, li, int(PpuOp.ARGMAX), 0, dtype_code(src.dtype), dtype_code(ofm.dtype), s[0], s[1], 0, 0,
+                    0, 0, 0, out[0], out[1], th, tw, src.hwc[2], th, tw, 1,
+                    _ppu_params(PpuOp.ARGMAX, dict(rows=L.params["rows"]))))
+        em.emit(self.store(li, L.ofm, y, x, 0, th, tw, 1, out))
 
     def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
         T = self.graph.tensors
@@ -611,6 +633,9 @@ class _Codegen:
                     th, tw = min(plan.bh, OH - y), min(plan.bw, OW - x)
                     if op in (PpuOp.TRANSPOSE, PpuOp.RESIZE):
                         self.emit_window_op(em, li, L, op, slots, (y, x, c0), (th, tw, tc))
+                        continue
+                    if op == PpuOp.ARGMAX:
+                        self.emit_argmax_tile(em, li, L, slots, (y, x), (th, tw))
                         continue
                     if op == PpuOp.MEAN:
                         y0, x0, ih, iw = 0, 0, H, W

@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 
 from .config import NPUConfig
-from .isa import DTYPE_BYTES, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind
+from .isa import (DTYPE_BYTES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp, Ppu, PpuOp, Store, TileKind,
+                  load_source_window, src1_tile_shape)
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
-           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "argmax_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -149,6 +150,11 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
     ``binary``: an ADD / MUL's (in2_area, in2_burst, nhwc) timing parameters (``binary_timing``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
+    if op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):   # Vela's elementwise sequences (below); src1 taken full size
+        return quantized_binary_cycles(cfg, op, oh * ow * oc, oh * ow * oc)
+    if op == PpuOp.ARGMAX:   # Vela's depthwise / max pools / LUT / casts sequence (below)
+        rows = whole[0] if whole else oh * ow
+        return _cdiv(argmax_cycles(cfg, rows, ic, out_bytes) * oh * ow, max(rows, 1))
     p = cfg.ppu
     if p.pool_on_mac and op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL):
         return pool_cycles(cfg, op, oh, ow, oc, *kernel, ih, iw, in_bytes)
@@ -162,6 +168,10 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
         work = out_elems * p.cost("requant")
     elif op == PpuOp.ADD:
         work = max(out_elems * p.cost("add"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
+    elif op == PpuOp.RAW_BINARY:
+        # Vela's output rates: MAXIMUM / MINIMUM at its 'other elementwise' rate (the requantize rate on every
+        # Ethos-U preset), 32-bit operands at about its add rate (both mostly bound by their memory traffic)
+        work = out_elems * p.cost("add" if in_bytes == 4 else "requant")
     elif op == PpuOp.MUL:
         work = max(out_elems * p.cost("mul"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
     elif op == PpuOp.MAX_POOL:
@@ -238,6 +248,16 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w", "channels")))
     if c.op == PpuOp.SOFTMAX:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
+    if c.op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):
+        h2, w2, c2 = src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)
+        general = c.op == PpuOp.PRELU and bool(c.param("above_one"))
+        return quantized_binary_cycles(cfg, c.op, c.oh * c.ow * c.oc, h2 * w2 * c2, general)
+    if c.op == PpuOp.ARGMAX:
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, out_bytes=DTYPE_BYTES[c.out_dtype],
+                          whole=(c.param("rows"),))
+    if c.op == PpuOp.RAW_BINARY:   # int32 operands are feature maps here, not a MAC's accumulators
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, in_bytes=DTYPE_BYTES[c.in_dtype],
+                          out_bytes=DTYPE_BYTES[c.out_dtype])
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
     binary = (c.param("in2_area"), c.param("in2_burst"), c.param("nhwc")) if c.op in (PpuOp.ADD, PpuOp.MUL) \
@@ -320,7 +340,12 @@ def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
     layer's weights and tables) applies to weight and table loads. Weights, and a MAC layer's bias/scale table
     (``table_stream``), are contiguous encoded streams (``weight_transfer_cycles``)."""
     elem = DTYPE_BYTES[c.dtype]
-    nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
+    if isinstance(c, Load) and c.pad & (LOAD_UPSCALE_H | LOAD_UPSCALE_W):
+        # an upscaled IFM window reads only its source pixels (the NPU inserts the rest)
+        y0, x0, h, w = load_source_window(c)
+        nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, y0, x0, h, w, c.c, elem)
+    else:
+        nbytes, run = window_traffic(c.img_h, c.img_w, c.img_c, c.y0, c.x0, c.h, c.w, c.c, elem)
     a = cfg.memory_areas[c.area]
     if isinstance(c, Load):
         if c.kind == TileKind.WEIGHT or (c.kind == TileKind.TABLE and table_stream):
@@ -563,3 +588,61 @@ def binary_reread_cycles(cfg: NPUConfig, binary: tuple[int, int, int], oh: int, 
         return 0
     q = 1 if nhwc & 1 else cfg.fm_channel_quantum
     return operand_reread_cycles(cfg, area - 1, oh * ow * _cdiv(oc, q) * q, elem_bytes, burst)
+
+
+# ARG_MAX along the channels, 8-bit input (Regor's sequence, its per-layer CSV): a 1x1 depthwise convolution
+# scaling every value by 2^7 into int16 and adding each channel's reversed index as its bias (streaming the IFM
+# in, the int16 map out in 16-deep bricks), max pools over the channels of a few rows each
+# (ARGMAX_POOL_ROWS: the largest shifted value per row), a 16-bit LUT turning the 7 low bits back into the index,
+# and casts to int32 (and int64) that stream their tensors once each.
+ARGMAX_POOL_ROWS = 4
+
+
+def argmax_cycles(cfg: NPUConfig, rows: int, channels: int, out_bytes: int = 4) -> int:
+    """Vela's ARG_MAX over ``rows`` rows of ``channels`` 8-bit values, writing ``out_bytes``-wide indices."""
+    p, m = cfg.ppu, cfg.mac
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    q = cfg.fm_channel_quantum
+    shift = issue + max(math.ceil(rows * _cdiv(channels, m.ublock_c) * m.ublock_c * p.cost("requant")),
+                        _stream(cfg, rows * channels) + _stream(cfg, rows * _cdiv(channels, q) * q * 2))
+    full, last = divmod(rows, ARGMAX_POOL_ROWS)
+    pools = full * pool_cycles(cfg, PpuOp.MAX_POOL, ARGMAX_POOL_ROWS, 1, 1, 1, channels, ARGMAX_POOL_ROWS,
+                               channels, 2)
+    if last:
+        pools += pool_cycles(cfg, PpuOp.MAX_POOL, last, 1, 1, 1, channels, last, channels, 2)
+    lut = issue + max(math.ceil(rows * p.cost("lut")), _stream(cfg, rows * 4))
+    casts = issue + _stream(cfg, rows * 6)                   # int16 → int32
+    if out_bytes == 8:
+        casts += issue + _stream(cfg, rows * 12)             # int32 → int64
+    return shift + pools + lut + casts + 3 * _fm_latency(cfg)
+
+
+# PRELU and SQUARED_DIFFERENCE (Regor's sequences, their per-layer CSVs): elementwise passes over the whole map,
+# each streaming its operands and result through the feature-map port: bytes per element of each pass, and which
+# operand's size it runs over ("a": the first input's / output's, "b": the second input's, so a broadcast second
+# operand's passes are short).
+# PRELU whose alphas are all at most 1: MUL by alpha of the 8-bit input, the identity rescale, MAXIMUM of the two.
+PRELU_PASSES = (("a", 3), ("a", 8), ("a", 3))
+# any alpha above 1: RELU of the input, MINIMUM with 0, MUL by alpha (the constant read through the weight port,
+# "w": a broadcast alpha 8 bytes per output element, as Vela's CSV charges it; a full-size one its own bytes), ADD
+# of the two parts.
+PRELU_GENERAL_PASSES = (("a", 4), ("a", 2), ("w", 8), ("a", 6))
+# SQUARED_DIFFERENCE: per operand a cast copy to int32 and its rescale (a MUL); the int32 SUB, its square (MUL) and
+# the output rescale (MUL).
+SQUARED_DIFF_PASSES = (("a", 5), ("a", 9), ("b", 5), ("b", 9), ("a", 12), ("a", 12), ("a", 9))
+
+
+def quantized_binary_cycles(cfg: NPUConfig, op: int, elems: int, elems_b: int, general: bool = False) -> int:
+    """Vela's PRELU / SQUARED_DIFFERENCE over ``elems`` output elements (``elems_b``: the second operand's;
+    ``general``: a PRELU with an alpha above 1)."""
+    p = cfg.ppu
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    passes = SQUARED_DIFF_PASSES if op == PpuOp.SQUARED_DIFF else PRELU_GENERAL_PASSES if general else PRELU_PASSES
+    total = 0
+    for side, nbytes in passes:
+        n = elems_b if side == "b" else elems
+        if side == "w" and elems_b >= elems:
+            nbytes = 1
+        port = _stream(cfg, n * nbytes, cfg.placement.weights if side == "w" else None)
+        total += issue + max(math.ceil(n * p.cost("requant")), port)
+    return total

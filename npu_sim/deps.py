@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from byoc.errors import NPUError
 
-from .isa import DTYPE_BYTES, ENGINE_NAMES, Command, Load, Mac, Ppu, PpuOp, Store, disassemble_command, \
+from .isa import BINARY_OPS, DTYPE_BYTES, ENGINE_NAMES, Command, Load, Mac, Ppu, PpuOp, Store, disassemble_command, \
     src1_tile_shape
 
 __all__ = ["Access", "command_accesses", "HazardTracker", "assign_tokens", "check_tokens", "RegionIndex"]
@@ -96,7 +96,7 @@ def _mac_accesses(cmd: Mac, regions: RegionIndex) -> tuple[list[Access], list[Ac
 
 def _ppu_accesses(cmd: Ppu, regions: RegionIndex) -> tuple[list[Access], list[Access]]:
     reads = [(True, cmd.src0_buf, cmd.src0_off, cmd.src0_off + tile_bytes(cmd.ih, cmd.iw, cmd.ic, cmd.in_dtype))]
-    if cmd.op in (PpuOp.ADD, PpuOp.MUL):
+    if cmd.op in BINARY_OPS:
         reads.append((True, cmd.src1_buf, cmd.src1_off, cmd.src1_off + ppu_src1_bytes(cmd)))
     tb = ppu_table_bytes(cmd)
     if tb:

@@ -25,7 +25,8 @@ from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
 from .int16_layers import requant_int64
-from .isa import DTYPES, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, disassemble_command, src1_tile_shape
+from .isa import (DTYPES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store,
+                  disassemble_command, load_source_window, src1_tile_shape)
 from .program import Program
 
 __all__ = ["Machine", "run_functional"]
@@ -150,7 +151,15 @@ class Machine:
 
     def load(self, i: int, c: Load) -> None:
         src = self.view(c.area, c.base, c.img_h, c.img_w, c.img_c, c.dtype)
-        if c.pad:
+        if c.pad & (LOAD_UPSCALE_H | LOAD_UPSCALE_W):
+            # the source pixels land at the window's in-image even positions; pad_value everywhere else
+            t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
+            sy, sx, sh, sw = load_source_window(c)
+            fy, fx = (2 if c.pad & LOAD_UPSCALE_H else 1), (2 if c.pad & LOAD_UPSCALE_W else 1)
+            if sh and sw:
+                t[sy * fy - c.y0:(sy + sh - 1) * fy - c.y0 + 1:fy, sx * fx - c.x0:(sx + sw - 1) * fx - c.x0 + 1:fx] = \
+                    src[sy:sy + sh, sx:sx + sw, c.c0:c.c0 + c.c]
+        elif c.pad:
             t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
             ya, yb = max(c.y0, 0), min(c.y0 + c.h, c.img_h)
             xa, xb = max(c.x0, 0), min(c.x0 + c.w, c.img_w)
@@ -373,6 +382,19 @@ class Machine:
         elif op == PpuOp.SOFTMAX:
             p = SoftmaxParams(c.param("multiplier"), c.param("left_shift"), c.param("diff_min"))
             return softmax_rows_fixed(x, p, out_dt.name)
+        elif op == PpuOp.ARGMAX:
+            # numpy's argmax takes the first of equal largest values, as TFLite's ArgMinMax does
+            return np.argmax(x, axis=2)[:, :, None].astype(out_dt)
+        elif op == PpuOp.RAW_BINARY:
+            b = self.tile(c.src1_buf, c.src1_off, i).reshape(
+                src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)).astype(np.int64)
+            # int64 holds every sum and product of two int32 values; the cast wraps them as TFLite's int32 kernels
+            y = _RAW_FUNCTIONS[c.param("fn")](x, b)
+            return np.ascontiguousarray(np.broadcast_to(y, (c.oh, c.ow, c.oc))).astype(out_dt)
+        elif op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):
+            b = self.tile(c.src1_buf, c.src1_off, i).reshape(
+                src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)).astype(np.int64)
+            y = np.broadcast_to(_prelu(c, x, b) if op == PpuOp.PRELU else _squared_diff(c, x, b), (c.oh, c.ow, c.oc))
         elif op == PpuOp.TRANSPOSE:
             perm = (c.param("perm0"), c.param("perm1"), c.param("perm2"))
             return np.ascontiguousarray(x.transpose(perm)).astype(out_dt)
@@ -390,6 +412,28 @@ class Machine:
         hi = min(hi, c.param("act_max"))
         y = np.asarray(y, np.int64)
         return np.minimum(np.maximum(y, lo), hi).astype(out_dt)
+
+
+def _prelu(c: Ppu, x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """TFLite PRELU (reference_ops::BroadcastPrelu4DSlow): MBQM by the identity multiplier where x ≥ zp, else of
+    the wrapped product with alpha; plus the output zero point (clamped by the caller)."""
+    xv, av = x - c.param("zp_in"), alpha - c.param("zp_alpha")
+    pos = mbqm(xv, c.param("m_id"), c.param("shift_id"))
+    neg = mbqm(wrap32(xv * av), c.param("m_alpha"), c.param("shift_alpha"))
+    return np.where(xv >= 0, pos, neg) + c.param("zp_out")
+
+
+def _squared_diff(c: Ppu, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """LiteRT's int8 SQUARED_DIFFERENCE: each operand (q − zp)·2^7 rescaled, the wrapped difference squared and
+    rescaled, plus the output zero point (clamped by the caller)."""
+    ls = c.param("left_shift")
+    sa = rdbpot(srdhm((a - c.param("zp_a")) << ls, c.param("m_a")), -c.param("shift_a"))
+    sb = rdbpot(srdhm((b - c.param("zp_b")) << ls, c.param("m_b")), -c.param("shift_b"))
+    d = wrap32(sa - sb)
+    return rdbpot(srdhm(wrap32(d * d), c.param("m_out")), -c.param("shift_out")) + c.param("zp_out")
+
+
+_RAW_FUNCTIONS = (np.add, np.subtract, lambda a, b: b - a, np.multiply, np.maximum, np.minimum)   # isa.RAW_FUNCTIONS
 
 
 def _scaled(x: np.ndarray, m: int, e: int) -> np.ndarray:

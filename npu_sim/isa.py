@@ -20,7 +20,8 @@ from byoc.errors import NPUError
 
 __all__ = ["Engine", "TileKind", "MacOp", "PpuOp", "Rounding", "DTYPES", "dtype_code", "Load", "Store", "Mac",
            "Ppu", "Command", "COMMAND_TYPES", "encode_command", "decode_command", "disassemble_command",
-           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
+           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "RAW_FUNCTIONS", "BINARY_OPS",
+           "LOAD_PAD", "LOAD_UPSCALE_H", "LOAD_UPSCALE_W", "LOAD_PAD_BITS", "load_source_window", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
 
 
 class Engine(enum.IntEnum):
@@ -64,6 +65,11 @@ class PpuOp(enum.IntEnum):
     SOFTMAX = 8      # TFLite's integer softmax along the tile's channels (the tile holds whole rows)
     TRANSPOSE = 9    # the src tile's axes permuted (perm = which src axis each dst axis is)
     RESIZE = 10      # nearest / bilinear resize of a src window to a dst tile (origins in params)
+    ARGMAX = 11      # index of the first largest value along the tile's channels (a tile holds whole rows)
+    RAW_BINARY = 12  # add / subtract / multiply / maximum / minimum of the raw integers (src1 as ADD's), wrapped
+    #                  to the output type: TFLite's unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM
+    PRELU = 13       # TFLite PRELU: src1 the alpha tile (broadcast as ADD's), two multipliers by the input's sign
+    SQUARED_DIFF = 14  # TFLite int8 SQUARED_DIFFERENCE: left-shift-7 rescales, the difference squared, rescaled
 
 
 class Rounding(enum.IntEnum):
@@ -93,8 +99,31 @@ def src1_tile_shape(ih: int, iw: int, ic: int, bcast: int) -> tuple[int, int, in
     return (1 if bcast & BCAST_H else ih, 1 if bcast & BCAST_W else iw, 1 if bcast & BCAST_C else ic)
 
 
-DTYPES = ("int8", "uint8", "int16", "int32")
-DTYPE_BYTES = (1, 1, 2, 4)
+# Load.pad bits: LOAD_PAD, the window may leave the image (pad_value fills it); LOAD_UPSCALE_H / _W, the window is
+# in the coordinates of the image upscaled 2x along height / width with pad_value after every source row / column
+# (Ethos-U's zero-inserting IFM upscaling, which runs a TRANSPOSE_CONV as a stride-1 convolution)
+LOAD_PAD, LOAD_UPSCALE_H, LOAD_UPSCALE_W = 1, 2, 4
+LOAD_PAD_BITS = LOAD_PAD | LOAD_UPSCALE_H | LOAD_UPSCALE_W
+
+
+def load_source_window(cmd) -> tuple[int, int, int, int]:
+    """(y0, x0, h, w) of the source image a Load reads: its window itself, or for an upscaled load the source rows
+    and columns its in-image even positions hold (h or w may be 0)."""
+    y0, x0, h, w = cmd.y0, cmd.x0, cmd.h, cmd.w
+    out = []
+    for a, n, size, bit in ((y0, h, cmd.img_h, LOAD_UPSCALE_H), (x0, w, cmd.img_w, LOAD_UPSCALE_W)):
+        if not cmd.pad & bit:
+            out.append((a, n))
+            continue
+        lo, hi = max(a, 0), min(a + n, 2 * size)
+        first, end = -(-lo // 2), -(-hi // 2)
+        out.append((first, max(end - first, 0)))
+    (sy, sh), (sx, sw) = out
+    return sy, sx, sh, sw
+
+
+DTYPES = ("int8", "uint8", "int16", "int32", "int64")   # int64: ARG_MAX's output only (Vela's exception)
+DTYPE_BYTES = (1, 1, 2, 4, 8)
 
 
 def dtype_code(name: str) -> int:
@@ -127,7 +156,19 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
     # origin and (oy, ox) the dst tile's, in image coordinates; channels: the OFM's depth (timing)
     PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox", "channels"),
+    PpuOp.ARGMAX: ("rows",),   # rows: of the whole tensor (timing)
+    # fn: RAW_FUNCTIONS index (sub: src0 − src1, rsub: src1 − src0, the first operand broadcast as src1)
+    PpuOp.RAW_BINARY: ("fn",),
+    # above_one: some alpha exceeds 1 (timing only: Vela's four-pass sequence instead of MAXIMUM(x, alpha·x))
+    PpuOp.PRELU: ("zp_in", "zp_alpha", "zp_out", "act_min", "act_max", "m_id", "shift_id", "m_alpha", "shift_alpha",
+                  "above_one"),
+    # shifts as QuantizeMultiplier returns them (negative: right)
+    PpuOp.SQUARED_DIFF: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "shift_a", "m_b",
+                         "shift_b", "m_out", "shift_out"),
 }
+
+RAW_FUNCTIONS = ("add", "sub", "rsub", "mul", "max", "min")
+BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF)   # the PPU ops with a second operand (src1)
 
 
 PPU_PARAM_INDEX: dict[int, dict[str, int]] = {int(op): {n: i for i, n in enumerate(names)}
@@ -179,7 +220,7 @@ class Load:
     h: int
     w: int
     c: int
-    pad: int          # 1 if the window may leave the image (then pad_value fills it)
+    pad: int          # LOAD_PAD if the window may leave the image (then pad_value fills it); LOAD_UPSCALE_* bits
     pad_value: int
     buf: int
     off: int
@@ -358,7 +399,9 @@ def disassemble_command(cmd: Command) -> str:
         kind = KIND_NAMES[cmd.kind] if cmd.kind < len(KIND_NAMES) else f"?{cmd.kind}"
         return (f"{head} {kind} area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x{cmd.img_c} "
                 f"win=({cmd.y0},{cmd.x0},{cmd.c0})+{cmd.h}x{cmd.w}x{cmd.c} {_dt(cmd.dtype)}"
-                + (f" pad={cmd.pad_value}" if cmd.pad else "") + f" -> buf{cmd.buf}+{cmd.off:#x}")
+                + (f" pad={cmd.pad_value}" if cmd.pad else "")
+                + "".join(f" up2{a}" for a, bit in (("h", LOAD_UPSCALE_H), ("w", LOAD_UPSCALE_W)) if cmd.pad & bit)
+                + f" -> buf{cmd.buf}+{cmd.off:#x}")
     if isinstance(cmd, Store):
         return (f"{head} buf{cmd.buf}+{cmd.off:#x} -> area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x"
                 f"{cmd.img_c} win=({cmd.y0},{cmd.x0},{cmd.c0})+{cmd.h}x{cmd.w}x{cmd.c} {_dt(cmd.dtype)}")
@@ -374,7 +417,7 @@ def disassemble_command(cmd: Command) -> str:
     ps = " ".join(f"{n}={v}" for n, v in zip(names, cmd.params))
     return (f"{head} {op.name.lower() if op is not None else f'?{cmd.op}'} "
             f"src=buf{cmd.src0_buf}+{cmd.src0_off:#x}[{cmd.ih}x{cmd.iw}x{cmd.ic} {_dt(cmd.in_dtype)}]"
-            + (f",buf{cmd.src1_buf}+{cmd.src1_off:#x}" + _bcast(cmd) if op in (PpuOp.ADD, PpuOp.MUL) else "")
+            + (f",buf{cmd.src1_buf}+{cmd.src1_off:#x}" + _bcast(cmd) if op in BINARY_OPS else "")
             + (f" table=buf{cmd.table_buf}+{cmd.table_off:#x}" if op in (PpuOp.REQUANT, PpuOp.LUT) else "")
             + f" dst=buf{cmd.dst_buf}+{cmd.dst_off:#x}[{cmd.oh}x{cmd.ow}x{cmd.oc} {_dt(cmd.out_dtype)}]"
             + (f" rounding={Rounding(cmd.rounding).name}" if op is PpuOp.REQUANT and

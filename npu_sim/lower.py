@@ -70,6 +70,9 @@ class ConvLayer:
     rounding: str
     out_dtype: str
     macs: int = 0
+    # TRANSPOSE_CONV: the IFM is read upscaled (2, 2) / (2, 1) / (1, 2) with the input zero point inserted after
+    # every source row / column (Ethos-U's IFM upscaling), and convolved with stride 1 (lower_vela_ops.py)
+    upscale: tuple[int, int] = (1, 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,9 +261,9 @@ class _Lowerer:
         root = t.alias_of if t.alias_of is not None else tid
         if root not in inputs:
             return tid
-        if t.dtype not in ("int8", "uint8"):
+        if t.dtype not in ("int8", "uint8", "int16", "int32"):
             self.problems.append(f"output {t.name!r} is a view of an input of type {t.dtype}; the NPU copies "
-                                 f"int8/uint8 tensors only")
+                                 f"8/16/32-bit integer tensors only")
             return tid
         info = np.iinfo(t.dtype)
         out = self.new_tensor(f"{t.name}.copy", TensorType(t.shape, t.dtype))

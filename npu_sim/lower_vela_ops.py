@@ -1,4 +1,5 @@
-"""Lowering of the ops Vela turns into a sequence of NPU operations: SOFTMAX, TRANSPOSE, RESIZE_*.
+"""Lowering of the ops Vela turns into a sequence of NPU operations: SOFTMAX, TRANSPOSE, RESIZE_*, ARG_MAX, and
+TFLite's elementwise ops on raw integers (int32 ADD/SUB/MUL, MAXIMUM/MINIMUM).
 
 Each becomes one PPU layer whose commands compute the reference integer algorithm per tile (bit-exact with
 TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of the operations Vela emits
@@ -11,15 +12,24 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
   permutation of a height×width×channels view; every OFM tile loads the IFM box with its axes permuted.
 * image.resize2d (bare op): NHWC, TFLite's three coordinate modes; every OFM tile loads the input window holding
   every tap it reads.
+* argmax (layer kind ``argmax``: argmax along the last axis [→ cast to int64]): a tile holds whole rows, the
+  output one index per row (int32 or int64), charged as Vela's depthwise / max pool / LUT / cast sequence
+  (``cost.argmax_cycles``).
+* qnn.conv2d_transpose (layer kind ``conv2d_transpose``, TRANSPOSE_CONV): a convolution layer whose IFM loads
+  insert the input zero point after every row / column (Ethos-U's IFM upscaling, strides 2), run with stride 1 and
+  the kernel flipped; MAC cycles are those of the convolution over the upscaled map, as Vela's.
+* add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
+  tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
 """
 from __future__ import annotations
 
-from byoc.ir.expr import Call
+from byoc.ir.expr import Call, Constant
 from byoc.quant.params import softmax_params
 
 from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 
-__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES"]
+__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES",
+           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
 MOVE_DTYPES = ("int8", "uint8", "int16")   # transpose and resize move values: 16-bit ones too
@@ -130,5 +140,166 @@ def _resize(low: _Lowerer, call: Call) -> None:
                                dict(bilinear=int(call.attrs.method == "linear"), ctm=code)))
 
 
-VELA_OPS = {"transpose": _transpose, "image.resize2d": _resize}
-KIND_LOWERINGS = {"softmax": _softmax}
+ARGMAX_DTYPES = ("int8", "uint8")        # Vela's ARG_MAX reads 8-bit values (shifted 7 bits left into int16)
+ARGMAX_DEPTH_MAX = 127                    # the index must fit the 7 bits below the shifted value
+
+
+def _argmax(low: _Lowerer, body: _Body, comp: str) -> None:
+    """argmax along the last axis [→ cast to int64]: one PPU command per tile of whole rows."""
+    ops = body.expect(body.chain(), [("argmax", False), ("cast", True)])
+    core = ops["argmax"]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    a = core.attrs
+    rank = len(in_t.shape)
+    axes = tuple(int(x) % rank for x in a.axis) if a.axis is not None and rank else None
+    if axes != (rank - 1,) or a.exclude or a.keepdims or a.select_last_index:
+        raise body.fail(f"argmax over axes {a.axis} of {tuple(in_t.shape)} (keepdims={a.keepdims}, "
+                        f"select_last_index={a.select_last_index})",
+                        hint="the NPU's ARG_MAX runs along the last axis (the channels), first index on ties")
+    if in_t.dtype not in ARGMAX_DTYPES or out_t.dtype not in ("int32", "int64"):
+        raise body.fail(f"argmax {in_t.dtype} → {out_t.dtype} is not supported",
+                        hint="8-bit values in, int32 or int64 indices out")
+    if in_t.shape[-1] > ARGMAX_DEPTH_MAX:
+        raise body.fail(f"argmax over {in_t.shape[-1]} channels", hint=f"at most {ARGMAX_DEPTH_MAX} (Vela's limit)")
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    h, w, _ = low.tensors[ifm].hwc
+    low.layers.append(PpuLayer(body.name, comp, "argmax", (ifm,),
+                               low.view_as(ofm, tuple(in_t.shape[:-1]) + (1,)), dict(rows=h * w)))
+
+
+# TFLite's unquantized elementwise ops on raw integers (isa.RAW_FUNCTIONS): int32 ADD/SUB/MUL, and
+# MAXIMUM/MINIMUM, which compare raw values whatever the quantization
+RAW_BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "maximum": "max", "minimum": "min"}
+RAW_DTYPES = {"add": ("int32",), "subtract": ("int32",), "multiply": ("int32",),
+              "maximum": ("int8", "uint8", "int16"), "minimum": ("int8", "uint8", "int16")}
+
+
+def _raw_binary(low: _Lowerer, call: Call) -> None:
+    from npu_sim.isa import RAW_FUNCTIONS
+    from .lower import _broadcast_operands
+    body = _BareBody(call, low)
+    name = call.op.name   # type: ignore[union-attr]
+    a_t, b_t, out_t = _tensor_type(call.args[0]), _tensor_type(call.args[1]), _tensor_type(call)
+    if not a_t.dtype == b_t.dtype == out_t.dtype or out_t.dtype not in RAW_DTYPES[name]:
+        raise body.fail(f"{name} on {a_t.dtype}, {b_t.dtype} → {out_t.dtype}",
+                        hint=f"the NPU runs {name} on {' / '.join(RAW_DTYPES[name])} operands")
+    order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
+    out_shape = tuple(out_t.shape)
+    ins = [low.view_as(body.tensor(call.args[k], f"operand {k}"),
+                       (1,) * (len(out_shape) - len(t.shape)) + tuple(t.shape)) for k, t in enumerate((a_t, b_t))]
+    fn = RAW_BINARY[name]
+    if order == (1, 0):   # the broadcast operand must be src1: swap (subtraction then runs reversed)
+        ins.reverse()
+        fn = "rsub" if fn == "sub" else fn
+    ofm = low.out_tensor(call, body.name)
+    low.layers.append(PpuLayer(body.name, body.comp, "raw_binary", tuple(ins), ofm,
+                               dict(fn=RAW_FUNCTIONS.index(fn), bcast=bcast)))
+
+
+def transpose_conv_form(in_hw: tuple[int, int], out_hw: tuple[int, int], kernel: tuple[int, int], attrs):
+    """(upscale, top/left padding of the stride-1 convolution over the upscaled IFM) of a qnn.conv2d_transpose, or
+    why the NPU does not run it. Every input pixel sits at an even position of the upscaled map, the input zero
+    point in between; out[o] = Σ_k up[o + k − pad] · w[K − 1 − k] with pad = K − 1 − (the transposed padding)."""
+    if tuple(attrs.dilation) != (1, 1) or attrs.groups != 1:
+        return f"dilation {tuple(attrs.dilation)}, groups {attrs.groups} (the NPU's TRANSPOSE_CONV: 1 and 1)"
+    if attrs.data_layout != "NHWC" or attrs.kernel_layout != "OHWI":
+        return f"layouts {attrs.data_layout}/{attrs.kernel_layout} (TFLite's NHWC/OHWI)"
+    up, pads = [], []
+    for s, k, p in zip(attrs.strides, kernel, attrs.padding[:2]):
+        if s not in (1, 2):
+            return f"strides {tuple(attrs.strides)} (1 or 2)"
+        if p > k - 1:
+            return f"padding {tuple(attrs.padding)} exceeds the kernel {kernel}"
+        up.append(s)
+        pads.append(k - 1 - p)
+    return tuple(up), tuple(pads)
+
+
+def _transpose_conv(low: _Lowerer, body: _Body, comp: str) -> None:
+    """qnn.conv2d_transpose → [bias_add] → requantize → [clip]: a ConvLayer reading its IFM upscaled (the input zero
+    point inserted after every row / column), stride 1, the kernel flipped in height and width."""
+    import numpy as np
+    from .lower import ConvLayer, _check_batch_one, _clamp, _requant_tables, _scalar_int
+    ops = body.expect(body.chain(), [("qnn.conv2d_transpose", False), ("nn.bias_add", True),
+                                     ("qnn.requantize", False), ("clip", True)])
+    core = ops["qnn.conv2d_transpose"]
+    x_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if x_t.dtype not in ("int8", "uint8") or out_t.dtype not in ("int8", "uint8"):
+        raise body.fail(f"transposed convolution {x_t.dtype} → {out_t.dtype}", hint="int8 or uint8 in and out")
+    _check_batch_one(body, x_t, "the input")
+    w = np.asarray(body.const(core.args[1], "weight"))   # OHWI [Cout, KH, KW, Cin]
+    form = transpose_conv_form(tuple(x_t.shape[1:3]), tuple(out_t.shape[1:3]), tuple(w.shape[1:3]), core.attrs)
+    if isinstance(form, str):
+        raise body.fail(form, hint="Vela's TRANSPOSE_CONV: strides 1 or 2, NHWC, no dilation or groups")
+    upscale, (pt, pl) = form
+    zp_in = _scalar_int(body.const(core.args[2], "input_zero_point"), "input zero point", body.name)
+    zp_w = _scalar_int(body.const(core.args[3], "kernel_zero_point"), "kernel zero point", body.name)
+    packed = np.ascontiguousarray(w[:, ::-1, ::-1, :])   # the NPU's OHWI stream, flipped: a correlation
+    oc = packed.shape[0]
+    bias = (np.asarray(body.const(ops["nn.bias_add"].args[1], "bias")).reshape(-1).astype(np.int64)
+            if "nn.bias_add" in ops else np.zeros(oc, np.int64))
+    m, sft, zp_rq, zp_out, rounding = _requant_tables(body, ops["qnn.requantize"], oc)
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    kh, kw = packed.shape[1:3]
+    macs = int(np.prod(x_t.shape[1:])) * oc * kh * kw   # every input pixel times the kernel (Vela's count)
+    low.layers.append(ConvLayer(body.name, comp, "conv", ifm, ofm, (kh, kw), (1, 1), (1, 1), (pt, pl, 0, 0), zp_in,
+                                zp_in, zp_w, 1, packed, bias, m, sft, zp_rq, zp_out, lo, hi, rounding, out_t.dtype,
+                                macs, upscale=upscale))
+
+
+def _quantized_binary(low: _Lowerer, call: Call) -> None:
+    """qnn.prelu (alpha broadcast over the input) and qnn.squared_difference (int8, either operand broadcast): one
+    PPU command per tile computing TFLite's integer algorithm, the second operand as src1 (Ethos-U's IFM2)."""
+    import numpy as np
+    from byoc.quant.params import squared_difference_params
+    from byoc.ops.qnn_prelu import prelu_params
+    from .lower import _broadcast_operands, _scalar_int
+    body = _BareBody(call, low)
+    name = call.op.name   # type: ignore[union-attr]
+    a_t, b_t, out_t = _tensor_type(call.args[0]), _tensor_type(call.args[1]), _tensor_type(call)
+    dtypes = ("int8", "uint8") if name == "qnn.prelu" else ("int8",)
+    if not a_t.dtype == b_t.dtype == out_t.dtype or out_t.dtype not in dtypes:
+        raise body.fail(f"{name} on {a_t.dtype}, {b_t.dtype} → {out_t.dtype}", hint=" or ".join(dtypes))
+    order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
+    if name == "qnn.prelu" and order != (0, 1):
+        raise body.fail(f"alpha {tuple(b_t.shape)} is larger than the input {tuple(a_t.shape)}",
+                        hint="the NPU broadcasts alpha over the input")
+    c = [body.const(call.args[i], n) for i, n in ((2, "scale 0"), (3, "zero point 0"), (4, "scale 1"),
+                                                  (5, "zero point 1"), (6, "output scale"), (7, "output zero point"))]
+    for i in (0, 2, 4):
+        if np.asarray(c[i]).size != 1:
+            raise body.fail("scales must be per-tensor")
+    zp0, zp1, zpo = (_scalar_int(c[i], "zero point", body.name) for i in (1, 3, 5))
+    info = np.iinfo(out_t.dtype)
+    params = dict(zp_out=zpo, act_min=int(info.min), act_max=int(info.max), bcast=bcast)
+    if name == "qnn.prelu":
+        p = prelu_params(c[0], c[2], c[4])
+        alpha = body.const(call.args[1], "alpha") if isinstance(call.args[1], Constant) else None
+        above_one = alpha is None or bool(np.any(float(np.asarray(c[2]).reshape(-1)[0])
+                                                 * (alpha.astype(np.int64) - zp1) > 1.0))
+        params.update(zp_in=zp0, zp_alpha=zp1, m_id=p.identity_multiplier, shift_id=p.identity_shift,
+                      m_alpha=p.alpha_multiplier, shift_alpha=p.alpha_shift, above_one=int(above_one))
+        op = "prelu"
+    else:
+        p = squared_difference_params(c[0], c[2], c[4])
+        sides = [(zp0, p.lhs_multiplier, p.lhs_shift), (zp1, p.rhs_multiplier, p.rhs_shift)]
+        if order == (1, 0):   # (a − b)² = (b − a)²: the broadcast operand becomes src1 with its own parameters
+            sides.reverse()
+        (za, ma, sa), (zb, mb, sb) = sides
+        params.update(zp_a=za, zp_b=zb, left_shift=p.left_shift, m_a=ma, shift_a=sa, m_b=mb, shift_b=sb,
+                      m_out=p.output_multiplier, shift_out=p.output_shift)
+        op = "squared_diff"
+    out_shape = tuple(out_t.shape)
+    ins = [low.view_as(body.tensor(call.args[k], f"operand {k}"),
+                       (1,) * (len(out_shape) - len(t.shape)) + tuple(t.shape)) for k, t in enumerate((a_t, b_t))]
+    if order == (1, 0):
+        ins.reverse()
+    ofm = low.out_tensor(call, body.name)
+    low.layers.append(PpuLayer(body.name, body.comp, op, tuple(ins), ofm, params))
+
+
+VELA_OPS = {"transpose": _transpose, "qnn.prelu": _quantized_binary, "qnn.squared_difference": _quantized_binary, "image.resize2d": _resize, **{op: _raw_binary for op in RAW_BINARY}}
+KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv}

@@ -23,7 +23,8 @@ from byoc.errors import ConfigError, NPUError
 from .config import NPUConfig, config_from_dict
 from .deps import HazardTracker, RegionIndex, check_tokens, command_accesses, mac_weight_bytes, ppu_src1_bytes, \
     ppu_table_bytes, tile_bytes
-from .isa import (BCAST_ALL, DTYPE_BYTES, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, TileKind,
+from .isa import (BCAST_ALL, BINARY_OPS, DTYPE_BYTES, LOAD_PAD, LOAD_PAD_BITS, LOAD_UPSCALE_H, LOAD_UPSCALE_W,
+                  RAW_FUNCTIONS, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, TileKind,
                   decode_command, disassemble_command, encode_command)
 
 __all__ = ["Region", "TensorBinding", "LayerInfo", "Program", "FORMAT_VERSION", "MAGIC"]
@@ -306,7 +307,11 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                     if not 0 <= c.kind < len(TileKind):
                         out.append(f"#{i}: tile kind {c.kind} is unknown")
                         continue
-                    if not c.pad and (c.y0 < 0 or c.x0 < 0 or c.y0 + c.h > c.img_h or c.x0 + c.w > c.img_w):
+                    if c.pad & ~LOAD_PAD_BITS:
+                        out.append(f"#{i}: unknown pad flags {c.pad:#x}")
+                    up_h, up_w = (c.img_h * (2 if c.pad & LOAD_UPSCALE_H else 1),
+                                  c.img_w * (2 if c.pad & LOAD_UPSCALE_W else 1))   # the image the window is in
+                    if not c.pad & LOAD_PAD and (c.y0 < 0 or c.x0 < 0 or c.y0 + c.h > up_h or c.x0 + c.w > up_w):
                         out.append(f"#{i}: window leaves the image but padding is off")
                     local(c.buf, c.off, tile_bytes(c.h, c.w, c.c, c.dtype), c.kind, "load", i)
                 else:
@@ -333,9 +338,13 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
             elif isinstance(c, Ppu):
                 # data movement and int16x8 requantization also write int16
                 wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE) or c.rounding == Rounding.TFLITE_INT64 or \
+                    (c.op == PpuOp.COPY and c.in_dtype == c.out_dtype) or \
                     (c.op in (PpuOp.ADD, PpuOp.MUL) and c.in_dtype == 2)
+                # ARG_MAX writes int32 / int64 indices; raw integer arithmetic keeps its operands' type
+                out_limit = {PpuOp.ARGMAX: len(DTYPES), PpuOp.RAW_BINARY: len(DTYPES) - 1}.get(
+                    c.op, (4 if c.op == PpuOp.COPY else 3) if wide_out else 2)   # a copy of int32 (a reshape)
                 if c.op not in PpuOp._value2member_map_ or not 0 <= c.in_dtype < len(DTYPES) or \
-                        not 0 <= c.out_dtype < (3 if wide_out else 2) or c.rounding not in Rounding._value2member_map_:
+                        not 0 <= c.out_dtype < out_limit or c.rounding not in Rounding._value2member_map_:
                     out.append(f"#{i}: unknown PPU op, rounding or dtype in {disassemble_command(c)}")
                     continue
                 if c.rounding == Rounding.FLOAT32_HALF_EVEN and not prog.config.ppu.float_scale:
@@ -345,7 +354,7 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                     out.append(f"#{i}: zero-sized PPU tile")
                     continue
                 local(c.src0_buf, c.src0_off, tile_bytes(c.ih, c.iw, c.ic, c.in_dtype), None, "ppu src", i)
-                if c.op in (PpuOp.ADD, PpuOp.MUL):
+                if c.op in BINARY_OPS:
                     if c.src1_bcast & ~BCAST_ALL:
                         out.append(f"#{i}: unknown src1 broadcast flags {c.src1_bcast:#x}")
                         continue
@@ -366,7 +375,13 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                         "out_h") or c.param("ox") + c.ow > c.param("out_w") or min(c.param("in_h"), c.param("in_w"))
                         <= 0 or c.ic != c.oc):
                     out.append(f"#{i}: resize parameters do not describe its tiles ({disassemble_command(c)})")
-                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.COPY, PpuOp.LUT, PpuOp.SOFTMAX) and \
+                if c.op == PpuOp.ARGMAX and ((c.ih, c.iw, 1) != (c.oh, c.ow, c.oc) or c.out_dtype < 3):
+                    out.append(f"#{i}: argmax of a {c.ih}x{c.iw}x{c.ic} tile must write {c.ih}x{c.iw}x1 int32/int64 "
+                               f"indices ({disassemble_command(c)})")
+                if c.op == PpuOp.RAW_BINARY and not 0 <= c.param("fn") < len(RAW_FUNCTIONS):
+                    out.append(f"#{i}: unknown raw binary function {c.param('fn')}")
+                if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF,
+                            PpuOp.COPY, PpuOp.LUT, PpuOp.SOFTMAX) and \
                         (c.ih, c.iw, c.ic) != (c.oh, c.ow, c.oc):
                     out.append(f"#{i}: elementwise PPU op with input {c.ih}x{c.iw}x{c.ic} ≠ output "
                                f"{c.oh}x{c.ow}x{c.oc}")

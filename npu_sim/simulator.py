@@ -104,7 +104,7 @@ class Stats:
 
 # The fields a command's cost depends on (cost.py), per command type: equal tuples, equal costs.
 _COST_FIELDS = {
-    Load: operator.attrgetter("kind", "area", "dtype", "img_h", "img_w", "img_c", "y0", "x0", "h", "w", "c"),
+    Load: operator.attrgetter("kind", "area", "dtype", "img_h", "img_w", "img_c", "y0", "x0", "h", "w", "c", "pad"),
     Store: operator.attrgetter("area", "dtype", "img_h", "img_w", "img_c", "y0", "x0", "h", "w", "c", "ENGINE"),
     Mac: operator.attrgetter("op", "oh", "ow", "oc", "ic", "kh", "kw", "ih", "iw", "ic0", "w_ic", "in_dtype",
                           "ENGINE"),

@@ -63,6 +63,7 @@ class Geometry:
     half_pixel: bool = False
     whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w, channels): the sizes Vela's sequence runs on
     binary: tuple[int, int, int] = (0, 0, 0)  # ADD / MUL: (in2_area, in2_burst, nhwc), cost.binary_timing
+    all_in_channels: bool = False  # ARG_MAX: an IFM tile holds every channel of its rows; its OFM tile is one deep
     in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
     out_area: int = -1
 
@@ -77,7 +78,7 @@ class Geometry:
                 (tw - 1) * self.stride[1] + (self.kernel[1] - 1) * self.dilation[1] + 1)
 
     def in_channels(self, tc: int) -> int:
-        if self.kind == "conv":
+        if self.kind == "conv" or self.all_in_channels:
             return self.in_hwc[2]
         return tc // self.dm if self.kind == "depthwise" else tc
 

@@ -8,9 +8,10 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   (and TFLite Micro) does not. The ``ethos-u`` target therefore asks the importer for TFLite Micro's arithmetic
   (``PREFERRED_SEMANTICS``), so FULLY_CONNECTED goes to the NPU without the user naming ``semantics=``, and
   ``compare`` holds the NPU to TFLite Micro's kernels.
-* the simulator: Vela lowers MAXIMUM, PRELU, ... that ``npu_sim`` has no lowering for yet; they stay on the
-  CPU with a reason that says they differ from Vela (``VELA_DIFFERENCES``). SOFTMAX, TRANSPOSE and RESIZE_* run
-  as Vela runs them (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
+* the simulator: an op Vela lowers that ``npu_sim`` has no lowering for would stay on the CPU with a reason that
+  says it differs from Vela (``VELA_DIFFERENCES``; empty now). SOFTMAX, TRANSPOSE, RESIZE_*, ARG_MAX,
+  TRANSPOSE_CONV, PRELU, SQUARED_DIFFERENCE, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
+  (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
 
 Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
 """
@@ -51,18 +52,7 @@ MEAN_AXIS_MAX = 64 * 64
 MEAN_PRODUCT_MAX = {"int8": 2 ** 24, "uint8": 2 ** 23, "int16": 2 ** 16}
 
 # Ops Vela runs on the NPU that byoc keeps on the CPU, and why (the report and `byoc patterns` print these).
-VELA_DIFFERENCES = {
-    "maximum": "Vela runs MAXIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
-               "so it runs on the CPU (differs from Vela)",
-    "minimum": "Vela runs MINIMUM on the NPU's elementwise unit; byoc's NPU simulator has no lowering for it yet, "
-               "so it runs on the CPU (differs from Vela)",
-    "qnn.squared_difference": "Vela runs SQUARED_DIFFERENCE on the NPU; byoc's NPU simulator has no lowering for "
-                              "it yet, so it runs on the CPU (differs from Vela)",
-    "qnn.prelu": "Vela runs PRELU on the NPU; byoc's NPU simulator has no lowering for it yet, so it runs on the "
-                 "CPU (differs from Vela)",
-    "argmax": "Vela runs ARG_MAX along the channels on the NPU; byoc's NPU simulator has no lowering for it yet, "
-              "so it runs on the CPU (differs from Vela)",
-}
+VELA_DIFFERENCES: dict[str, str] = {}
 
 # Ops Vela has no NPU operator for: they stay on the CPU in both (Vela's warning: "Unsupported opType").
 VELA_CPU_OPS = {
@@ -582,6 +572,177 @@ RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
                      summary="RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR, as Vela's upscaling average pools")
 
 
+# -- TRANSPOSE_CONV (npu_sim/lower_vela_ops.py: a stride-1 convolution over the upscaled IFM, as Vela runs it) -------
+
+@rule("input and output dtype is int8 or uint8 (byoc's NPU lowering of TRANSPOSE_CONV is 8-bit; 16x8 stays on the "
+      "CPU)")
+def _tconv_dtypes(ctx):
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    if ti is None or to is None or ti.dtype not in ("int8", "uint8") or to.dtype not in ("int8", "uint8"):
+        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+    return None
+
+
+def _tconv_geometry(ctx):
+    ti, to = ttype(ctx["data"]), ttype(ctx.root)
+    w = const_value(ctx["conv"].args[1])
+    if ti is None or to is None or ti.ndim != 4 or to.ndim != 4 or w is None or w.ndim != 4:
+        return None
+    return ti.shape[1:3], to.shape[1:3], w.shape[1:3], tuple(ctx["conv"].attrs.strides)
+
+
+@rule("strides (height, width) are (1, 1) or (2, 2), or (1, 2) when the input height and kernel height are 1, or "
+      "(2, 1) when the input width and kernel width are 1 (Vela's TRANSPOSE_CONV stride rule)")
+def _tconv_stride(ctx):
+    g = _tconv_geometry(ctx)
+    if g is None:
+        return None
+    (ih, iw), _, (kh, kw), s = g
+    ok = s in ((1, 1), (2, 2)) or (s == (1, 2) and ih == kh == 1) or (s == (2, 1) and iw == kw == 1)
+    return None if ok else f"found strides {s} with input {ih}x{iw}, kernel {kh}x{kw}"
+
+
+@rule("the output is the input times the stride (SAME padding) or the input times the stride plus (kernel - stride) "
+      "(VALID), in height and width (Vela's TRANSPOSE_CONV shape rule)")
+def _tconv_shape(ctx):
+    g = _tconv_geometry(ctx)
+    if g is None:
+        return None
+    (ih, iw), (oh, ow), (kh, kw), (sh, sw) = g
+    same = (oh, ow) == (ih * sh, iw * sw)
+    valid = (oh, ow) == (ih * sh + kh - sh, iw * sw + kw - sw) and not any(ctx["conv"].attrs.padding)
+    return None if same or valid else f"found input {ih}x{iw} → output {oh}x{ow} (strides {(sh, sw)}, kernel {kh}x{kw})"
+
+
+@rule("NHWC data, OHWI kernel, no dilation or groups, padding before at most kernel - 1 (TFLite's TRANSPOSE_CONV; "
+      "byoc's simulator)")
+def _tconv_form(ctx):
+    from npu_sim.lower_vela_ops import transpose_conv_form
+    g = _tconv_geometry(ctx)
+    if g is None:
+        return "found a non-4-D input, output or kernel"
+    form = transpose_conv_form(g[0], g[1], g[2], ctx["conv"].attrs)
+    return form if isinstance(form, str) else None
+
+
+TRANSPOSE_CONV_CHECK = Check((_tconv_dtypes, _batch_one(capture("data"), "the input"), _tconv_form, _tconv_stride,
+                              _tconv_shape, _weights_8bit, _weights_limit, _bias, _QZP, fixed_point_rule("rq"),
+                              clip_range_rule(), _tens_dims),
+                             summary="TRANSPOSE_CONV, as Vela's convolution over the zero-inserted (upscaled) IFM")
+
+
+# -- ARG_MAX; unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM (npu_sim/lower_vela_ops.py) --------------------
+
+@rule("input dtype is int8 or uint8 and the indices int32 or int64 (Vela shifts 8-bit values 7 bits left into int16 "
+      "to append the index; 64-bit indices are Vela's one 64-bit feature map)")
+def _argmax_dtypes(ctx):
+    ti, to = ttype(ctx["core"].args[0]), ttype(ctx.root)
+    if ti is None or to is None or ti.dtype not in ("int8", "uint8") or to.dtype not in ("int32", "int64"):
+        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+    return None
+
+
+@rule("it runs along the depth (last) axis, returning the first index of equal largest values, without keepdims "
+      "(Vela's ARG_MAX axis rule)")
+def _argmax_axis(ctx):
+    a, ti = ctx["core"].attrs, ttype(ctx["core"].args[0])
+    rank = ti.ndim if ti is not None else 0
+    axes = tuple(int(x) % rank for x in a.axis) if a.axis is not None and rank else None
+    if axes != (rank - 1,) or a.exclude or a.keepdims or a.select_last_index:
+        return f"found axis {a.axis} of {tuple(ti.shape) if ti else None}"
+    return None
+
+
+@rule("the input depth (its last axis) is at most 127 (Vela's ARG_MAX depth rule: the index fits the 7 bits below "
+      "the shifted value)")
+def _argmax_depth(ctx):
+    from npu_sim.lower_vela_ops import ARGMAX_DEPTH_MAX
+    ti = ttype(ctx["core"].args[0])
+    return None if ti is None or (ti.ndim and ti.shape[-1] <= ARGMAX_DEPTH_MAX) else \
+        f"found depth {ti.shape[-1] if ti.ndim else None}"
+
+
+@rule("a cast after it widens the int32 indices to int64 (TFLite's int64 ARG_MAX output)")
+def _argmax_cast(ctx):
+    cast = ctx.get("cast")
+    if cast is None:
+        return None
+    t = ttype(cast)
+    return None if t is not None and t.dtype == "int64" else f"found a cast to {t.dtype if t else None}"
+
+
+ARGMAX_CHECK = Check((_argmax_dtypes, _argmax_axis, _argmax_depth, _argmax_cast, _tens_dims),
+                     summary="ARG_MAX, as Vela's depthwise convolution, max pools, LUT and casts")
+
+
+def _on_root_core(r: Rule) -> Rule:
+    """A composite rule reading ``ctx["core"]`` applied to a bare op (the op is its own core)."""
+    from byoc.relay.dataflow_pattern.check import MatchContext
+    return Rule(r.description, lambda ctx: r.test(MatchContext(ctx.root, {**ctx.captures, "core": ctx.root})),
+                r.guard)
+
+
+def _raw_dtypes(op: str) -> Rule:
+    from npu_sim.lower_vela_ops import RAW_DTYPES
+    allowed = RAW_DTYPES[op]
+    if op in ("maximum", "minimum"):
+        what = (f"inputs and output are all {' or all '.join(allowed)} (Vela: no 32-bit MAXIMUM/MINIMUM; byoc's IR "
+                f"compares raw values and keeps no quantization, so Vela's matching-quantization rule is not checked: "
+                f"TFLite's converter writes these ops with matching parameters)")
+    else:
+        what = ("inputs and output are int32 (TFLite's unquantized int32 arithmetic: Vela's int32 elementwise ops, "
+                "zero points 0; the results wrap as TFLite's int32 kernels)")
+
+    @rule(what)
+    def test(ctx):
+        ts = [ttype(ctx.root.args[0]), ttype(ctx.root.args[1]), ttype(ctx.root)]
+        dts = [t.dtype if t is not None else None for t in ts]
+        return None if len(set(dts)) == 1 and dts[0] in allowed else f"found {', '.join(map(str, dts))}"
+    return test
+
+
+def _raw_check(op: str, what: str) -> Check:
+    return Check((_raw_dtypes(op), _on_root_core(_npu._broadcast_shapes), _batch_one(root, "the output"), _tens_dims),
+                 summary=what)
+
+
+def _qbinary_check(op: str, dtypes: tuple[str, ...], what: str, summary: str) -> Check:
+    @rule(f"inputs and output are all {' or all '.join(dtypes)} ({what})")
+    def types(ctx):
+        ts = [ttype(ctx.root.args[0]), ttype(ctx.root.args[1]), ttype(ctx.root)]
+        dts = [t.dtype if t is not None else None for t in ts]
+        return None if len(set(dts)) == 1 and dts[0] in dtypes else f"found {', '.join(map(str, dts))}"
+
+    @rule("alpha broadcasts over the input (the NPU's IFM2 broadcast; an input smaller than alpha stays on the CPU)")
+    def alpha_over_input(ctx):
+        ti, to = ttype(ctx.root.args[0]), ttype(ctx.root)
+        if ti is None or to is None:
+            return None
+        padded = (1,) * (to.ndim - ti.ndim) + tuple(ti.shape)
+        return None if padded == tuple(to.shape) else f"found input {tuple(ti.shape)} → output {tuple(to.shape)}"
+
+    rules = (types, _on_root_core(_npu._broadcast_shapes)) + ((alpha_over_input,) if op == "qnn.prelu" else ()) + (
+        _batch_one(root, "the output"),
+        per_tensor_rule("scales and zero points", [lambda ctx, i=i: ctx.root.args[i] for i in range(2, 8)]),
+        _tens_dims)
+    return Check(rules, summary=summary)
+
+
+PRELU_CHECK = _qbinary_check("qnn.prelu", ("int8", "uint8"), "Vela: no 32-bit PRELU",
+                             "PRELU, as Vela's elementwise sequence (the negative part times alpha, the positive part "
+                             "rescaled, their sum)")
+SQUARED_DIFFERENCE_CHECK = _qbinary_check("qnn.squared_difference", ("int8",),
+                                          "Vela: no 32-bit SQUARED_DIFFERENCE; byoc's importer reads int8 ones",
+                                          "SQUARED_DIFFERENCE, as Vela's rescales, subtraction and multiplication")
+
+
+_ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root],
+                                                allowed=("int8", "uint8", "int32")),
+                                     "input and output dtype is int8, uint8 or int32 (Vela's reshapes of int32 "
+                                     "tensors included)"),) + _npu._MOVE_CHECK.rules[1:],
+                          summary=_npu._MOVE_CHECK.summary)
+
+
 # -- ONNX's QDQ groups (patterns/npu_qdq.py), where Vela's rules for the TFLite op they stand for allow ----------
 
 _HARD_OPS = {"qnn.dequantize", "multiply", "add", "clip", "qnn.quantize"}
@@ -645,12 +806,15 @@ def pattern_table() -> list[CompositePattern]:
     product = is_op("multiply")(is_op("cast")(wildcard("lhs")), is_op("cast")(wildcard("rhs"))).named("mul")
     int16_mul = optional_clip(is_op("qnn.requantize")(product, is_constant(), is_constant(), is_constant(),
                                                       is_constant()).named("rq"))
+    argmax = is_op("argmax")(wildcard("data")).named("core")
     t = TARGET
     table = [
         CompositePattern(f"{t}.int16_mul", int16_mul, INT16_MUL_CHECK),
         CompositePattern(f"{t}.qnn_conv2d", conv_chain("qnn.conv2d"), CONV_CHECK),
         CompositePattern(f"{t}.qnn_depthwise_conv2d", conv_chain("qnn.conv2d"), DEPTHWISE_CHECK),
         CompositePattern(f"{t}.qnn_dense", conv_chain("qnn.dense", with_pad=False), DENSE_CHECK),
+        CompositePattern(f"{t}.qnn_conv2d_transpose", conv_chain("qnn.conv2d_transpose", with_pad=False),
+                         TRANSPOSE_CONV_CHECK),
         CompositePattern(f"{t}.qnn_add", binary("qnn.add"), _binary_check("ADD")),
         CompositePattern(f"{t}.qnn_subtract", binary("qnn.subtract"), _binary_check("SUB")),
         CompositePattern(f"{t}.qnn_mul", binary("qnn.mul"), _binary_check("MUL")),
@@ -676,6 +840,7 @@ def pattern_table() -> list[CompositePattern]:
                                                       summary="RELU / RELU6 / RELU_N1_TO_1")),
         CompositePattern(f"{t}.qnn_softmax", quantized_activation("nn.softmax", "qnn.softmax"),
                          on_integer_op(SOFTMAX_CHECK)),
+        CompositePattern(f"{t}.argmax", argmax | is_op("cast")(argmax).named("cast"), ARGMAX_CHECK),
     ]
     return table
 
@@ -690,13 +855,21 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
     f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.int16_mul": "int16_mul",
+    f"{TARGET}.argmax": "argmax", f"{TARGET}.qnn_conv2d_transpose": "conv2d_transpose",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
-for _op, _check in (("reshape", _npu._MOVE_CHECK), ("squeeze", _npu._MOVE_CHECK), ("expand_dims", _npu._MOVE_CHECK),
+for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHECK),
+                    ("expand_dims", _ETHOS_MOVE_CHECK),
                     ("strided_slice", _npu.SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
                     ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK), ("transpose", TRANSPOSE_CHECK),
-                    ("image.resize2d", RESIZE_CHECK)):
+                    ("image.resize2d", RESIZE_CHECK),
+                    ("maximum", _raw_check("maximum", "MAXIMUM (raw values)")),
+                    ("minimum", _raw_check("minimum", "MINIMUM (raw values)")),
+                    ("add", _raw_check("add", "ADD of int32 without quantization")),
+                    ("subtract", _raw_check("subtract", "SUB of int32 without quantization")),
+                    ("multiply", _raw_check("multiply", "MUL of int32 without quantization")),
+                    ("qnn.prelu", PRELU_CHECK), ("qnn.squared_difference", SQUARED_DIFFERENCE_CHECK)):
     register_op_predicate(TARGET, _op, _check)
 
 # Vela places these on the NPU; byoc keeps them on the CPU and says why.
@@ -707,7 +880,7 @@ for _op, _why in VELA_DIFFERENCES.items():
 def _transpose_conv_stride(ctx):
     """Vela's TRANSPOSE_CONV stride rule (WxH 1x1, 2x2, 2x1 when the IFM and kernel height are 1, 1x2 when the IFM
     and kernel width are 1): a stride it rejects keeps the op on the CPU in Vela too; one it accepts is a
-    difference (byoc's simulator has no transposed-convolution lowering yet)."""
+    difference (byoc's NPU lowering takes 8-bit TRANSPOSE_CONV only, in the composite)."""
     call = ctx.root
     a = call.attrs
     sh, sw = a.strides
@@ -721,8 +894,9 @@ def _transpose_conv_stride(ctx):
 
 
 register_op_predicate(TARGET, "qnn.conv2d_transpose", Check((Rule(
-    "no NPU transposed convolution in byoc (Vela runs strides WxH 1x1 and 2x2, 2x1 / 1x2 only for a 1-high / "
-    "1-wide IFM and kernel)", _transpose_conv_stride),), summary="TRANSPOSE_CONV"))
+    "a TRANSPOSE_CONV outside the ethos-u.qnn_conv2d_transpose composite (16x8, or a form its rules refuse) stays "
+    "on the CPU (Vela runs strides WxH 1x1 and 2x2, 2x1 / 1x2 only for a 1-high / 1-wide IFM and kernel)",
+    _transpose_conv_stride),), summary="TRANSPOSE_CONV"))
 
 for _op, _why in VELA_CPU_OPS.items():
     register_op_predicate(TARGET, _op, Check((Rule(_why, lambda ctx: f"found {ctx.root.op.name}"),),
