@@ -68,6 +68,8 @@ def from_onnx(model_or_path, shape: dict | None = None, dtype="float32", opset=N
     model's declared input types where it names an input; ``opset`` overrides the model's default-domain opset.
     """
     model = load_model(model_or_path)
+    from .ort_weight_bias import apply_weight_bias_quantization  # onnxruntime's level-1 rewrite
+    model = apply_weight_bias_quantization(model)
     importer = Importer(model, shape)
     if opset is not None:
         importer.opset = int(opset)
