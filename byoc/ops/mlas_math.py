@@ -17,6 +17,11 @@ the way onnxruntime's CPU provider does (measured bit for bit against onnxruntim
   ``inv = 1 / sqrt(var / n + ε)`` in float32; ``y = fma((x − mean)·inv, scale, bias)`` (no bias: ``−0.0``,
   which makes the FMA a plain rounded product). Shorter rows take onnxruntime's scalar path, which byoc does not
   reproduce (the importer keeps ONNX's function body there).
+* ``Softmax`` over the last axis is ``MlasComputeSoftmax`` with the AVX-512F kernels: the row maximum (exact),
+  ``e = exp(x + (−max))`` by ``MlasComputeSumExpF32KernelAvx512F`` (clamp at −103.97, round-to-integer by the
+  1.5·2²³ trick, two-constant ln 2 reduction, a degree-6 FMA polynomial, ``vscalefps`` by the integer: one
+  rounding), the sum in sixteen lanes (element i into lane i mod 16, in order from +0) reduced as
+  ``vextractf64x4`` / two ``vhaddps`` / ``vaddss``, then ``e · (1 / sum)``.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from .mlas_order import fma_f32
 from .registry import FusionKind, register_op
 from .rel import fail, tensor_arg
 
-__all__ = ["mlas_erf", "mlas_layer_norm", "LAYER_NORM_MIN_ROW", "ERF_CONSTANTS"]
+__all__ = ["mlas_erf", "mlas_layer_norm", "mlas_softmax", "LAYER_NORM_MIN_ROW", "ERF_CONSTANTS", "EXP_CONSTANTS"]
 
 _F = np.float32
 
@@ -44,6 +49,13 @@ ERF_CONSTANTS = {
     "log2_lo": -1.42860677e-6,
     "exp_poly": (1.38319808e-3, 8.37550033e-3, 4.16689515e-2, 1.66664466e-1, 4.99999851e-1, 1.0, 1.0),
     "round_c": 1.25829120e+7,
+}
+# MlasExpConstants (compute.cpp) as the AVX-512F sum-of-exp kernel uses them
+EXP_CONSTANTS = {
+    "lower": -103.9720840454, "rounding_bias": 12582912.0, "log2_reciprocal": 1.44269504088896341,
+    "log2_hi": -6.93145752e-1, "log2_lo": -1.42860677e-6,
+    "poly": tuple(float.fromhex(h) for h in ("0x1.694000p-10", "0x1.125edcp-7", "0x1.555b5ap-5", "0x1.555450p-3",
+                                             "0x1.fffff6p-2", "0x1.000000p+0")),
 }
 LAYER_NORM_MIN_ROW = 8  # MlasLayerNormF32 leaves shorter rows to the scalar path
 
@@ -125,6 +137,36 @@ def mlas_layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, epsilon:
     return _fma(t, np.asarray(scale, _F)[None, :], np.asarray(bias, _F)[None, :])
 
 
+def _mlas_exp(v: np.ndarray) -> np.ndarray:
+    """The exp of MlasComputeSumExpF32KernelAvx512F on float32 ``v`` (already x − max)."""
+    k = EXP_CONSTANTS
+    lo = _F(k["lower"])
+    v = np.where(lo < v, v, lo).astype(_F)  # vmaxps(lower, v)
+    bias = _F(k["rounding_bias"])
+    m = (_fma(v, k["log2_reciprocal"], bias) - bias).astype(_F)
+    v = _fma(m, k["log2_lo"], _fma(m, k["log2_hi"], v))
+    p = np.full_like(v, _F(k["poly"][0]))
+    for c in k["poly"][1:]:
+        p = _fma(p, v, c)
+    p = _fma(p, v, k["poly"][-1])
+    return np.ldexp(p, m.astype(np.int32)).astype(_F)  # vscalefps: one rounding
+
+
+def mlas_softmax(x: np.ndarray) -> np.ndarray:
+    """MlasComputeSoftmax (AVX-512F kernels) over the rows of ``x`` [R, D] (module doc)."""
+    x = np.asarray(x, _F)
+    rows, d = x.shape
+    e = _mlas_exp((x + (-x.max(axis=1))[:, None]).astype(_F))
+    acc = np.zeros((rows, 16), _F)
+    for i in range(0, d, 16):
+        n = min(16, d - i)
+        acc[:, :n] = (acc[:, :n] + e[:, i:i + n]).astype(_F)
+    a = (acc[:, 8:] + acc[:, :8]).astype(_F)
+    h = [(a[:, j] + a[:, j + 1]).astype(_F) for j in (0, 2, 4, 6)]
+    total = ((h[0] + h[1]).astype(_F) + (h[2] + h[3]).astype(_F)).astype(_F)
+    return (e * (_F(1) / total).astype(_F)[:, None]).astype(_F)
+
+
 def _erf_rel(types, attrs):
     t = tensor_arg("mlas_erf", ("data",), types, 0)
     if t.dtype != "float32":
@@ -162,3 +204,16 @@ register_op("nn.mlas_layer_norm", ("data", "scale", "bias"), attrs=MlasLayerNorm
             compute=lambda args, attrs: mlas_layer_norm(args[0], args[1], args[2], attrs.epsilon),
             doc="onnxruntime's float32 LayerNormalization over the rows of data [rows, n] (n ≥ 8; "
                 "MlasLayerNormKernelAvx2; ops/mlas_math.py).")
+
+
+def _softmax_rel(types, attrs):
+    t = tensor_arg("nn.mlas_softmax", ("data",), types, 0)
+    if t.dtype != "float32" or t.ndim != 2:
+        raise fail("nn.mlas_softmax", "data", "a 2-D float32 tensor [rows, D]", f"{t.dtype} {list(t.shape)}")
+    return t
+
+
+register_op("nn.mlas_softmax", ("data",), rel=_softmax_rel, fusion=FusionKind.OPAQUE,
+            compute=lambda args, attrs: mlas_softmax(args[0]),
+            doc="onnxruntime's float32 Softmax over the rows of data [rows, D] (MlasComputeSoftmax, AVX-512F "
+                "kernels; ops/mlas_math.py).")

@@ -1,4 +1,4 @@
-"""CPU lowerings of ``mlas_erf`` and ``nn.mlas_layer_norm`` (byoc/ops/mlas_math.py states the kernels and is
+"""CPU lowerings of ``mlas_erf``, ``nn.mlas_layer_norm`` and ``nn.mlas_softmax`` (byoc/ops/mlas_math.py states the kernels and is
 the reference these agree with bit for bit): every step a float32 (or, for the layer norm's mean, float64)
 instruction in the reference's order, ``llvm.fma.f32`` where MLAS fuses; no fast-math flag, so LLVM keeps
 the order."""
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...ops.mlas_math import ERF_CONSTANTS
+from ...ops.mlas_math import ERF_CONSTANTS, EXP_CONSTANTS
 from .cgutils import F32, F64, I32, I64, alloca_once, for_range
-from .lower_elemwise import call_intrinsic
+from .lower_elemwise import call_intrinsic, float_max
 from .lowering import lower_element, lower_kernel
 
 
@@ -118,3 +118,49 @@ def _mlas_layer_norm(ctx, builder, node, args):
             t = builder.fmul(builder.fsub(ld(builder, k.index), mean), inv)
             out.store(builder, [r, k.index],
                       builder.fma(t, scale.load(builder, [k.index]), bias.load(builder, [k.index])))
+
+
+def _emit_mlas_exp(builder: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """MlasComputeSumExpF32KernelAvx512F's exp of ``v`` (x − max ≤ 0): ``vscalefps`` by m ∈ [−150, 0] as two exact
+    power-of-two factors, 2^(m+64) (normal) then 2^−64, so the one rounding is the last multiply's."""
+    k = EXP_CONSTANTS
+    lo = _f(k["lower"])
+    v = builder.select(builder.fcmp_ordered("<", lo, v), v, lo)
+    bias = _f(k["rounding_bias"])
+    m = builder.fsub(builder.fma(v, _f(k["log2_reciprocal"]), bias), bias)
+    v = builder.fma(m, _f(k["log2_hi"]), v)
+    v = builder.fma(m, _f(k["log2_lo"]), v)
+    p = _f(k["poly"][0])
+    for c in k["poly"][1:]:
+        p = builder.fma(p, v, _f(c))
+    p = builder.fma(p, v, _f(k["poly"][-1]))
+    e = builder.add(builder.fptosi(m, I32), ir.Constant(I32, 127 + 64))
+    scaled = builder.fmul(p, builder.bitcast(builder.shl(e, ir.Constant(I32, 23)), F32))
+    return builder.fmul(scaled, _f(2.0 ** -64))
+
+
+@lower_kernel("nn.mlas_softmax", epilogue=False)
+def _mlas_softmax(ctx, builder, node, args):
+    (x,) = args
+    rows, d = (int(v) for v in x.shape)
+    out = ctx.output_buffer(0)
+    mx = alloca_once(builder, F32, name="mx")
+    lanes = alloca_once(builder, F32, size=16, name="lanes")
+    with ctx.parallel(builder, rows) as r:
+        builder.store(_f(float("-inf")), mx)
+        with for_range(builder, 0, d, name="k") as k:
+            builder.store(float_max(builder, builder.load(mx), x.load(builder, [r, k.index])), mx)
+        neg = builder.fneg(builder.load(mx))
+        for i in range(16):
+            builder.store(_f(0.0), builder.gep(lanes, [_c(i)]))
+        with for_range(builder, 0, d, name="k") as k:
+            e = _emit_mlas_exp(builder, builder.fadd(x.load(builder, [r, k.index]), neg))
+            out.store(builder, [r, k.index], e)
+            slot = builder.gep(lanes, [builder.and_(k.index, _c(15))])
+            builder.store(builder.fadd(builder.load(slot), e), slot)
+        a = [builder.fadd(builder.load(builder.gep(lanes, [_c(i + 8)])), builder.load(builder.gep(lanes, [_c(i)])))
+             for i in range(8)]
+        h = [builder.fadd(a[j], a[j + 1]) for j in (0, 2, 4, 6)]
+        inv = builder.fdiv(_f(1.0), builder.fadd(builder.fadd(h[0], h[1]), builder.fadd(h[2], h[3])))
+        with for_range(builder, 0, d, name="k") as k:
+            out.store(builder, [r, k.index], builder.fmul(out.load(builder, [r, k.index]), inv))

@@ -538,7 +538,13 @@ def _softmax(imp, node, attrs):
     shape = imp.shape_of(x)
     axis = int(attrs.get("axis", -1 if imp.opset >= 13 else 1))
     axis = axis + len(shape) if axis < 0 else axis
-    if imp.opset < 13 and axis != len(shape) - 1:
+    last = axis == len(shape) - 1
+    if imp.dtype_of(x) == "float32" and (last or imp.opset < 13) and int(np.prod(shape, dtype=np.int64)) > 0:
+        # onnxruntime's MLAS kernel over rows (byoc/ops/mlas_math.py); the opsets < 13 rows are the whole tail
+        flat = _call("reshape", (x,), {"newshape": (int(np.prod(shape[:axis], dtype=np.int64)),
+                                                    int(np.prod(shape[axis:], dtype=np.int64)))}, node)
+        return _call("reshape", (_call("nn.mlas_softmax", (flat,), None, node),), {"newshape": shape}, node)
+    if imp.opset < 13 and not last:
         # Opsets < 13 flatten to 2-D at `axis` and normalise over the whole tail.
         flat = _call("reshape", (x,), {"newshape": (int(np.prod(shape[:axis])), -1)}, node)
         out = _call("nn.softmax", (flat,), {"axis": 1}, node)

@@ -312,9 +312,14 @@ class Importer:
         return None
 
     def _ort_fuses(self, node, nodes, q_index: int, out_q) -> bool:
-        from .ort_fusion import group_fuses, inputs_from_dq
+        from .ort_fusion import conv_bias_scale_fuses, group_fuses, inputs_from_dq
         if not inputs_from_dq(node, self.producer, nodes):
             return False
+        if node.op_type == "Conv" and len(node.input) > 2 and node.input[2]:
+            x, w, b = (self.values.get(n) for n in node.input[:3])
+            if all(isinstance(v, Dequantized) for v in (x, w, b)) and \
+                    not conv_bias_scale_fuses(x.q.scale, w.q.scale, b.q.scale):
+                return False
         # onnxruntime's CPU QDQ selectors take no 4-bit tensor (weights included): such groups run in float
         dqs = [nodes[self.producer[n]] for n in node.input if n and isinstance(self.values.get(n), Dequantized)
                and n in self.producer]

@@ -114,3 +114,27 @@ def test_function_body_layer_norm_would_differ():
     var = (d * d).mean(axis=-1, keepdims=True, dtype=np.float32)
     y = (d * (np.float32(1) / np.sqrt(var + np.float32(1e-5))) * s + b).astype(np.float32)
     assert int(np.sum(y != ref)) > 100
+
+
+@pytest.mark.parametrize("d", [5, 12, 16, 17, 48, 100])
+def test_softmax_matches_onnxruntime_bit_for_bit(d):
+    rng = np.random.default_rng(d)
+    x = rng.normal(0, 3, (200, d)).astype(np.float32)
+    x[0, :] = -200.0  # exp underflows to subnormals and zero after the clamp at -103.97
+    x[0, 0] = 0.0
+    _assert_bits(_model([h.make_node("Softmax", ["x"], ["y"], axis=-1)], [200, d], opset=13), {"x": x},
+                 "nn.mlas_softmax")
+
+
+def test_softmax_opset11_flattens_the_tail():
+    x = np.random.default_rng(1).normal(0, 2, (6, 4, 5)).astype(np.float32)
+    _assert_bits(_model([h.make_node("Softmax", ["x"], ["y"], axis=1)], [6, 4, 5], opset=11), {"x": x},
+                 "nn.mlas_softmax")
+
+
+def test_exact_softmax_would_differ():
+    """The check above can fail: a float64 softmax rounded once is not MLAS's on these rows."""
+    x = np.random.default_rng(12).normal(0, 3, (200, 12)).astype(np.float32)
+    ref = _run_ort(_model([h.make_node("Softmax", ["x"], ["y"], axis=-1)], [200, 12], opset=13), {"x": x})[0]
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    assert int(np.sum((e / e.sum(axis=1, keepdims=True)).astype(np.float32) != ref)) > 100
