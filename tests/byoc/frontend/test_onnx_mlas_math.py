@@ -138,3 +138,9 @@ def test_exact_softmax_would_differ():
     ref = _run_ort(_model([h.make_node("Softmax", ["x"], ["y"], axis=-1)], [200, 12], opset=13), {"x": x})[0]
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     assert int(np.sum((e / e.sum(axis=1, keepdims=True)).astype(np.float32) != ref)) > 100
+
+
+def test_softmax_on_a_middle_axis_matches_onnxruntime():
+    x = np.random.default_rng(2).normal(0, 2, (3, 20, 7)).astype(np.float32)
+    _assert_bits(_model([h.make_node("Softmax", ["x"], ["y"], axis=1)], [3, 20, 7], opset=13), {"x": x},
+                 "nn.mlas_softmax")
