@@ -1,7 +1,7 @@
-"""CPU lowerings of ``mlas_erf``, ``nn.mlas_layer_norm`` and ``nn.mlas_softmax`` (byoc/ops/mlas_math.py states the kernels and is
-the reference these agree with bit for bit): every step a float32 (or, for the layer norm's mean, float64)
-instruction in the reference's order, ``llvm.fma.f32`` where MLAS fuses; no fast-math flag, so LLVM keeps
-the order."""
+"""CPU lowerings of ``mlas_erf``, ``nn.mlas_layer_norm`` and ``nn.mlas_softmax`` (byoc/ops/mlas_math.py states
+the kernels and is the reference these agree with bit for bit): every step a float32 (the layer norm's mean:
+float64) instruction in the reference's order, ``llvm.fma.f32`` where MLAS fuses; no fast-math flag, so LLVM
+keeps the order."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -84,7 +84,8 @@ def _mlas_layer_norm(ctx, builder, node, args):
             base = builder.mul(q.index, _c(4))
             for i in range(4):
                 p = builder.gep(dl, [_c(i)])
-                builder.store(builder.fadd(builder.load(p), builder.fpext(ld(builder, builder.add(base, _c(i))), F64)), p)
+                xi = builder.fpext(ld(builder, builder.add(base, _c(i))), F64)
+                builder.store(builder.fadd(builder.load(p), xi), p)
         lane = [builder.load(builder.gep(dl, [_c(i)])) for i in range(4)]
         dsum = builder.fadd(builder.fadd(lane[0], lane[2]), builder.fadd(lane[1], lane[3]))
         for j in range(n4, n):
@@ -121,8 +122,8 @@ def _mlas_layer_norm(ctx, builder, node, args):
 
 
 def _emit_mlas_exp(builder: ir.IRBuilder, v: ir.Value) -> ir.Value:
-    """MlasComputeSumExpF32KernelAvx512F's exp of ``v`` (x − max ≤ 0): ``vscalefps`` by m ∈ [−150, 0] as two exact
-    power-of-two factors, 2^(m+64) (normal) then 2^−64, so the one rounding is the last multiply's."""
+    """MlasComputeSumExpF32KernelAvx512F's exp of ``v`` (x − max ≤ 0): ``vscalefps`` by m ∈ [−150, 0] as two
+    exact power-of-two factors, 2^(m+64) (normal) then 2^−64, so the one rounding is the last multiply's."""
     k = EXP_CONSTANTS
     lo = _f(k["lower"])
     v = builder.select(builder.fcmp_ordered("<", lo, v), v, lo)

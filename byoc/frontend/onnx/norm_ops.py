@@ -43,7 +43,7 @@ def _layer_norm(imp, node, attrs):
         y = _call("multiply", (_call("multiply", (d, inv), None, node), imp.expr(node.input[1])), None, node)
         if has_bias:
             y = _call("add", (y, imp.expr(node.input[2])), None, node)
-    return [y, mean, inv]
+    return [y, mean, inv]  # Y, Mean, InvStdDev (reduced axes kept as 1)
 
 
 def _mlas_rows(imp, node, x, shape, axis, attrs, has_bias):
@@ -63,7 +63,7 @@ def _mlas_rows(imp, node, x, shape, axis, attrs, has_bias):
         params.append(Constant(np.full(n, -0.0, np.float32)))
     flat = _call("reshape", (x,), {"newshape": (rows, n)}, node)
     y = _call("nn.mlas_layer_norm", (flat, *params), {"epsilon": float(attrs.get("epsilon", 1e-5))}, node)
-    return _call("reshape", (y,), {"newshape": tuple(int(d) for d in shape)}, node)  # Y, Mean, InvStdDev (reduced axes kept as 1)
+    return _call("reshape", (y,), {"newshape": tuple(int(d) for d in shape)}, node)
 
 
 NORM_CONVERTERS = {"LayerNormalization": _layer_norm}

@@ -25,7 +25,8 @@ def _ort(model: bytes, feeds):
 
 
 def _q(name, scale, zp, dtype):
-    return [nh.from_array(np.asarray(scale, np.float32), name + "_s"), nh.from_array(np.asarray(zp, dtype), name + "_z")]
+    return [nh.from_array(np.asarray(scale, np.float32), name + "_s"),
+            nh.from_array(np.asarray(zp, dtype), name + "_z")]
 
 
 def _model(op: str, qtype: str, tail: str = "", identity: bool = False, dq_weight: str = "", seed: int = 0):
@@ -49,11 +50,10 @@ def _model(op: str, qtype: str, tail: str = "", identity: bool = False, dq_weigh
     nodes = [h.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"]),
              h.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xd"])]
     if dq_weight:
-        axis = 0 if op == "Conv" else 0
         ws = np.full(cout, 0.01, np.float32) if dq_weight == "pc" else np.float32(0.01)
         inits += [nh.from_array(np.clip(np.rint(w / 0.01), -127, 127).astype(np.int8), "wq"),
                   nh.from_array(ws, "ws"), nh.from_array(np.zeros(np.shape(ws), np.int8), "wz")]
-        kw = {"axis": axis} if dq_weight == "pc" else {}
+        kw = {"axis": 0} if dq_weight == "pc" else {}  # Conv's output channels
         nodes.append(h.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], **kw))
     elif identity:  # the legacy exporter's shared weight
         inits.append(nh.from_array(w, "w0"))
