@@ -538,7 +538,23 @@ def _softmax(imp, node, attrs):
     shape = imp.shape_of(x)
     axis = int(attrs.get("axis", -1 if imp.opset >= 13 else 1))
     axis = axis + len(shape) if axis < 0 else axis
-    if imp.opset < 13 and axis != len(shape) - 1:
+    last = axis == len(shape) - 1
+    if imp.dtype_of(x) == "float32" and (last or imp.opset < 13) and int(np.prod(shape, dtype=np.int64)) > 0:
+        # onnxruntime's MLAS kernel over rows (byoc/ops/mlas_math.py); the opsets < 13 rows are the whole tail
+        flat = _call("reshape", (x,), {"newshape": (int(np.prod(shape[:axis], dtype=np.int64)),
+                                                    int(np.prod(shape[axis:], dtype=np.int64)))}, node)
+        return _call("reshape", (_call("nn.mlas_softmax", (flat,), None, node),), {"newshape": shape}, node)
+    if imp.dtype_of(x) == "float32" and int(np.prod(shape, dtype=np.int64)) > 0:
+        # opset >= 13, axis not last: onnxruntime transposes the axis last, runs the rows, transposes back
+        perm = [d for d in range(len(shape)) if d != axis] + [axis]
+        inv = [perm.index(d) for d in range(len(shape))]
+        t = _call("transpose", (x,), {"axes": tuple(perm)}, node)
+        rows = _call("reshape", (t,), {"newshape": (int(np.prod(shape, dtype=np.int64)) // shape[axis],
+                                                     int(shape[axis]))}, node)
+        y = _call("reshape", (_call("nn.mlas_softmax", (rows,), None, node),),
+                  {"newshape": tuple(shape[d] for d in perm)}, node)
+        return _call("transpose", (y,), {"axes": tuple(inv)}, node)
+    if imp.opset < 13 and not last:
         # Opsets < 13 flatten to 2-D at `axis` and normalise over the whole tail.
         flat = _call("reshape", (x,), {"newshape": (int(np.prod(shape[:axis])), -1)}, node)
         out = _call("nn.softmax", (flat,), {"axis": 1}, node)

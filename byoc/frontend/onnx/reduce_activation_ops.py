@@ -6,11 +6,11 @@ MobileNetV3):
   ``adaptive_avg_pool2d(x, 1)`` under the dynamo exporter), which the NPU pattern tables take
 * ``HardSigmoid`` ⇒ ``clip(alpha·x + beta, 0, 1)``; ``HardSwish`` ⇒ ``x · clip(x/6 + 1/2, 0, 1)`` — float32 steps
   in the order of ONNX's definition
-* ``Erf`` ⇒ ``erf``; ``Gelu`` (opset 20) ⇒ ONNX's function body in float32 steps: ``0.5·x·(1 + erf(x/√2))``, or
-  with ``approximate="tanh"`` ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``. In a QDQ model both run in float
-  between DequantizeLinear and QuantizeLinear (onnxruntime's CPU provider has no quantized kernel for them); byoc's
-  erf/tanh are correctly rounded where MLAS uses polynomial approximations, so a value at a quantization step's
-  edge can round one step away (float outputs agree within 1e-5)
+* ``Erf`` ⇒ ``mlas_erf`` on float32 (onnxruntime's MLAS polynomial, byoc/ops/mlas_math.py; float64: ``erf``);
+  ``Gelu`` (opset 20) ⇒ onnxruntime's steps ``(0.5·x)·(erf(x·float32(√½)) + 1)`` with the same erf, or with
+  ``approximate="tanh"`` ONNX's function body ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`` (byoc's tanh is
+  correctly rounded where MLAS uses a polynomial: within 1e-5, not bit-exact). In a QDQ model they run in float
+  between DequantizeLinear and QuantizeLinear (onnxruntime's CPU provider has no quantized kernel for them)
 """
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ def _float_input(imp, node):
 
 
 def _erf(imp, node, attrs):
-    x, _ = _float_input(imp, node)
-    return _call("erf", (x,), None, node)
+    x, dt = _float_input(imp, node)
+    return _call("mlas_erf" if dt == "float32" else "erf", (x,), None, node)
 
 
 def _gelu(imp, node, attrs):
@@ -103,7 +103,8 @@ def _gelu(imp, node, attrs):
     def c(v):
         return Constant(np.asarray(v, dt))
     if approx == "none":
-        inner = _call("erf", (_call("multiply", (x, c(1 / np.sqrt(2.0))), None, node),), None, node)
+        inner = _call("mlas_erf" if dt == "float32" else "erf",
+                      (_call("multiply", (x, c(1 / np.sqrt(2.0))), None, node),), None, node)
     elif approx == "tanh":
         x3 = _call("multiply", (_call("multiply", (x, x), None, node), x), None, node)
         poly = _call("add", (x, _call("multiply", (c(0.044715), x3), None, node)), None, node)

@@ -117,6 +117,22 @@ def _mlas_gemm(rs):
     return fn(call, x), {"x": floats(rs, (3, 20))}, True
 
 
+def _mlas_erf(rs):
+    x = relay.var("x", shape=(2, 3, 5), dtype="float32")
+    return fn(make_call("mlas_erf", [x]), x), {"x": floats(rs, (2, 3, 5))}, True
+
+
+def _mlas_layer_norm(rs):
+    x = relay.var("x", shape=(4, 13), dtype="float32")
+    call = make_call("nn.mlas_layer_norm", [x, c(floats(rs, (13,))), c(floats(rs, (13,)))], dict(epsilon=1e-5))
+    return fn(call, x), {"x": floats(rs, (4, 13))}, True
+
+
+def _mlas_softmax(rs):
+    x = relay.var("x", shape=(3, 21), dtype="float32")
+    return fn(make_call("nn.mlas_softmax", [x]), x), {"x": floats(rs, (3, 21))}, True
+
+
 def _requantize(rs):
     x = relay.var("x", shape=(2, 3, 6), dtype="int32")
     call = make_call("qnn.requantize", [x, c(rs.uniform(0.001, 0.01, 6).astype("float32")), c(0, "int32"), c(0.07),
@@ -273,7 +289,8 @@ CASES = {
     "minimum": _binary("minimum", "uint8"),
     "clip": _clip, "cast": _cast, "nn.pad": _pad, "nn.bias_add": _bias_add, "nn.batch_norm": _batch_norm,
     "nn.conv2d": _float_conv, "nn.conv2d_transpose": _float_conv_t,
-    "nn.dense": lambda rs: _dense(rs, False), "nn.mlas_gemm": _mlas_gemm, "qnn.dense": lambda rs: _dense(rs, True),
+    "nn.dense": lambda rs: _dense(rs, False), "nn.mlas_gemm": _mlas_gemm,
+    "mlas_erf": _mlas_erf, "nn.mlas_layer_norm": _mlas_layer_norm, "nn.mlas_softmax": _mlas_softmax, "qnn.dense": lambda rs: _dense(rs, True),
     "qnn.conv2d": _qnn_conv, "qnn.conv2d_transpose": lambda rs: _qnn_conv(rs, transpose=True),
     "qnn.requantize": _requantize, "qnn.add": _qbinary("qnn.add"), "qnn.subtract": _qbinary("qnn.subtract"),
     "qnn.mul": _qbinary("qnn.mul"), "qnn.quantize": _quantize, "qnn.dequantize": _dequantize,

@@ -40,7 +40,8 @@ def test_float_cnn_matches_onnxruntime():
     for _ in range(3):
         mod = _check_float(model, {"x": rng.normal(0, 1, (1, 3, 16, 16)).astype(np.float32)})
     text = mod.astext(show_meta_data=False)
-    for op in ("nn.conv2d", "nn.batch_norm", "nn.max_pool2d", "nn.global_avg_pool2d", "nn.mlas_gemm", "nn.softmax"):
+    for op in ("nn.conv2d", "nn.batch_norm", "nn.max_pool2d", "nn.global_avg_pool2d", "nn.mlas_gemm",
+               "nn.mlas_softmax"):
         assert op in text
     assert 'data_layout="NHWC"' not in text  # ONNX's NCHW is kept
 
