@@ -507,7 +507,7 @@ def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
     try:
         m = load_model(str(path), "auto", target=TARGET)
         _, report = partition_for(TARGET, m.mod, m.params, return_report=True, inline_non_mac=False,
-                                  boundary_rule=True)
+                                  boundary_rule="advise")
     except ByocError as e:   # not imported: byoc runs none of it
         lines = e.message.splitlines()
         why = lines[1].strip() if len(lines) > 1 else lines[0]

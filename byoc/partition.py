@@ -309,7 +309,8 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     MergeCompilerRegions; False gives one partition per composite, like CMSIS-NN), ``mod_name`` (name prefix),
     ``return_report`` (also return a ``PartitionReport``), ``boundary_rule`` (a layer without MACs at a partition's
     entry whose device cycles plus boundary traffic cost more than it saves on the host stays on the CPU; targets
-    whose codegen has a device model, ``transform/boundary_cost.py``).
+    whose codegen has a device model, ``transform/boundary_cost.py``; ``"advise"``: such layers stay offloaded and
+    the report's notes name them).
 
     ``placement``: ``"all"`` (default) offloads every region the table allows, then applies the policies above;
     ``"cost"`` chooses NPU or CPU per unit by estimated end-to-end time, boundary transfers and partition launches
@@ -318,7 +319,7 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
     (a ``CpuCostModel`` or a JSON path; None: this machine's, calibrated on first use and cached). The
     report's ``placement`` then holds the plan against all-offload and all-CPU.
     """
-    from patterns import get_pattern_table, registered_targets
+    from patterns import get_pattern_table, registered_targets, vendor_compiler
     from .transform.annotate_target import AnnotateTarget
     from .transform.merge_compiler_regions import MergeCompilerRegions
     from .transform.merge_composite import MergeComposite
@@ -382,6 +383,10 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
             mod = pipeline(log)
             mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
             peeled = _edge_refusals(mod, target) if boundary_rule else {}
+            if boundary_rule == "advise":   # the target's compiler places them anyway: say so, keep them
+                log.notes.extend(f"{why} (kept on the NPU, where {vendor_compiler(target) or 'its compiler'} "
+                                 f"places it; boundary_rule=True gives it back)" for _, why in peeled.values())
+                break
             if not peeled:
                 break
             log = log.fresh()  # run again with these entry units kept on the CPU

@@ -6,9 +6,9 @@ composite and op rule in words.
 from .registry import (Check, CompositePattern, MatchContext, Rule, RuleText, Support, describe_rules,
                        get_pattern_table, op_predicates, register_op_predicate, register_pattern_table,
                        registered_targets, rule, preferred_semantics, set_preferred_semantics,
-                       desired_layouts, set_desired_layouts, keeps_compute_free, set_keeps_compute_free)
+                       desired_layouts, set_desired_layouts, vendor_compiler, set_vendor_placement)
 
 __all__ = ["register_pattern_table", "get_pattern_table", "registered_targets", "describe_rules", "RuleText",
            "CompositePattern", "Check", "Rule", "Support", "MatchContext", "rule", "register_op_predicate",
            "op_predicates", "preferred_semantics", "set_preferred_semantics",
-           "desired_layouts", "set_desired_layouts", "keeps_compute_free", "set_keeps_compute_free"]
+           "desired_layouts", "set_desired_layouts", "vendor_compiler", "set_vendor_placement"]

@@ -29,7 +29,7 @@ from . import npu_qdq as _qdq
 from .common import (QUANT_DTYPES, capture, clip_range_rule, const_value, conv_chain, dtype_rule, fixed_point_rule,
                      hw_mean_input, input_of, layout_rule, on_integer_op, optional_clip, per_tensor_rule,
                      quantized_activation, quantized_mean, root, ttype)
-from .registry import (CompositePattern, register_op_predicate, register_pattern_table, set_keeps_compute_free,
+from .registry import (CompositePattern, register_op_predicate, register_pattern_table, set_vendor_placement,
                        set_preferred_semantics)
 
 __all__ = ["pattern_table", "TARGET", "ETHOS_U_LOWERING", "ETHOS_U_PRESET", "PREFERRED_SEMANTICS",
@@ -904,7 +904,7 @@ for _op, _why in VELA_CPU_OPS.items():
 
 
 set_preferred_semantics(TARGET, PREFERRED_SEMANTICS)
-set_keeps_compute_free(TARGET)   # Vela runs reshapes, concatenations, elementwise ops... wherever they are
+set_vendor_placement(TARGET, "Vela")   # Vela runs every op it supports, wherever it stands
 
 
 def _register_codegen() -> None:

@@ -152,24 +152,25 @@ def preferred_semantics(target: str) -> str | None:
     return _PREFERRED_SEMANTICS.get(target)
 
 
-_KEEPS_COMPUTE_FREE: set[str] = set()
+_VENDOR_PLACEMENT: dict[str, str] = {}
 
 
-def set_keeps_compute_free(target: str) -> None:
-    """``target``'s compiler places every op it supports, partitions without multiply-accumulate work included
-    (Vela does; Ethos-N's InlineNonComputeIntensivePartitions does not): the CLI then keeps such partitions on
-    the accelerator by default instead of giving them back to the CPU."""
-    _KEEPS_COMPUTE_FREE.add(target)
+def set_vendor_placement(target: str, compiler: str) -> None:
+    """``target`` stands for hardware whose own compiler (``compiler``, e.g. "Vela") places every op it supports:
+    partitions without multiply-accumulate work included (Ethos-N's InlineNonComputeIntensivePartitions gives
+    them back) and whatever their boundaries cost. The CLI then follows that placement by default: compute-free
+    partitions stay, and the boundary rule only advises (the report's notes name the layers it would give back)."""
+    _VENDOR_PLACEMENT[target] = str(compiler)
 
 
-def keeps_compute_free(target: str) -> bool:
-    """Whether ``target`` declared ``set_keeps_compute_free`` (its table is loaded first)."""
-    if target not in _KEEPS_COMPUTE_FREE and target not in _TABLE_FUNCS:
+def vendor_compiler(target: str) -> str | None:
+    """The compiler ``target`` declared with ``set_vendor_placement`` (its table is loaded first), or None."""
+    if target not in _VENDOR_PLACEMENT and target not in _TABLE_FUNCS:
         try:
             get_pattern_table(target)
         except PatternError:
-            return False
-    return target in _KEEPS_COMPUTE_FREE
+            return None
+    return _VENDOR_PLACEMENT.get(target)
 
 
 _DESIRED_LAYOUTS: dict[str, dict[str, list[str]]] = {}

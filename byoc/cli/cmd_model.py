@@ -27,13 +27,17 @@ def add_target_args(p: argparse.ArgumentParser, default: str = "npu") -> None:
     p.add_argument("--keep-compute-free", action="store_true",
                    help="keep partitions without multiply-accumulate work on the accelerator (by default they "
                         "go back to the CPU, like Ethos-N's InlineNonComputeIntensivePartitions, except on "
-                        "targets whose compiler places them, such as ethos-u: Vela does)")
+                        "a target whose vendor compiler places them, such as ethos-u: Vela does)")
     p.add_argument("--min-partition-size", type=positive_int, default=1, metavar="N",
                    help="partitions with fewer ops go back to the CPU (default 1)")
-    p.add_argument("--keep-unprofitable", action="store_true",
-                   help="offload even partitions (and entry layers without MACs) whose NPU cycles plus boundary "
-                        "transfers cost more than their ops on the host (by default they go back to the CPU "
-                        "and the report says why)")
+    unprofitable = p.add_mutually_exclusive_group()
+    unprofitable.add_argument("--keep-unprofitable", action="store_true",
+                              help="offload even partitions (and entry layers without MACs) whose NPU cycles plus "
+                                   "boundary transfers cost more than their ops on the host (by default they go "
+                                   "back to the CPU and the report says why; on a target whose vendor compiler "
+                                   "places them, such as ethos-u with Vela, they stay and a note names them)")
+    unprofitable.add_argument("--give-back-unprofitable", action="store_true",
+                              help="give such layers back to the CPU on every target, ethos-u included")
     p.add_argument("--placement", choices=("all", "cost"), default="all",
                    help="all: offload every region the pattern table allows, then the give-back rules above "
                         "(default); cost: choose NPU or CPU per region by estimated end-to-end time, boundary "
@@ -60,17 +64,18 @@ def model_target(args) -> str:
 
 
 def partition_model(model, target: str, args):
-    from patterns import keeps_compute_free
+    from patterns import vendor_compiler
 
     from ..partition import partition_for
     if getattr(args, "placement", "all") == "cost":
         return partition_for(target, model.mod, model.params, return_report=True, placement="cost",
                              npu_config=getattr(args, "npu_config", None))
+    vendor = vendor_compiler(target) is not None   # e.g. ethos-u: place as Vela places
+    boundary = False if getattr(args, "keep_unprofitable", False) else \
+        True if getattr(args, "give_back_unprofitable", False) or not vendor else "advise"
     return partition_for(target, model.mod, model.params, return_report=True,
-                         inline_non_mac=not (getattr(args, "keep_compute_free", False)
-                                             or keeps_compute_free(target)),
-                         min_partition_size=getattr(args, "min_partition_size", 1),
-                         boundary_rule=not getattr(args, "keep_unprofitable", False))
+                         inline_non_mac=not (getattr(args, "keep_compute_free", False) or vendor),
+                         min_partition_size=getattr(args, "min_partition_size", 1), boundary_rule=boundary)
 
 
 def plan_comparison(model, target: str, args, partitioned, out: Output):

@@ -31,7 +31,7 @@ KWS = TINY / "kws_ref_model.tflite"
 def _ethos_u(path: Path):
     m = load_model(str(path), "auto", target="ethos-u")
     pm, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=False,
-                               boundary_rule=True)
+                               boundary_rule="advise")
     return m, pm, report
 
 
@@ -167,7 +167,8 @@ def test_boundary_rule_keeps_kws_lone_int32_requantize_on_the_cpu():
 
 
 def test_boundary_rule_moves_nothing_on_kws_for_ethos_u():
-    _, _, report = _ethos_u(KWS)
+    m = load_model(str(KWS), "auto", target="ethos-u")
+    _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, boundary_rule=True)
     assert not [n for n in report.cpu_ops() if "does not pay" in n.reason]
     assert len(report.partitions) == 1
 
@@ -215,3 +216,13 @@ def test_cli_keeps_compute_free_partitions_on_ethos_u_as_vela_does(tmp_path):
     assert any("no multiply-accumulate work" in n for n in got["npu"]["notes"])
     p = run_cli("partition", path, "--target", "npu", "--keep-unprofitable", "--keep-compute-free", "--json")
     assert [s["target"] for s in json.loads(p.stdout)["summary"] if s["partitions"]] == ["npu"]
+    # By default ethos-u places as Vela does: the lone ADD stays, and a note says its boundary does not pay
+    p = run_cli("partition", path, "--target", "ethos-u", "--json")
+    d = json.loads(p.stdout)
+    assert [s["target"] for s in d["summary"] if s["partitions"]] == ["ethos-u"]
+    assert any("does not pay for itself" in n and "where Vela places it" in n for n in d["notes"]), d["notes"]
+    p = run_cli("partition", path, "--target", "ethos-u", "--give-back-unprofitable", "--json")
+    d = json.loads(p.stdout)
+    assert d["summary"] == [{"target": "cpu", "partitions": 0, "ops": 1, "macs": 0}]
+    p = run_cli("partition", path, "--target", "ethos-u", "--give-back-unprofitable", "--keep-unprofitable")
+    assert p.returncode == 2   # the two flags exclude each other

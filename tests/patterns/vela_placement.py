@@ -68,7 +68,7 @@ def byoc_cpu_ops(model: Path) -> tuple[frozenset[str], dict]:
     from byoc.partition import partition_for
     m = load_model(str(model), "auto", target="ethos-u")
     _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=False,
-                              boundary_rule=True)
+                              boundary_rule="advise")
     cpu = {n.name: n.reason for n in report.cpu_ops() if n.name}
     return frozenset(cpu), cpu
 
