@@ -90,6 +90,7 @@ def _ensure_loaded() -> None:
     from . import lower_qnn_math  # noqa: F401
     from . import lower_compare, lower_index_maps  # noqa: F401
     from . import lower_tvm_compat  # noqa: F401
+    from . import lower_matmul_nbits  # noqa: F401
 
 
 def get_lowering(op: str | Call) -> Lowering | None:
