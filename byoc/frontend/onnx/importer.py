@@ -247,7 +247,7 @@ class Importer:
             return
         if i in self.matmul_nbits:
             from .matmul_nbits_ops import convert_matmul_nbits
-            outs = convert_matmul_nbits(self, node, nodes)
+            outs = convert_matmul_nbits(self, node, nodes, i)
         elif node.op_type in qop_conv:
             outs = qop_conv[node.op_type](self, node, attrs)
         else:

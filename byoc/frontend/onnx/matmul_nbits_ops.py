@@ -11,6 +11,7 @@ from ...ir.expr import Constant, Span
 from ...ops.matmul_nbits import BLOCK
 from ...relay.op import make_call
 from .model import node_attrs, node_label
+from .ort_fusion import nbits_bias_add
 
 __all__ = ["nbits_block", "convert_matmul_nbits"]
 
@@ -34,7 +35,7 @@ def _call(op, args, attrs, node):
     return make_call(op, args, attrs, span=Span(node.name or node.output[0]))
 
 
-def convert_matmul_nbits(imp, node, nodes):
+def convert_matmul_nbits(imp, node, nodes, i):
     dq = nodes[imp.producer[node.input[1]]]
     wname = dq.input[0]
     w = np.asarray(imp.values[wname])
@@ -55,6 +56,12 @@ def convert_matmul_nbits(imp, node, nodes):
     bias = np.zeros(n, np.float32)
     if node.op_type == "Gemm" and len(node.input) > 2 and node.input[2]:
         bias = np.asarray(imp.values[node.input[2]], np.float32).reshape(n)
+    add = None
+    if node.op_type == "MatMul":  # MatMulAddFusion: a following bias Add becomes the kernel's bias
+        fused = nbits_bias_add(i, nodes, imp.consumers, imp.values, n)
+        if fused is not None:
+            add, bias = nodes[fused[0]], fused[1]
+            imp.absorbed.add(fused[0])
     a = imp.expr(node.input[0])
     ash = tuple(imp.shape_of(a))
     if ash[-1] != k:
@@ -63,4 +70,7 @@ def convert_matmul_nbits(imp, node, nodes):
     a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, k)}, node)
     out = _call("nn.matmul_nbits", (a2, Constant(np.ascontiguousarray(wu)), Constant(np.ascontiguousarray(sb)),
                                      Constant(np.ascontiguousarray(zu)), Constant(bias)), {"bits": bits}, node)
-    return out if len(ash) == 2 else _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
+    out = out if len(ash) == 2 else _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
+    if add is not None:
+        imp.values[add.output[0]] = out
+    return out

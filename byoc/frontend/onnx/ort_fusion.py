@@ -28,6 +28,8 @@ graph transformations decide which groups fuse, and both change results, so the 
 """
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["s8_to_u8_quantize_nodes", "group_fuses", "EIGHT_BIT"]
 
 EIGHT_BIT = ("int8", "uint8")
@@ -134,12 +136,15 @@ def matmul_nbits_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: se
     ``dq_input_type(name)`` is the element type dequantized by A's producer, or None."""
     from .model import node_attrs
     producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    shared = _shared_small_constants(values)
     out = []
     for i, n in enumerate(nodes):
         if not (_is(n, "MatMul") or _is(n, "Gemm")) or len(n.input) < 2:
             continue
         j = producer.get(n.input[1])
         if j is None or not _nbits_weight_dq(nodes[j], values):
+            continue
+        if _constant_key(values.get(nodes[j].input[1])) in shared:  # ConstantSharing gave the scale 2+ readers
             continue
         if len(consumers.get(n.input[1], [])) != 1 or n.input[1] in graph_outputs:
             continue
@@ -157,3 +162,41 @@ def matmul_nbits_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: se
                     continue
         out.append(i)
     return out
+
+
+_SHARE_MAX = 8  # onnxruntime's ConstantSharing merges equal initializers of at most this many elements
+
+
+def _constant_key(v):
+    if not isinstance(v, np.ndarray) or v.size > _SHARE_MAX:
+        return None
+    return (v.dtype.str, v.shape, v.tobytes())
+
+
+def _shared_small_constants(values) -> set:
+    """Keys of small initializers that occur more than once by value: onnxruntime's ConstantSharing makes them one
+    initializer, and a DequantizeLinear whose scale is then read by another node is not rewritten into
+    MatMulNBits (measured: two weights with equal scalar or 8-element scales, or a scale equal to an Add's
+    constant, stay MatMul; equal zero points do not matter; 9+ elements are not shared)."""
+    seen, twice = set(), set()
+    for v in values.values():
+        k = _constant_key(v)
+        if k is not None:
+            (twice if k in seen else seen).add(k)
+    return twice
+
+
+def nbits_bias_add(i, nodes, consumers, values, n_cols: int):
+    """The Add onnxruntime's MatMulAddFusion folds into MatMul ``i`` (then MatMulNBits' bias, added before the
+    block-sum correction): its only reader, adding a constant of shape [N]; (add index, bias) or None."""
+    users = consumers.get(nodes[i].output[0], [])
+    if len(users) != 1 or not _is(nodes[users[0]], "Add"):
+        return None
+    add = nodes[users[0]]
+    others = [x for x in add.input if x != nodes[i].output[0]]
+    if len(others) != 1 or len(add.input) != 2:
+        return None
+    v = values.get(others[0])
+    if not isinstance(v, np.ndarray) or tuple(v.shape) != (n_cols,) or v.dtype != np.float32:
+        return None
+    return users[0], v

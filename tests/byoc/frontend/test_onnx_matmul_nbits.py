@@ -205,3 +205,67 @@ def test_16bit_qdq_mlp_matches_onnxruntime(tmp_path):
         ref = sess.run(None, {name: x})[0]
         for got in (byoc.evaluate(mod, {name: x})[0], byoc.build(mod, target="llvm").run({name: x})[0]):
             np.testing.assert_array_equal(got.view(np.int32), ref.view(np.int32))
+
+
+def _graph_cases():
+    """Graph contexts that decide whether onnxruntime rewrites: ConstantSharing (equal small scales) keeps both
+    MatMuls float; MatMulAddFusion moves a following [N] bias Add into the kernel (added before the block-sum
+    correction); a Mul by a scalar after the MatMul does not stop the rewrite."""
+    rng = np.random.default_rng(11)
+    k, n = 96, 12
+    w1, w2 = (rng.integers(-128, 128, (k, n)).astype(np.int8) for _ in range(2))
+    b = rng.normal(size=n).astype(np.float32)
+
+    def dq(i, s):
+        return h.make_node("DequantizeLinear", [f"w{i}", s, f"z{i}"], [f"f{i}"])
+
+    w = [_t("w1", w1), _t("w2", w2), _t("z1", np.int8(0)), _t("z2", np.int8(1))]
+    cat = h.make_node("Concat", ["m1", "m2"], ["y"], axis=-1)
+    mm = [h.make_node("MatMul", ["x", "f1"], ["m1"]), h.make_node("MatMul", ["x", "f2"], ["m2"])]
+    return {
+        "equal_scalar_scales": ([dq(1, "s1"), dq(2, "s2")] + mm + [cat],
+                                w + [_t("s1", np.float32(0.01)), _t("s2", np.float32(0.01))], 2 * n, 0),
+        "distinct_scales": ([dq(1, "s1"), dq(2, "s2")] + mm + [cat],
+                            w + [_t("s1", np.float32(0.01)), _t("s2", np.float32(0.02))], 2 * n, 2),
+        "scale_equals_add_constant": ([dq(1, "s1"), mm[0], h.make_node("Add", ["m1", "c"], ["y"])],
+                                      w[:1] + w[2:3] + [_t("s1", np.float32(0.01)), _t("c", np.float32(0.01))], n, 0),
+        "bias_add": ([dq(1, "s1"), mm[0], h.make_node("Add", ["m1", "b"], ["y"])],
+                     w[:1] + w[2:3] + [_t("s1", np.float32(0.01)), _t("b", b)], n, 1),
+        "bias_add_first": ([dq(1, "s1"), mm[0], h.make_node("Add", ["b", "m1"], ["y"])],
+                           w[:1] + w[2:3] + [_t("s1", np.float32(0.01)), _t("b", b)], n, 1),
+        "scalar_mul_after": ([dq(1, "s1"), mm[0], h.make_node("Mul", ["m1", "c"], ["y"])],
+                             w[:1] + w[2:3] + [_t("s1", np.float32(0.01)), _t("c", np.float32(0.5))], n, 1),
+    }
+
+
+_GRAPH = _graph_cases()
+
+
+@pytest.mark.parametrize("case", sorted(_GRAPH))
+@pytest.mark.parametrize("lead", [[5], [2, 3]], ids=["2d", "3d"])
+def test_matmul_nbits_graph_context_follows_onnxruntime(tmp_path, case, lead):
+    # before: equal small scales were taken as MatMulNBits (the 16-bit dynamo transformer, whose two layers have
+    # equal weight scales, was refused though onnxruntime runs it as MatMul); a bias Add ran after the kernel
+    nodes, inits, n_out, expected = _GRAPH[case]
+    k = 96
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, lead + [k])],
+                     [h.make_tensor_value_info("y", TP.FLOAT, lead + [n_out])], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 21)])
+    m.ir_version = 10
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    assert sum(nd.op_type == "MatMulNBits" for nd in onnx.load(tmp_path / "opt.onnx").graph.node) == expected
+    mod, _ = from_onnx(m)
+    assert mod.astext().count("nn.matmul_nbits") == expected
+    x = np.random.default_rng(2).normal(size=lead + [k]).astype(np.float32)
+    ref = sess.run(None, {"x": x})[0]
+    got = byoc.evaluate(mod, {"x": x})[0]
+    if expected:
+        np.testing.assert_array_equal(got.view(np.int32), ref.view(np.int32))
+        np.testing.assert_array_equal(byoc.build(mod, target="llvm").run({"x": x})[0].view(np.int32),
+                                      ref.view(np.int32))
+    else:
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
