@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ModelError
+from ...errors import ModelError, UnsupportedOpsError
 from ...ir.expr import Constant, Span
 from ...ops.matmul_nbits import BLOCK
 from ...relay.op import make_call
 from .model import node_attrs, node_label
-from .ort_fusion import nbits_bias_add
 
 __all__ = ["nbits_block", "convert_matmul_nbits"]
 
@@ -29,6 +28,36 @@ def nbits_block(imp, nodes, i) -> int | None:
         return None
     block = int(node_attrs(dq).get("block_size", 0))
     return block if block > 0 else BLOCK
+
+
+def _bias_add(imp, node, nodes, i, ash, n):
+    """What MatMulAddFusion makes of MatMul ``i`` and the Add that is its only reader: (add index, bias) when C
+    is a constant [N] (MatMulNBits' bias, added before the block-sum correction); "gemm" for the other C shapes it
+    fuses, with a 2-D A ([1, N], [M, N], [M, 1]: a float Gemm, not rewritten); None when it does not fuse (a
+    scalar C, or [1, N] with a 3-D A: MatMulNBits, then the Add; measured with onnxruntime 1.32).
+    A run-time [N] C (MatMulNBits with a run-time bias) is refused."""
+    out = node.output[0]
+    users = imp.consumers.get(out, [])
+    if len(users) != 1 or out in imp.graph_outputs:
+        return None
+    add = nodes[users[0]]
+    if add.op_type != "Add" or add.domain not in ("", "ai.onnx") or len(add.input) != 2 or \
+            list(add.input).count(out) != 1:
+        return None
+    c = add.input[1] if add.input[0] == out else add.input[0]
+    if c not in imp.values:
+        return None
+    cv = imp.values[c]
+    csh = tuple(cv.shape) if isinstance(cv, np.ndarray) else tuple(imp.shape_of(imp.expr(c)))
+    if csh == (n,):
+        if isinstance(cv, np.ndarray) and cv.dtype == np.float32:
+            return users[0], cv
+        raise UnsupportedOpsError(
+            f"{node_label(node)} + {node_label(add)}: onnxruntime runs them as MatMulNBits with a run-time bias, "
+            "which byoc does not import", hint="make the bias an initializer")
+    if len(ash) == 2 and csh in [(1, n), (ash[0], n), (ash[0], 1)]:
+        return "gemm"
+    return None
 
 
 def _call(op, args, attrs, node):
@@ -56,16 +85,19 @@ def convert_matmul_nbits(imp, node, nodes, i):
     bias = np.zeros(n, np.float32)
     if node.op_type == "Gemm" and len(node.input) > 2 and node.input[2]:
         bias = np.asarray(imp.values[node.input[2]], np.float32).reshape(n)
-    add = None
-    if node.op_type == "MatMul":  # MatMulAddFusion: a following bias Add becomes the kernel's bias
-        fused = nbits_bias_add(i, nodes, imp.consumers, imp.values, n)
-        if fused is not None:
-            add, bias = nodes[fused[0]], fused[1]
-            imp.absorbed.add(fused[0])
     a = imp.expr(node.input[0])
     ash = tuple(imp.shape_of(a))
     if ash[-1] != k:
         raise ModelError(f"{node_label(node)}: A has {ash[-1]} columns, the weight {k} rows")
+    add = None
+    if node.op_type == "MatMul":  # onnxruntime's MatMulAddFusion runs first
+        fused = _bias_add(imp, node, nodes, i, ash, n)
+        if fused == "gemm":  # a float Gemm onnxruntime does not rewrite (C [1, N], [M, N], [M, 1])
+            from .float_ops import FLOAT_CONVERTERS
+            return FLOAT_CONVERTERS["MatMul"](imp, node, node_attrs(node))
+        if fused is not None:
+            add, bias = nodes[fused[0]], fused[1]
+            imp.absorbed.add(fused[0])
     rows = int(np.prod(ash[:-1])) if len(ash) > 1 else 1
     a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, k)}, node)
     out = _call("nn.matmul_nbits", (a2, Constant(np.ascontiguousarray(wu)), Constant(np.ascontiguousarray(sb)),

@@ -184,19 +184,3 @@ def _shared_small_constants(values) -> set:
         if k is not None:
             (twice if k in seen else seen).add(k)
     return twice
-
-
-def nbits_bias_add(i, nodes, consumers, values, n_cols: int):
-    """The Add onnxruntime's MatMulAddFusion folds into MatMul ``i`` (then MatMulNBits' bias, added before the
-    block-sum correction): its only reader, adding a constant of shape [N]; (add index, bias) or None."""
-    users = consumers.get(nodes[i].output[0], [])
-    if len(users) != 1 or not _is(nodes[users[0]], "Add"):
-        return None
-    add = nodes[users[0]]
-    others = [x for x in add.input if x != nodes[i].output[0]]
-    if len(others) != 1 or len(add.input) != 2:
-        return None
-    v = values.get(others[0])
-    if not isinstance(v, np.ndarray) or tuple(v.shape) != (n_cols,) or v.dtype != np.float32:
-        return None
-    return users[0], v
