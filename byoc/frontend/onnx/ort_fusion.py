@@ -136,7 +136,7 @@ def matmul_nbits_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: se
     ``dq_input_type(name)`` is the element type dequantized by A's producer, or None."""
     from .model import node_attrs
     producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
-    shared = _shared_small_constants(values)
+    shared = _shared_small_constants(list(values.values()) + _constant_node_values(nodes))
     out = []
     for i, n in enumerate(nodes):
         if not (_is(n, "MatMul") or _is(n, "Gemm")) or len(n.input) < 2:
@@ -173,13 +173,31 @@ def _constant_key(v):
     return (v.dtype.str, v.shape, v.tobytes())
 
 
+def _constant_node_values(nodes) -> list:
+    """The tensors of Constant nodes (onnxruntime makes them initializers before ConstantSharing)."""
+    from onnx import numpy_helper
+
+    out = []
+    for n in nodes:
+        if not _is(n, "Constant") or len(n.attribute) != 1:
+            continue
+        a = n.attribute[0]
+        if a.name == "value":
+            out.append(numpy_helper.to_array(a.t))
+        elif a.name in ("value_float", "value_floats"):
+            out.append(np.asarray(a.f if a.name == "value_float" else list(a.floats), np.float32))
+        elif a.name in ("value_int", "value_ints"):
+            out.append(np.asarray(a.i if a.name == "value_int" else list(a.ints), np.int64))
+    return out
+
+
 def _shared_small_constants(values) -> set:
     """Keys of small initializers that occur more than once by value: onnxruntime's ConstantSharing makes them one
     initializer, and a DequantizeLinear whose scale is then read by another node is not rewritten into
     MatMulNBits (measured: two weights with equal scalar or 8-element scales, or a scale equal to an Add's
     constant, stay MatMul; equal zero points do not matter; 9+ elements are not shared)."""
     seen, twice = set(), set()
-    for v in values.values():
+    for v in values:
         k = _constant_key(v)
         if k is not None:
             (twice if k in seen else seen).add(k)
