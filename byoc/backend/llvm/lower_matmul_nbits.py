@@ -1,6 +1,6 @@
 """``nn.matmul_nbits``: onnxruntime's MatMulNBits kernel in the order ``byoc/ops/matmul_nbits.py`` states (the
-reference this agrees with bit for bit). Per row: the activation quantized per block of 32 into a stack buffer
-(scale, block sum); per output: the sixteen-lane FMA groups of four blocks, the eight-lane tail blocks, the
+reference this agrees with bit for bit). Per row: the activation quantized per block (16 or 32) into a stack buffer
+(scale, block sum); per output: the sixteen-lane FMA groups of 128 k, the eight-lane tail blocks, the
 fold / hsum reduction, the bias, then the block-sum FMA chain. The weight (unsigned, K padded to whole blocks with
 zeros) is laid out [N, K] at build time; the combined block-sum weights ``-scale · zp`` are a host table too."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ...ops.matmul_nbits import _GROUP_K, BLOCK
+from ...ops.matmul_nbits import group_lanes
 from .cgutils import F32, I64, alloca_once, for_range
 from .lower_elemwise import call_intrinsic
 from .lowering import lower_kernel
@@ -29,8 +29,9 @@ def _matmul_nbits(ctx, builder, node, args):
     data, w, scale, zp, bias = args
     m_rows, k = (int(d) for d in data.shape)
     n = int(w.shape[1])
-    nb = -(-k // BLOCK)
-    kp = nb * BLOCK
+    block = int(node.attrs.block_size)
+    nb = -(-k // block)
+    kp = nb * block
     wt = np.zeros((n, kp), np.int32)
     wt[:, :k] = np.asarray(w, np.int64).T
     scale = np.asarray(scale, np.float32)
@@ -46,7 +47,10 @@ def _matmul_nbits(ctx, builder, node, args):
     acc = alloca_once(builder, F32, size=16, name="acc")
     slot = alloca_once(builder, F32, name="slot")
     islot = alloca_once(builder, I32, name="islot")
-    groups = nb // 4
+    per_group = 128 // block
+    groups = nb // per_group
+    lanes = group_lanes(block)
+    tail = block // 8
     whole = n - n % 4
 
     def qv(b, kk):
@@ -54,9 +58,9 @@ def _matmul_nbits(ctx, builder, node, args):
 
     with ctx.parallel(builder, m_rows, name="m") as m:
         with for_range(builder, 0, nb, name="blk") as blk:
-            k0 = builder.mul(blk.index, _c(BLOCK))
+            k0 = builder.mul(blk.index, _c(block))
             builder.store(_f(0.0), slot)
-            with for_range(builder, 0, BLOCK, name="j") as j:
+            with for_range(builder, 0, block, name="j") as j:
                 kk = builder.add(k0, j.index)
                 v = _x(builder, data, m, kk, k)
                 a = call_intrinsic(builder, "fabs", [v])
@@ -67,7 +71,7 @@ def _matmul_nbits(ctx, builder, node, args):
             nz = builder.fcmp_ordered("!=", amax, _f(0.0))
             inv = builder.select(nz, builder.fdiv(_f(127.0), builder.select(nz, amax, _f(1.0))), _f(0.0))
             builder.store(ir.Constant(I32, 0), islot)
-            with for_range(builder, 0, BLOCK, name="j") as j:
+            with for_range(builder, 0, block, name="j") as j:
                 kk = builder.add(k0, j.index)
                 v = _x(builder, data, m, kk, k)
                 qi = builder.fptosi(call_intrinsic(builder, "roundeven", [builder.fmul(v, inv)]), I32)
@@ -91,20 +95,19 @@ def _matmul_nbits(ctx, builder, node, args):
                 return b.fmul(b.load(b.gep(sa, [blk_i])), sbuf.load(b, [c, blk_i]))
 
             with for_range(builder, 0, groups, name="g") as g:
-                for cc in range(4):
-                    for p in range(4):
-                        bi = builder.add(builder.mul(g.index, _c(4)), _c((cc >= 2) + 2 * (p >= 2)))
-                        part = dot(builder, builder.mul(bi, _c(BLOCK)), _GROUP_K[2 * (cc % 2) + p % 2])
-                        ptr = builder.gep(acc, [_c(4 * cc + p)])
-                        builder.store(builder.fma(part, comb(builder, bi), builder.load(ptr)), ptr)
+                for lane, (off, ks) in enumerate(lanes):
+                    bi = builder.add(builder.mul(g.index, _c(per_group)), _c(off))
+                    part = dot(builder, builder.mul(bi, _c(block)), ks)
+                    ptr = builder.gep(acc, [_c(lane)])
+                    builder.store(builder.fma(part, comb(builder, bi), builder.load(ptr)), ptr)
             for i in range(8):
                 lo, hi = builder.gep(acc, [_c(i)]), builder.gep(acc, [_c(i + 8)])
                 builder.store(builder.fadd(builder.load(lo), builder.load(hi)), lo)
-            with for_range(builder, groups * 4, nb, name="tb") as tb:
-                base = builder.mul(tb.index, _c(BLOCK))
+            with for_range(builder, groups * per_group, nb, name="tb") as tb:
+                base = builder.mul(tb.index, _c(block))
                 cs = comb(builder, tb.index)
                 for i in range(8):
-                    part = dot(builder, base, range(4 * i, 4 * i + 4))
+                    part = dot(builder, base, range(tail * i, tail * i + tail))
                     ptr = builder.gep(acc, [_c(i)])
                     builder.store(builder.fma(part, cs, builder.load(ptr)), ptr)
             a = [builder.load(builder.gep(acc, [_c(i)])) for i in range(8)]

@@ -1,14 +1,15 @@
 """MatMul / Gemm nodes onnxruntime rewrites into com.microsoft ``MatMulNBits`` (``ort_fusion.matmul_nbits_nodes``),
 imported as ``nn.matmul_nbits`` (onnxruntime's kernel, ``byoc/ops/matmul_nbits.py``) with the weight, scales and
 zero points in the form the rewrite gives the kernel: unsigned values (signed + 2^(bits-1)), one scale and zero
-point per block of 32 along K and column. Block lengths other than 32 stay refused (``ort_refusals``)."""
+point per block along K and column (32 for per-tensor / per-column weights). Block lengths other than 16 and 32
+stay refused (``ort_refusals``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...errors import ModelError, UnsupportedOpsError
 from ...ir.expr import Constant, Span
-from ...ops.matmul_nbits import BLOCK
+from ...ops.matmul_nbits import BLOCK, BLOCKS
 from ...relay.op import make_call
 from .model import node_attrs, node_label
 
@@ -74,8 +75,9 @@ def convert_matmul_nbits(imp, node, nodes, i):
     bits = 4 if kind in ("int4", "uint4") else 8
     off = (1 << (bits - 1)) if kind in ("int4", "int8") else 0
     k, n = w.shape
-    nb = -(-k // BLOCK)
-    if s.ndim == 2:  # blocked along K (block 32)
+    block = int(node_attrs(dq).get("block_size", 0)) or BLOCK
+    nb = -(-k // block)
+    if s.ndim == 2:  # blocked along K
         sb, zb = s, (np.zeros(s.shape, np.int64) if z is None else np.asarray(z, np.int64))
     else:  # per tensor (rank 0) or per column [N]: one block row repeated
         sb = np.broadcast_to(s, (nb, n))
@@ -101,7 +103,8 @@ def convert_matmul_nbits(imp, node, nodes, i):
     rows = int(np.prod(ash[:-1])) if len(ash) > 1 else 1
     a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, k)}, node)
     out = _call("nn.matmul_nbits", (a2, Constant(np.ascontiguousarray(wu)), Constant(np.ascontiguousarray(sb)),
-                                     Constant(np.ascontiguousarray(zu)), Constant(bias)), {"bits": bits}, node)
+                                     Constant(np.ascontiguousarray(zu)), Constant(bias)), {"bits": bits, "block_size": block},
+                node)
     out = out if len(ash) == 2 else _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
     if add is not None:
         imp.values[add.output[0]] = out

@@ -1,7 +1,7 @@
 """DequantizeLinear(constant weight) → MatMul / Gemm: onnxruntime (ORT_ENABLE_ALL, x86) rewrites some of these
 into com.microsoft MatMulNBits, which quantizes the float activation to int8 per block inside the kernel. byoc
-imports exactly those nodes as ``nn.matmul_nbits`` (block length 32: bit for bit with onnxruntime), refuses the
-block lengths it does not reproduce (never a plain float MatMul, a silent wrong answer), and runs the others as
+imports exactly those nodes as ``nn.matmul_nbits`` (block lengths 16 and 32: bit for bit with onnxruntime), refuses
+the block lengths it does not reproduce (never a plain float MatMul, a silent wrong answer), and runs the others as
 onnxruntime does. The oracle for "rewritten" is onnxruntime's own optimized graph
 (``SessionOptions.optimized_model_filepath``)."""
 from __future__ import annotations
@@ -151,7 +151,9 @@ _RANDOM = [  # (k, n, bits, signed, block, zero point, leading dims, gemm bias)
     (256, 9, 4, False, 32, True, [2], False), (160, 12, 4, True, 32, False, [7], False),
     (40, 5, 4, True, 0, True, [2], False), (384, 20, 4, False, 32, False, [2, 2, 3], False),
     (128, 8, 8, True, 0, True, [6], True), (96, 5, 4, True, 32, True, [3], True),
-    (128, 8, 4, True, 16, True, [2], False), (256, 8, 4, True, 64, True, [2], False),
+    (128, 8, 4, True, 16, True, [2], False), (80, 5, 8, True, 16, True, [3], False),
+    (1024, 12, 4, False, 16, False, [2, 2], False), (300, 7, 8, False, 16, True, [5], True),
+    (256, 8, 4, True, 64, True, [2], False),
     (256, 8, 8, True, 128, False, [2], False),
 ]
 
@@ -169,8 +171,8 @@ def test_matmul_nbits_matches_onnxruntime_bit_for_bit(tmp_path, cfg):
     sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
     opt = [nd for nd in onnx.load(tmp_path / "opt.onnx").graph.node if nd.op_type == "MatMulNBits"]
     assert len(opt) == 1  # the form under test is the one onnxruntime rewrites
-    if block not in (0, 32):  # block lengths other than 32: a different MLAS kernel, refused
-        with pytest.raises(UnsupportedOpsError, match="block length 32"):
+    if block not in (0, 16, 32):  # block lengths other than 16 and 32: other MLAS kernels, refused
+        with pytest.raises(UnsupportedOpsError, match="block lengths 16 and 32"):
             from_onnx(m)
         return
     mod, _ = from_onnx(m)
