@@ -157,5 +157,5 @@ def _compute(args, attrs):
 
 register_op("nn.matmul_nbits", ("data", "weight", "scale", "zero_point", "bias"), attrs=MatMulNBitsAttrs,
             rel=_rel, fusion=FusionKind.OPAQUE, compute=_compute,
-            doc="onnxruntime's com.microsoft MatMulNBits (accuracy level 4, block 16 or 32): the activation quantized to "
-                "int8 per block, int8 dot products, MLAS's lane and block-sum order (ops/matmul_nbits.py).")
+            doc="onnxruntime's com.microsoft MatMulNBits (accuracy level 4, block 16 or 32): the activation quantized "
+                "to int8 per block, int8 dot products, MLAS's lane and block-sum order (ops/matmul_nbits.py).")

@@ -119,8 +119,8 @@ def _matmul_nbits(ctx, builder, node, args):
             main = fa(main, biasbuf.load(builder, [c]))
             builder.store(_f(0.0), slot)
             with for_range(builder, 0, nb, name="cb") as cb:
-                builder.store(builder.fma(builder.load(builder.gep(asum, [cb.index])), bsbuf.load(builder, [c, cb.index]),
-                                          builder.load(slot)), slot)
+                av = builder.load(builder.gep(asum, [cb.index]))
+                builder.store(builder.fma(av, bsbuf.load(builder, [c, cb.index]), builder.load(slot)), slot)
             ctx.emit_output(builder, [m, c], fa(main, builder.load(slot)))
 
 

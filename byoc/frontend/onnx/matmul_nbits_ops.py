@@ -103,8 +103,8 @@ def convert_matmul_nbits(imp, node, nodes, i):
     rows = int(np.prod(ash[:-1])) if len(ash) > 1 else 1
     a2 = a if len(ash) == 2 else _call("reshape", (a,), {"newshape": (rows, k)}, node)
     out = _call("nn.matmul_nbits", (a2, Constant(np.ascontiguousarray(wu)), Constant(np.ascontiguousarray(sb)),
-                                     Constant(np.ascontiguousarray(zu)), Constant(bias)), {"bits": bits, "block_size": block},
-                node)
+                                     Constant(np.ascontiguousarray(zu)), Constant(bias)),
+                {"bits": bits, "block_size": block}, node)
     out = out if len(ash) == 2 else _call("reshape", (out,), {"newshape": tuple(ash[:-1]) + (n,)}, node)
     if add is not None:
         imp.values[add.output[0]] = out
