@@ -11,6 +11,7 @@ from . import arg_types  # noqa: F401
 from . import upsampling  # noqa: F401
 from . import qnn_svdf, detection  # noqa: F401
 from . import mlas_math  # noqa: F401
+from . import matmul_nbits  # noqa: F401
 
 # Ops with numpy semantics but no CPU lowering (a CPU build refuses them with a CodegenError naming the op).
 # Empty: every registered op lowers (the TVM-compatibility ops in byoc/backend/llvm/lower_tvm_compat.py), or runs

@@ -92,6 +92,7 @@ def _ensure_loaded() -> None:
     from . import lower_tvm_compat  # noqa: F401
     from . import lower_svdf  # noqa: F401
     from . import lower_mlas_math  # noqa: F401
+    from . import lower_matmul_nbits  # noqa: F401
 
 
 def get_lowering(op: str | Call) -> Lowering | None:

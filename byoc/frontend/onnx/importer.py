@@ -123,6 +123,7 @@ class Importer:
         self.ort_u8: set[int] = set()  # QuantizeLinear nodes onnxruntime rewrites from int8 to uint8
         self.group_output = ""  # the QuantizeLinear output of the QDQ group being fused
         self.ort_runtime: set[str] = set()  # tensors onnxruntime computes at run time (not constant-folded)
+        self.matmul_nbits: set[int] = set()  # nodes onnxruntime runs as MatMulNBits (ort_refusals)
         self.four_bit: dict[str, str] = {}  # INT4 / UINT4 initializers (held unpacked as int8 / uint8) → type
 
     # ---------------------------------------------------------------------------------------------- driver
@@ -158,7 +159,7 @@ class Importer:
         self.ort_u8 = {i for i in s8_to_u8_quantize_nodes(nodes, self.consumers, self.graph_outputs, self.values)
                        if not self.four_bit_params(nodes[i])}  # onnxruntime's rule is for int8, not int4
         from .ort_refusals import refuse_float16_dq_into_float_ops, refuse_matmul_nbits
-        refuse_matmul_nbits(self, nodes)
+        self.matmul_nbits = refuse_matmul_nbits(self, nodes)  # MatMul/Gemm → nn.matmul_nbits (as onnxruntime)
         refuse_float16_dq_into_float_ops(self, nodes)
         for i, node in enumerate(nodes):
             if i in self.absorbed:
@@ -246,7 +247,10 @@ class Importer:
                 if name:
                     self.values[name] = v
             return
-        if node.op_type in qop_conv:
+        if i in self.matmul_nbits:
+            from .matmul_nbits_ops import convert_matmul_nbits
+            outs = convert_matmul_nbits(self, node, nodes, i)
+        elif node.op_type in qop_conv:
             outs = qop_conv[node.op_type](self, node, attrs)
         else:
             outs = None

@@ -28,6 +28,8 @@ graph transformations decide which groups fuse, and both change results, so the 
 """
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["s8_to_u8_quantize_nodes", "group_fuses", "EIGHT_BIT"]
 
 EIGHT_BIT = ("int8", "uint8")
@@ -160,12 +162,15 @@ def matmul_nbits_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: se
     ``dq_input_type(name)`` is the element type dequantized by A's producer, or None."""
     from .model import node_attrs
     producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    shared = _shared_small_constants(list(values.values()) + _constant_node_values(nodes))
     out = []
     for i, n in enumerate(nodes):
         if not (_is(n, "MatMul") or _is(n, "Gemm")) or len(n.input) < 2:
             continue
         j = producer.get(n.input[1])
         if j is None or not _nbits_weight_dq(nodes[j], values):
+            continue
+        if _constant_key(values.get(nodes[j].input[1])) in shared:  # ConstantSharing gave the scale 2+ readers
             continue
         if len(consumers.get(n.input[1], [])) != 1 or n.input[1] in graph_outputs:
             continue
@@ -183,3 +188,43 @@ def matmul_nbits_nodes(nodes, consumers: dict[str, list[int]], graph_outputs: se
                     continue
         out.append(i)
     return out
+
+
+_SHARE_MAX = 8  # onnxruntime's ConstantSharing merges equal initializers of at most this many elements
+
+
+def _constant_key(v):
+    if not isinstance(v, np.ndarray) or v.size > _SHARE_MAX:
+        return None
+    return (v.dtype.str, v.shape, v.tobytes())
+
+
+def _constant_node_values(nodes) -> list:
+    """The tensors of Constant nodes (onnxruntime makes them initializers before ConstantSharing)."""
+    from onnx import numpy_helper
+
+    out = []
+    for n in nodes:
+        if not _is(n, "Constant") or len(n.attribute) != 1:
+            continue
+        a = n.attribute[0]
+        if a.name == "value":
+            out.append(numpy_helper.to_array(a.t))
+        elif a.name in ("value_float", "value_floats"):
+            out.append(np.asarray(a.f if a.name == "value_float" else list(a.floats), np.float32))
+        elif a.name in ("value_int", "value_ints"):
+            out.append(np.asarray(a.i if a.name == "value_int" else list(a.ints), np.int64))
+    return out
+
+
+def _shared_small_constants(values) -> set:
+    """Keys of small initializers that occur more than once by value: onnxruntime's ConstantSharing makes them one
+    initializer, and a DequantizeLinear whose scale is then read by another node is not rewritten into
+    MatMulNBits (measured: two weights with equal scalar or 8-element scales, or a scale equal to an Add's
+    constant, stay MatMul; equal zero points do not matter; 9+ elements are not shared)."""
+    seen, twice = set(), set()
+    for v in values:
+        k = _constant_key(v)
+        if k is not None:
+            (twice if k in seen else seen).add(k)
+    return twice

@@ -13,11 +13,13 @@ from .model import node_label
 __all__ = ["refuse_matmul_nbits", "refuse_float16_dq_into_float_ops"]
 
 
-def refuse_matmul_nbits(imp, nodes) -> None:
+def refuse_matmul_nbits(imp, nodes) -> set[int]:
     """onnxruntime rewrites DequantizeLinear(constant 8/4-bit weight) → MatMul/Gemm on a float (or 16-bit
-    QDQ) activation into MatMulNBits, which quantizes the activation to int8 per block of 32 inside the kernel
-    (accuracy level 4). byoc does not reproduce that kernel's arithmetic, so it refuses those nodes, all at
-    once, rather than compute a different float result."""
+    QDQ) activation into MatMulNBits, which quantizes the activation to int8 per block inside the kernel
+    (accuracy level 4). byoc reproduces that kernel for block lengths 16 and 32 (``nn.matmul_nbits``): the indices of
+    those nodes are returned; the others (blocked weights with block 64, 128, ...; float16 scales; a run-time
+    Gemm bias) are refused, all at once, rather than computed to a different float result."""
+    from .matmul_nbits_ops import BLOCKS, nbits_block
     from .ort_fusion import matmul_nbits_nodes
 
     def dq_type(name):
@@ -41,16 +43,19 @@ def refuse_matmul_nbits(imp, nodes) -> None:
                 nodes[j].op_type == "DynamicQuantizeLinear":
             return "uint8"  # an 8-bit kernel's output (its exact signedness does not matter here)
         return None
-    hits = matmul_nbits_nodes(nodes, imp.consumers, imp.graph_outputs, imp.values, dq_type)
+    found = matmul_nbits_nodes(nodes, imp.consumers, imp.graph_outputs, imp.values, dq_type)
+    hits = [i for i in found if nbits_block(imp, nodes, i) not in BLOCKS]
     if hits:
         names = [node_label(nodes[i]) for i in hits]
         raise UnsupportedOpsError(
             f"{len(hits)} MatMul/Gemm node(s) read a DequantizeLinear weight that onnxruntime rewrites into "
-            f"com.microsoft MatMulNBits (the activation quantized to int8 per block of 32, accuracy level 4), "
-            f"whose arithmetic byoc does not reproduce:\n  " + "\n  ".join(names[:20])
+            f"com.microsoft MatMulNBits (the activation quantized to int8 per block, accuracy level 4) in a "
+            f"form whose arithmetic byoc does not reproduce (byoc takes block lengths 16 and 32 with float32 "
+            f"scales only):\n  " + "\n  ".join(names[:20])
             + ("\n  ..." if len(names) > 20 else ""),
-            hint="quantize the activations to 8 bits (QDQ uint8 / int8), or keep the weight in float; "
-                 "see docs/onnx-import.md, 'Known differences'")
+            hint="quantize the weight per column or in blocks of 16 or 32, or the activations to 8 bits (QDQ uint8 / "
+                 "int8); see docs/onnx-import.md, 'Known differences'")
+    return set(found)
 
 def refuse_float16_dq_into_float_ops(imp, nodes) -> None:
     """A DequantizeLinear with float16 scales outputs float16. Read by a Cast, a QuantizeLinear or as a graph

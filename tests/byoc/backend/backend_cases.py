@@ -133,6 +133,16 @@ def _mlas_softmax(rs):
     return fn(make_call("nn.mlas_softmax", [x]), x), {"x": floats(rs, (3, 21))}, True
 
 
+def _matmul_nbits(rs):
+    # K = 150 with block 16: one group of eight blocks, two tail blocks, a zero-padded last block
+    x = relay.var("x", shape=(5, 150), dtype="float32")
+    w = c(rs.randint(0, 16, (150, 6)), "uint8")
+    scale = c(rs.uniform(0.005, 0.02, (10, 6)).astype("float32"))
+    zp = c(rs.randint(0, 16, (10, 6)), "uint8")
+    call = make_call("nn.matmul_nbits", [x, w, scale, zp, c(floats(rs, (6,)))], dict(bits=4, block_size=16))
+    return fn(call, x), {"x": floats(rs, (5, 150))}, True
+
+
 def _requantize(rs):
     x = relay.var("x", shape=(2, 3, 6), dtype="int32")
     call = make_call("qnn.requantize", [x, c(rs.uniform(0.001, 0.01, 6).astype("float32")), c(0, "int32"), c(0.07),
@@ -289,6 +299,7 @@ CASES = {
     "minimum": _binary("minimum", "uint8"),
     "clip": _clip, "cast": _cast, "nn.pad": _pad, "nn.bias_add": _bias_add, "nn.batch_norm": _batch_norm,
     "nn.conv2d": _float_conv, "nn.conv2d_transpose": _float_conv_t,
+    "nn.matmul_nbits": _matmul_nbits,
     "nn.dense": lambda rs: _dense(rs, False), "nn.mlas_gemm": _mlas_gemm,
     "mlas_erf": _mlas_erf, "nn.mlas_layer_norm": _mlas_layer_norm, "nn.mlas_softmax": _mlas_softmax, "qnn.dense": lambda rs: _dense(rs, True),
     "qnn.conv2d": _qnn_conv, "qnn.conv2d_transpose": lambda rs: _qnn_conv(rs, transpose=True),

@@ -76,11 +76,12 @@ def test_4bit_weight_qdq_nets_bit_exact(tmp_path, net, act, weight, per_channel)
     _check(q, shape)
 
 
-def test_16bit_activation_4bit_weight_mlp_is_refused_as_matmul_nbits(tmp_path):
+def test_16bit_activation_4bit_weight_mlp_runs_as_matmul_nbits(tmp_path):
+    # before: refused (onnxruntime rewrites its MatMuls into MatMulNBits); now nn.matmul_nbits, bit for bit
     from onnx_ort_nets import NETS
-    q, _ = _quantize_4bit(NETS["mlp_skip"](), tmp_path, "int16", "int4", False)
-    with pytest.raises(UnsupportedOpsError, match="MatMulNBits"):
-        from_onnx(q)
+    q, shape = _quantize_4bit(NETS["mlp_skip"](), tmp_path, "int16", "int4", False)
+    assert "nn.matmul_nbits" in from_onnx(q)[0].astext()
+    _check(q, shape)
 
 
 def _int4(name, arr, signed=True):
@@ -124,20 +125,20 @@ def test_blocked_4bit_conv_weight_runs_in_float_like_onnxruntime(block):
                   out_shape=(1, 8, 8, 8)), (1, 3, 8, 8))
 
 
-def test_blocked_matmul_weight_below_block_16_runs_and_from_16_is_refused():
+def test_blocked_matmul_weight_below_block_16_runs_16_and_32_are_matmul_nbits_and_64_is_refused():
     rng = np.random.default_rng(0)
-    w = rng.integers(-8, 8, (32, 6))
-    for block, refused in ((8, False), (16, True), (32, True)):
-        nb = -(-32 // block)
+    w = rng.integers(-8, 8, (128, 6))
+    for block, refused in ((8, False), (16, False), (32, False), (64, True)):
+        nb = -(-128 // block)
         nodes = [h.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0, block_size=block),
                  h.make_node("MatMul", ["x", "wf"], ["y"])]
         m = _model(nodes, [_int4("w", w), nh.from_array(rng.uniform(.01, .05, (nb, 6)).astype(np.float32), "ws"),
-                           _int4("wz", np.zeros((nb, 6), np.int64))], (5, 32), out_shape=(5, 6))
-        if refused:  # onnxruntime rewrites it into MatMulNBits
+                           _int4("wz", np.zeros((nb, 6), np.int64))], (5, 128), out_shape=(5, 6))
+        if refused:  # onnxruntime's MatMulNBits with a block length other than 16 and 32
             with pytest.raises(UnsupportedOpsError, match="MatMulNBits"):
                 from_onnx(m)
         else:
-            _check(m, (5, 32))
+            _check(m, (5, 128))
 
 
 @pytest.mark.parametrize("per_channel", [False, True])
