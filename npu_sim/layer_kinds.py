@@ -74,8 +74,8 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
               "→ [clip]", "PPU MUL with the requantize's multiplier as explicit scaling (Vela's LSTM gate products); "
               "int16 × int16 → int16 or int8, same shapes"),
     LayerKind("softmax", "softmax", "qnn.softmax (axis −1, rounding TFLITE)",
-              "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8 or uint8 → uint8; "
-              "charged as Vela's 30-operation sequence (cost.softmax_cycles)"),
+              "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8, uint8 → uint8 or "
+              "int8 → int16; charged as Vela's 30-operation sequence (cost.softmax_cycles)"),
     LayerKind("conv2d_transpose", "conv2d_transpose",
               "qnn.conv2d_transpose (NHWC, OHWI) → [nn.bias_add] → qnn.requantize → [clip]",
               "MAC array + PPU requantization: a stride-1 convolution with the kernel flipped over the IFM upscaled "

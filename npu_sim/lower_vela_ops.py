@@ -6,7 +6,8 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
 (``cost.softmax_cycles`` / ``transpose_cycles`` / ``resize_cycles``).
 
 * softmax (layer kind ``softmax``, a composite): along the last axis; a tile holds whole rows of the
-  height×width×channels view, so any leading shape folds into the rows. Its quantization is read by
+  height×width×channels view, so any leading shape folds into the rows; int8 → int8, uint8 → uint8 and int8 →
+  int16 (the OFM tile holds 16-bit values). Its quantization is read by
   ``softmax_quant`` only (the one place to change when the composite body changes form).
 * transpose (bare op): unit axes are dropped, so any permutation that moves at most three non-unit axes is a
   permutation of a height×width×channels view; every OFM tile loads the IFM box with its axes permuted.
@@ -28,10 +29,13 @@ from byoc.quant.params import softmax_params
 
 from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 
-__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES",
+__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "SOFTMAX_TYPE_PAIRS", "MOVE_DTYPES",
            "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
+# (input, output) dtype pairs of the NPU softmax: TFLite's 8-bit kernels, and int8 → int16 (the same fixed-point
+# algorithm written to 16 bits, output zero point −32768: TFLite Micro's reference Softmax<int8, int16>)
+SOFTMAX_TYPE_PAIRS = (("int8", "int8"), ("uint8", "uint8"), ("int8", "int16"))
 MOVE_DTYPES = ("int8", "uint8", "int16")   # transpose and resize move values: 16-bit ones too
 
 
@@ -53,9 +57,9 @@ def _softmax(low: _Lowerer, body: _Body, comp: str) -> None:
         raise body.fail(f"softmax along axis {core.attrs.axis} of {tuple(in_t.shape)}",
                         hint="the NPU's softmax runs along the last axis (TFLite's)")
     scale, beta, out_dtype = softmax_quant(body, core)
-    if in_t.dtype not in SOFTMAX_DTYPES or out_dtype != in_t.dtype:
+    if (in_t.dtype, out_dtype) not in SOFTMAX_TYPE_PAIRS:
         raise body.fail(f"softmax {in_t.dtype} → {out_dtype} is not supported",
-                        hint="int8 → int8 or uint8 → uint8")
+                        hint="int8 → int8, uint8 → uint8 or int8 → int16")
     p = softmax_params(scale, beta)
     ifm = body.tensor(core.args[0], "data")
     ofm = low.out_tensor(body.call, body.name)

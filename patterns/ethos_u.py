@@ -448,12 +448,13 @@ def _softmax_types(ctx):
     return ttype(ctx["core"].args[0]), ttype(ctx.root)
 
 
-@rule("input and output are both int8 or both uint8 (Vela also runs int16 softmax, which byoc's importer does not "
-      "produce; an int8 → int16 softmax stays on the CPU: the simulator writes 8-bit tiles)")
+@rule("input and output are both int8 or both uint8, or int8 → int16 (TFLite's 8-bit softmax written to 16 bits, "
+      "as Vela runs it; Vela also runs int16 → int16 softmax, which byoc's importer does not produce)")
 def _softmax_dtypes(ctx):
     ti, to = _softmax_types(ctx)
-    if ti is None or to is None or ti.dtype not in QUANT_DTYPES or to.dtype != ti.dtype:
-        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+    pair = (ti.dtype if ti else None, to.dtype if to else None)
+    if pair not in (("int8", "int8"), ("uint8", "uint8"), ("int8", "int16")):
+        return f"found {pair[0]} → {pair[1]}"
     return None
 
 
