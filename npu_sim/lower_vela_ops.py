@@ -16,8 +16,8 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
 * argmax (layer kind ``argmax``: argmax along the last axis [→ cast to int64]): a tile holds whole rows, the
   output one index per row (int32 or int64), charged as Vela's depthwise / max pool / LUT / cast sequence
   (``cost.argmax_cycles``).
-* qnn.conv2d_transpose (layer kind ``conv2d_transpose``, TRANSPOSE_CONV): a convolution layer whose IFM loads
-  insert the input zero point after every row / column (Ethos-U's IFM upscaling, strides 2), run with stride 1 and
+* qnn.conv2d_transpose (layer kind ``conv2d_transpose``, TRANSPOSE_CONV; 8-bit or int16x8): a convolution layer
+  whose IFM loads insert the input zero point after every row / column (Ethos-U's IFM upscaling, strides 2), run with stride 1 and
   the kernel flipped; MAC cycles are those of the convolution over the upscaled map, as Vela's.
 * add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
   tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
@@ -227,10 +227,14 @@ def _transpose_conv(low: _Lowerer, body: _Body, comp: str) -> None:
     from .lower import ConvLayer, _check_batch_one, _clamp, _requant_tables, _scalar_int
     ops = body.expect(body.chain(), [("qnn.conv2d_transpose", False), ("nn.bias_add", True),
                                      ("qnn.requantize", False), ("clip", True)])
+    from .int16_layers import check_int16x8, int16x8_rounding
     core = ops["qnn.conv2d_transpose"]
     x_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
-    if x_t.dtype not in ("int8", "uint8") or out_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"transposed convolution {x_t.dtype} → {out_t.dtype}", hint="int8 or uint8 in and out")
+    acc_dtype = _tensor_type(ops["qnn.requantize"].args[0]).dtype
+    int16x8 = "int16" in (x_t.dtype, out_t.dtype)
+    if not int16x8 and (x_t.dtype not in ("int8", "uint8") or out_t.dtype not in ("int8", "uint8")):
+        raise body.fail(f"transposed convolution {x_t.dtype} → {out_t.dtype}",
+                        hint="int8 or uint8 in and out, or int16x8")
     _check_batch_one(body, x_t, "the input")
     w = np.asarray(body.const(core.args[1], "weight"))   # OHWI [Cout, KH, KW, Cin]
     form = transpose_conv_form(tuple(x_t.shape[1:3]), tuple(out_t.shape[1:3]), tuple(w.shape[1:3]), core.attrs)
@@ -239,11 +243,17 @@ def _transpose_conv(low: _Lowerer, body: _Body, comp: str) -> None:
     upscale, (pt, pl) = form
     zp_in = _scalar_int(body.const(core.args[2], "input_zero_point"), "input zero point", body.name)
     zp_w = _scalar_int(body.const(core.args[3], "kernel_zero_point"), "kernel zero point", body.name)
+    if int16x8 and (x_t.dtype, out_t.dtype) == ("int8", "int16"):
+        raise body.fail("transposed convolution int8 → int16", hint="int8 or uint8 in and out, or int16x8")
+    if int16x8:   # int16 activations, zero points 0, an int64 accumulator and 40-bit bias (as int16x8 conv)
+        check_int16x8(body, x_t.dtype, out_t.dtype, acc_dtype, zp_in, zp_w)
     packed = np.ascontiguousarray(w[:, ::-1, ::-1, :])   # the NPU's OHWI stream, flipped: a correlation
     oc = packed.shape[0]
     bias = (np.asarray(body.const(ops["nn.bias_add"].args[1], "bias")).reshape(-1).astype(np.int64)
             if "nn.bias_add" in ops else np.zeros(oc, np.int64))
     m, sft, zp_rq, zp_out, rounding = _requant_tables(body, ops["qnn.requantize"], oc)
+    if int16x8:
+        rounding = int16x8_rounding(body, rounding, bias, sft)
     lo, hi = _clamp(body, ops, out_t.dtype)
     ifm = body.tensor(core.args[0], "data")
     ofm = low.out_tensor(body.call, body.name)

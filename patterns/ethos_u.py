@@ -575,13 +575,17 @@ RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
 
 # -- TRANSPOSE_CONV (npu_sim/lower_vela_ops.py: a stride-1 convolution over the upscaled IFM, as Vela runs it) -------
 
-@rule("input and output dtype is int8 or uint8 (byoc's NPU lowering of TRANSPOSE_CONV is 8-bit; 16x8 stays on the "
-      "CPU)")
+@rule("input and output dtype is int8 or uint8, or both int16 (int16x8: int8 weights, zero points 0, an int64 "
+      "accumulator and bias, TFLite's int64 requantization; Vela's 16-bit TRANSPOSE_CONV)")
 def _tconv_dtypes(ctx):
     ti, to = ttype(ctx["data"]), ttype(ctx.root)
-    if ti is None or to is None or ti.dtype not in ("int8", "uint8") or to.dtype not in ("int8", "uint8"):
-        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
-    return None
+    if ti is None or to is None:
+        return "found a non-tensor"
+    if ti.dtype in ("int8", "uint8") and to.dtype in ("int8", "uint8"):
+        return None
+    if not _is_int16x8(ctx):
+        return f"found {ti.dtype} → {to.dtype}"
+    return _io_dtypes.test(ctx)
 
 
 def _tconv_geometry(ctx):
@@ -881,7 +885,7 @@ for _op, _why in VELA_DIFFERENCES.items():
 def _transpose_conv_stride(ctx):
     """Vela's TRANSPOSE_CONV stride rule (WxH 1x1, 2x2, 2x1 when the IFM and kernel height are 1, 1x2 when the IFM
     and kernel width are 1): a stride it rejects keeps the op on the CPU in Vela too; one it accepts is a
-    difference (byoc's NPU lowering takes 8-bit TRANSPOSE_CONV only, in the composite)."""
+    difference (byoc's NPU lowering takes 8-bit and int16x8 TRANSPOSE_CONV, in the composite)."""
     call = ctx.root
     a = call.attrs
     sh, sw = a.strides
@@ -895,7 +899,7 @@ def _transpose_conv_stride(ctx):
 
 
 register_op_predicate(TARGET, "qnn.conv2d_transpose", Check((Rule(
-    "a TRANSPOSE_CONV outside the ethos-u.qnn_conv2d_transpose composite (16x8, or a form its rules refuse) stays "
+    "a TRANSPOSE_CONV outside the ethos-u.qnn_conv2d_transpose composite (a form its rules refuse) stays "
     "on the CPU (Vela runs strides WxH 1x1 and 2x2, 2x1 / 1x2 only for a 1-high / 1-wide IFM and kernel)",
     _transpose_conv_stride),), summary="TRANSPOSE_CONV"))
 

@@ -235,6 +235,47 @@ def test_transpose_conv_is_exact_under_every_ethos_u_preset(preset):
     _check_exact(data, [shape], "int8", "conv", preset)
 
 
+def _tconv16(shape, out_shape, kernel, strides, padding, bias_bits=24, activation="NONE", seed=2) -> bytes:
+    """An int16x8 TRANSPOSE_CONV (SEANet's form): int16 activations with zero point 0, int8 per-channel weights,
+    an int64 bias up to ``bias_bits`` wide."""
+    cout, cin = out_shape[-1], shape[-1]
+    rng = np.random.default_rng(seed)
+    wt = rng.integers(-127, 128, size=(cout, *kernel, cin)).astype(np.int8)
+    ws = np.linspace(0.004, 0.02, cout).astype(np.float32)
+    bias = rng.integers(-(1 << (bias_bits - 1)), 1 << (bias_bits - 1), size=cout).astype(np.int64)
+    w = TFLiteWriter()
+    x = w.input("x0", shape, "int16", scale=0.001, zero_point=0)
+    w.output(w.transpose_conv(x, wt, out_shape, bias, strides=strides, padding=padding, weight_scale=ws,
+                              activation=activation, out_scale=0.05, out_zp=0))
+    return w.finish()
+
+
+_TCONV16 = {
+    "2x2 SAME 3x3": ((1, 5, 6, 8), (1, 10, 12, 4), (3, 3), (2, 2), "SAME", 24, "NONE"),
+    "seanet 2x2 VALID 4x4": ((1, 1, 40, 32), (1, 4, 82, 16), (4, 4), (2, 2), "VALID", 24, "NONE"),
+    "1x1 SAME relu": ((1, 7, 6, 3), (1, 7, 6, 5), (3, 3), (1, 1), "SAME", 24, "RELU"),
+    "40-bit bias": ((1, 4, 4, 16), (1, 8, 8, 8), (4, 4), (2, 2), "SAME", 40, "NONE"),
+}
+
+
+@pytest.mark.parametrize("case", list(_TCONV16))
+def test_int16x8_transpose_conv_runs_on_the_npu_bit_exact(case):
+    shape, *rest = _TCONV16[case]
+    _check_exact(_tconv16(shape, *rest), [shape], "int16", "conv")
+
+
+@pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
+def test_int16x8_transpose_conv_is_exact_under_every_ethos_u_preset(preset):
+    shape, *rest = _TCONV16["seanet 2x2 VALID 4x4"]
+    _check_exact(_tconv16(shape, *rest), [shape], "int16", "conv", preset)
+
+
+def test_int16x8_transpose_conv_with_a_bias_beyond_40_bits_stays_on_the_cpu():
+    why = _cpu_reason(_tconv16((1, 4, 4, 16), (1, 8, 8, 8), (4, 4), (2, 2), "SAME", bias_bits=44),
+                      "qnn.conv2d_transpose")
+    assert "within 40 bits" in why and "found int64 values" in why
+
+
 def test_upscaled_loads_read_only_their_source_pixels():
     """The IFM of a stride-2 TRANSPOSE_CONV crosses the DMA once, at its own size (Vela's upscaling is on chip)."""
     shape, out_shape, kernel, strides, padding = _TCONV["large 2x2 SAME"]
