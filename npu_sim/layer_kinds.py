@@ -79,7 +79,10 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
     LayerKind("conv2d_transpose", "conv2d_transpose",
               "qnn.conv2d_transpose (NHWC, OHWI) → [nn.bias_add] → qnn.requantize → [clip]",
               "MAC array + PPU requantization: a stride-1 convolution with the kernel flipped over the IFM upscaled "
-              "2x (the input zero point inserted; strides 1 or 2), int8/uint8, batch 1"),
+              "2x (the input zero point inserted; strides 1 or 2), int8/uint8 or int16x8, batch 1"),
+    LayerKind("stack", "stack", "stack (TFLite PACK: equal shapes and quantization)",
+              "PPU COPY of each input into its block of the output (Vela's concatenation of the inputs reshaped "
+              "with the new unit axis); int8/uint8/int16, output rank at most 4"),
     LayerKind("argmax", "argmax", "argmax (the last axis, first index on ties) → [cast(int64)]",
               "PPU, the index of each row's largest value (a tile holds whole rows); int8/uint8 in, at most 127 "
               "channels, int32 or int64 out; charged as Vela's depthwise / max pool / LUT / cast sequence "

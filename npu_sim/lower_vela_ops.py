@@ -19,6 +19,8 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
 * qnn.conv2d_transpose (layer kind ``conv2d_transpose``, TRANSPOSE_CONV; 8-bit or int16x8): a convolution layer
   whose IFM loads insert the input zero point after every row / column (Ethos-U's IFM upscaling, strides 2), run with stride 1 and
   the kernel flipped; MAC cycles are those of the convolution over the upscaled map, as Vela's.
+* stack (layer kind ``stack``, TFLite PACK): Vela's concatenation of the inputs reshaped with the new unit axis;
+  one COPY layer per input writes its block of the output (``lower.concat_origins``).
 * add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
   tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
 """
@@ -30,7 +32,8 @@ from byoc.quant.params import softmax_params
 from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 
 __all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "SOFTMAX_TYPE_PAIRS", "MOVE_DTYPES",
-           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form"]
+           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form",
+           "stack_origins"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
 # (input, output) dtype pairs of the NPU softmax: TFLite's 8-bit kernels, and int8 → int16 (the same fixed-point
@@ -316,4 +319,43 @@ def _quantized_binary(low: _Lowerer, call: Call) -> None:
 
 
 VELA_OPS = {"transpose": _transpose, "qnn.prelu": _quantized_binary, "qnn.squared_difference": _quantized_binary, "image.resize2d": _resize, **{op: _raw_binary for op in RAW_BINARY}}
-KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv}
+def stack_origins(shape: tuple[int, ...], n: int, axis: int) -> tuple[tuple[int, ...], list] | str:
+    """(each input's shape with the new unit axis, where each lands in the output's HWC view) of stacking ``n``
+    tensors of ``shape`` along ``axis``, or why the NPU cannot: PACK as Vela runs it, a concatenation."""
+    from .lower import concat_origins
+    rank = len(shape) + 1
+    if rank > 4:
+        return f"the output has rank {rank} (the NPU's concatenation takes rank 1 to 4)"
+    a = axis % rank
+    piece = tuple(shape[:a]) + (1,) + tuple(shape[a:])
+    origins = concat_origins([piece] * n, a)
+    return origins if isinstance(origins, str) else (piece, origins)
+
+
+def _stack(low: _Lowerer, body: _Body, comp: str) -> None:
+    """stack (PACK): every input reshaped with the new unit axis, one COPY layer writing its block of the output."""
+    import dataclasses
+
+    import numpy as np
+    from byoc.ir.expr import Tuple
+    ops = body.expect(body.chain(), [("stack", False)])
+    core = ops["stack"]
+    data, out_t = core.args[0], _tensor_type(body.call)
+    if not isinstance(data, Tuple):
+        raise body.fail("stack takes a tuple of tensors")
+    in_t = _tensor_type(data.fields[0])
+    if in_t.dtype not in MOVE_DTYPES:
+        raise body.fail(f"stack of {in_t.dtype} tensors", hint="the NPU stacks int8, uint8 and int16 tensors")
+    form = stack_origins(tuple(in_t.shape), len(data.fields), core.attrs.axis)
+    if isinstance(form, str):
+        raise body.fail(form, hint="the NPU writes each input as one block of its height×width×channels view")
+    piece, origins = form
+    info = np.iinfo(out_t.dtype)
+    layers = [PpuLayer(f"{body.name}/{i}", comp, "copy", (low.view_as(body.tensor(d, f"input {i}"), piece),), -1,
+                       dict(act_min=int(info.min), act_max=int(info.max)), out_origin=origins[i])
+              for i, d in enumerate(data.fields)]
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.extend(dataclasses.replace(layer, ofm=ofm) for layer in layers)
+
+
+KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack}

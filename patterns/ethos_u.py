@@ -636,6 +636,26 @@ TRANSPOSE_CONV_CHECK = Check((_tconv_dtypes, _batch_one(capture("data"), "the in
                              summary="TRANSPOSE_CONV, as Vela's convolution over the zero-inserted (upscaled) IFM")
 
 
+# -- PACK (npu_sim/lower_vela_ops.py: a concatenation of the inputs reshaped with the new axis, as Vela runs it) ---
+
+@rule("the inputs are int8, uint8 or int16 (Vela's 8/16-bit concatenation) and the output has rank 1 to 4, each "
+      "input a block of its height×width×channels view (Vela's PACK: CONCATENATION of the reshaped inputs)")
+def _stack_form(ctx):
+    from npu_sim.lower_vela_ops import stack_origins
+    core = ctx["core"]
+    fields = getattr(core.args[0], "fields", None)
+    t = ttype(fields[0]) if fields else None
+    if t is None:
+        return "found a non-tensor input"
+    if t.dtype not in ("int8", "uint8", "int16"):
+        return f"found {t.dtype}"
+    form = stack_origins(tuple(t.shape), len(fields), core.attrs.axis)
+    return form if isinstance(form, str) else None
+
+
+STACK_CHECK = Check((_stack_form,), summary="PACK, as Vela's concatenation of the reshaped inputs")
+
+
 # -- ARG_MAX; unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM (npu_sim/lower_vela_ops.py) --------------------
 
 @rule("input dtype is int8 or uint8 and the indices int32 or int64 (Vela shifts 8-bit values 7 bits left into int16 "
@@ -812,6 +832,7 @@ def pattern_table() -> list[CompositePattern]:
     int16_mul = optional_clip(is_op("qnn.requantize")(product, is_constant(), is_constant(), is_constant(),
                                                       is_constant()).named("rq"))
     argmax = is_op("argmax")(wildcard("data")).named("core")
+    stack = is_op("stack")(is_tuple(None)).named("core")
     t = TARGET
     table = [
         CompositePattern(f"{t}.int16_mul", int16_mul, INT16_MUL_CHECK),
@@ -826,6 +847,7 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
         CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
         CompositePattern(f"{t}.qnn_mean", quantized_mean(), on_integer_op(MEAN_CHECK)),
+        CompositePattern(f"{t}.stack", stack, STACK_CHECK),
         CompositePattern(f"{t}.qnn_concatenate", concat, Check(_npu.CONCAT_CHECK.rules + (_tens_dims,),
                                                                summary="CONCATENATION")),
         CompositePattern(f"{t}.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
@@ -860,7 +882,7 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
     f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.int16_mul": "int16_mul",
-    f"{TARGET}.argmax": "argmax", f"{TARGET}.qnn_conv2d_transpose": "conv2d_transpose",
+    f"{TARGET}.argmax": "argmax", f"{TARGET}.qnn_conv2d_transpose": "conv2d_transpose", f"{TARGET}.stack": "stack",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).

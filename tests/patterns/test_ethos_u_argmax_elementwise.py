@@ -57,12 +57,13 @@ def _inputs(shapes, dtype, seed: int, narrow: bool = False) -> list[np.ndarray]:
     return [rng.integers(lo, hi + 1, size=s).astype(dtype) for s in shapes]
 
 
-def _check_exact(data: bytes, shapes, dtype, kind: str, preset: str = "ethos-u55-256", narrow: bool = False):
+def _check_exact(data: bytes, shapes, dtype, kind: str | list[str], preset: str = "ethos-u55-256",
+                 narrow: bool = False):
     mod, params = from_tflite(data, semantics="tflm")
     pm, report = partition_for("ethos-u", mod, params, return_report=True, boundary_rule=False)
     exe = byoc.build(pm, target="ethos-u,llvm", npu_config=preset)
     kinds = [x.kind for p in exe.npu_programs.values() for x in p.layers]
-    assert kinds == [kind], (kinds, [(n.op, n.reason) for n in report.cpu_ops()])
+    assert kinds == ([kind] if isinstance(kind, str) else kind), (kinds, [(n.op, n.reason) for n in report.cpu_ops()])
     assert not report.cpu_ops()
     for prog in exe.npu_programs.values():
         prog.validate()
@@ -306,6 +307,31 @@ def test_vela_picks_the_same_transpose_convs_as_in_seanet():
         assert bool(cpu) != on_npu, (shape, [n.reason for n in cpu])
         if cpu:
             assert "Vela's TRANSPOSE_CONV stride rule" in cpu[0].reason and "found strides (1, 2)" in cpu[0].reason
+
+
+_PACK = {"movenet (1,17)x2 axis 2": ([(1, 17)] * 2, "int8", 2), "rows axis 1": ([(1, 17)] * 2, "int8", 1),
+         "3-D axis 0": ([(4, 5, 6)] * 3, "int8", 0), "int16 last axis": ([(4, 5, 6)] * 3, "int16", 3),
+         "uint8 vectors": ([(7,)] * 3, "uint8", 1), "4-D middle": ([(1, 6, 5)] * 4, "int8", 2)}
+
+
+@pytest.mark.parametrize("case", list(_PACK))
+def test_pack_runs_on_the_npu_as_copies_bit_exact(case):
+    shapes, dtype, axis = _PACK[case]
+    data = _model(shapes, dtype, lambda w, *xs: w.pack(list(xs), axis))
+    _check_exact(data, shapes, dtype, ["copy"] * len(shapes))
+
+
+@pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
+def test_pack_is_exact_under_every_ethos_u_preset(preset):
+    shapes, dtype, axis = _PACK["4-D middle"]
+    _check_exact(_model(shapes, dtype, lambda w, *xs: w.pack(list(xs), axis)), shapes, dtype, ["copy"] * 4, preset)
+
+
+def test_pack_outside_the_rules_stays_on_the_cpu():
+    why = _cpu_reason(_model([(2, 3, 4)] * 2, "int8", lambda w, *xs: w.pack(list(xs), 1)), "stack")
+    assert "Vela's PACK" in why and "batch 2 interleaves" in why
+    why = _cpu_reason(_model([(2, 3, 4, 5)] * 2, "int8", lambda w, *xs: w.pack(list(xs), 0)), "stack")
+    assert "found rank 5" not in why and "the output has rank 5" in why
 
 
 # -- outside Vela's rules: on the CPU, every failed rule named --------------------------------------------------
