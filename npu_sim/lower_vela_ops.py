@@ -33,7 +33,7 @@ from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 
 __all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "SOFTMAX_TYPE_PAIRS", "MOVE_DTYPES",
            "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form",
-           "stack_origins"]
+           "stack_origins", "both_broadcast_flags", "materialise_broadcast"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
 # (input, output) dtype pairs of the NPU softmax: TFLite's 8-bit kernels, and int8 → int16 (the same fixed-point
@@ -180,6 +180,48 @@ def _argmax(low: _Lowerer, body: _Body, comp: str) -> None:
 RAW_BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "maximum": "max", "minimum": "min"}
 RAW_DTYPES = {"add": ("int32",), "subtract": ("int32",), "multiply": ("int32",),
               "maximum": ("int8", "uint8", "int16"), "minimum": ("int8", "uint8", "int16")}
+
+
+def both_broadcast_flags(a_shape: tuple[int, ...], b_shape: tuple[int, ...],
+                         out_shape: tuple[int, ...]) -> tuple[int, int] | str | None:
+    """(broadcast flags of the first operand over the output, of the second) when both operands of an elementwise op
+    broadcast (neither has the output's shape) and each does so along whole height / width / channel axes of the
+    HWC view; None when one operand has the output's shape; else why not. Vela materialises the first operand at
+    the output's shape, then broadcasts the second as IFM2."""
+    from .isa import BCAST_C, BCAST_H, BCAST_W
+    from .lower import _hwc
+    if len(out_shape) > 4:
+        return f"rank-{len(out_shape)} output"
+    pa, pb = ((1,) * (len(out_shape) - len(s)) + tuple(s) for s in (a_shape, b_shape))
+    if tuple(out_shape) in (pa, pb):
+        return None
+    full = _hwc(tuple(out_shape), "broadcast")
+    flags = []
+    for small in (_hwc(pa, "broadcast"), _hwc(pb, "broadcast")):
+        f = 0
+        for k, bit in enumerate((BCAST_H, BCAST_W, BCAST_C)):
+            if small[k] != full[k]:
+                if small[k] != 1:
+                    return f"seen as height×width×channels, {small} does not broadcast to {full}"
+                f |= bit
+        flags.append(f)
+    return flags[0], flags[1]
+
+
+def materialise_broadcast(low: _Lowerer, body: _Body, src: int, bcast: int, out_shape: tuple[int, ...]) -> int:
+    """A tensor of ``out_shape`` holding ``src`` broadcast (flags ``bcast``): one RAW_BINARY max layer of a
+    constant filled with the dtype's lowest value and ``src`` as the broadcast IFM2 (Vela's extra elementwise
+    operation that materialises one operand of a both-broadcast op)."""
+    import numpy as np
+    from byoc.ir.types import TensorType
+    from .isa import RAW_FUNCTIONS
+    dtype = low.tensors[src].dtype
+    floor = low.new_tensor(f"{body.name}.floor", TensorType(tuple(out_shape), dtype),
+                           np.full(out_shape, np.iinfo(dtype).min, dtype))
+    full = low.new_tensor(f"{body.name}.materialised", TensorType(tuple(out_shape), dtype))
+    low.layers.append(PpuLayer(f"{body.name}/materialise", body.comp, "raw_binary", (floor, src), full,
+                               dict(fn=RAW_FUNCTIONS.index("max"), bcast=bcast)))
+    return full
 
 
 def _raw_binary(low: _Lowerer, call: Call) -> None:

@@ -363,9 +363,26 @@ def _binary_dtypes(ctx):
     return None
 
 
+@rule("one input has the output's shape and the other has it too or broadcasts along height, width and/or "
+      "channels (the NPU's IFM2 broadcast: a per-channel vector (1,1,1,C), a scalar, ...), in either order; or both "
+      "broadcast so (TFLite rounding), as (48,48,1) − (1,17): Vela materialises the first at the output's shape "
+      "with an extra elementwise operation, then broadcasts the second")
+def _ethos_broadcast_shapes(ctx):
+    from npu_sim.lower_vela_ops import both_broadcast_flags
+    why = _npu._broadcast_shapes.test(ctx)
+    if why is None:
+        return None
+    core = ctx["core"]
+    ts = [ttype(core.args[0]), ttype(core.args[1]), ttype(ctx.root)]
+    if any(t is None for t in ts) or core.attrs.rounding != "TFLITE":
+        return why
+    both = both_broadcast_flags(*(tuple(t.shape) for t in ts))
+    return f"{why}; both broadcasting: {both}" if isinstance(both, str) else (None if both else why)
+
+
 def _binary_check(what: str) -> Check:
     return Check((_binary_dtypes,
-                  _npu._tflite_arithmetic, _npu._broadcast_shapes, _batch_one(root, "the output"),
+                  _npu._tflite_arithmetic, _ethos_broadcast_shapes, _batch_one(root, "the output"),
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule(), _tens_dims), summary=what)
 

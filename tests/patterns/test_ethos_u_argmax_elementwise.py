@@ -334,6 +334,43 @@ def test_pack_outside_the_rules_stays_on_the_cpu():
     assert "found rank 5" not in why and "the output has rank 5" in why
 
 
+def _both_broadcast(shapes, dtype, op) -> bytes:
+    """A quantized binary op whose operands both broadcast (MoveNet's (48,48,1) − (1,17) → (48,48,17))."""
+    scales, zps = (0.18, 0.21, 0.39), {"int8": (-128, -128, 10), "uint8": (3, 0, 130), "int16": (0, 0, 0)}[dtype]
+    w = TFLiteWriter()
+    xs = [w.input(f"x{i}", s, dtype, scale=scales[i], zero_point=zps[i]) for i, s in enumerate(shapes)]
+    w.output(getattr(w, op)(xs[0], xs[1], out_scale=scales[2], out_zp=zps[2]))
+    return w.finish()
+
+
+_BOTH = {"movenet sub": ([(48, 48, 1), (1, 17)], "int8", "sub"),
+         "sub reversed": ([(1, 17), (48, 48, 1)], "int8", "sub"),
+         "add 4-D": ([(1, 5, 1, 7), (1, 1, 6, 1)], "int8", "add"),
+         "mul 3-D": ([(4, 1, 3), (1, 5, 1)], "int8", "mul"),
+         "uint8 add": ([(6, 1), (1, 9)], "uint8", "add"),
+         "int16 sub": ([(6, 1), (1, 9)], "int16", "sub")}
+
+
+@pytest.mark.parametrize("case", list(_BOTH))
+def test_both_broadcast_binary_ops_materialise_one_operand_bit_exact(case):
+    shapes, dtype, op = _BOTH[case]
+    _check_exact(_both_broadcast(shapes, dtype, op), shapes, dtype,
+                 ["raw_binary", "mul" if op == "mul" else "add"])
+
+
+@pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
+def test_both_broadcast_sub_is_exact_under_every_ethos_u_preset(preset):
+    shapes, dtype, op = _BOTH["movenet sub"]
+    _check_exact(_both_broadcast(shapes, dtype, op), shapes, dtype, ["raw_binary", "add"], preset)
+
+
+def test_both_broadcast_stays_on_the_cpu_for_the_npu_target():
+    shapes, dtype, op = _BOTH["movenet sub"]
+    mod, params = from_tflite(_both_broadcast(shapes, dtype, op), semantics="tflm")
+    _, report = partition_for("npu", mod, params, return_report=True)
+    assert [n for n in report.cpu_ops() if "qnn.subtract" in (n.op, *n.inner_ops)]   # the npu target: unchanged
+
+
 # -- outside Vela's rules: on the CPU, every failed rule named --------------------------------------------------
 
 def _cpu_reason(data: bytes, op: str) -> str:
