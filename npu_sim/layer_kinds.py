@@ -74,12 +74,15 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
               "→ [clip]", "PPU MUL with the requantize's multiplier as explicit scaling (Vela's LSTM gate products); "
               "int16 × int16 → int16 or int8, same shapes"),
     LayerKind("softmax", "softmax", "qnn.softmax (axis −1, rounding TFLITE)",
-              "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8 or uint8 → uint8; "
-              "charged as Vela's 30-operation sequence (cost.softmax_cycles)"),
+              "PPU, TFLite's integer softmax per row (a tile holds whole rows); int8 → int8, uint8 → uint8 or "
+              "int8 → int16; charged as Vela's 30-operation sequence (cost.softmax_cycles)"),
     LayerKind("conv2d_transpose", "conv2d_transpose",
               "qnn.conv2d_transpose (NHWC, OHWI) → [nn.bias_add] → qnn.requantize → [clip]",
               "MAC array + PPU requantization: a stride-1 convolution with the kernel flipped over the IFM upscaled "
-              "2x (the input zero point inserted; strides 1 or 2), int8/uint8, batch 1"),
+              "2x (the input zero point inserted; strides 1 or 2), int8/uint8 or int16x8, batch 1"),
+    LayerKind("stack", "stack", "stack (TFLite PACK: equal shapes and quantization)",
+              "PPU COPY of each input into its block of the output (Vela's concatenation of the inputs reshaped "
+              "with the new unit axis); int8/uint8/int16, output rank at most 4"),
     LayerKind("argmax", "argmax", "argmax (the last axis, first index on ties) → [cast(int64)]",
               "PPU, the index of each row's largest value (a tile holds whole rows); int8/uint8 in, at most 127 "
               "channels, int32 or int64 out; charged as Vela's depthwise / max pool / LUT / cast sequence "

@@ -534,13 +534,18 @@ def _binary_composite(low: _Lowerer, body: _Body, comp: str) -> None:
         raise body.fail(f"{opname} rounding 'ONNX' with operands {tuple(a_t.shape)} and {tuple(b_t.shape)}",
                         hint="onnxruntime's broadcasting kernels order their float32 steps differently; only "
                              "same-shape operands run on the NPU")
-    order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
     out_shape = tuple(out_t.shape)
     a = body.tensor(core.args[0], "lhs")
     b = body.tensor(core.args[1], "rhs")
     # Both operands are viewed at the output's rank (leading 1s), so their HWC views line up with the OFM's.
     a = low.view_as(a, (1,) * (len(out_shape) - len(a_t.shape)) + tuple(a_t.shape))
     b = low.view_as(b, (1,) * (len(out_shape) - len(b_t.shape)) + tuple(b_t.shape))
+    both = (both_broadcast_flags(tuple(a_t.shape), tuple(b_t.shape), out_shape)
+            if body.comp.startswith("ethos-u.") else None)
+    if isinstance(both, tuple):   # ethos-u: Vela materialises the first operand, then broadcasts the second
+        a = materialise_broadcast(low, body, a, both[0], out_shape)
+        a_t = TensorType(out_shape, a_t.dtype)
+    order, bcast = _broadcast_operands(body, a_t, b_t, out_t)
     c = [body.const(core.args[i], n) for i, n in ((2, "lhs_scale"), (3, "lhs_zero_point"), (4, "rhs_scale"),
                                                    (5, "rhs_zero_point"), (6, "output_scale"),
                                                    (7, "output_zero_point"))]
@@ -1015,6 +1020,7 @@ from .lower_move import MOVE_OPS  # noqa: E402 - the data-movement handlers buil
 _BARE_OPS.update(MOVE_OPS)
 
 from .lower_vela_ops import KIND_LOWERINGS, VELA_OPS  # noqa: E402 - SOFTMAX, TRANSPOSE, RESIZE (Vela's sequences)
+from .lower_vela_ops import both_broadcast_flags, materialise_broadcast  # noqa: E402 - ethos-u both-broadcast ops
 
 _BARE_OPS.update(VELA_OPS)
 _KIND_ONLY.update(KIND_LOWERINGS)

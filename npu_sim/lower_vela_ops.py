@@ -6,7 +6,8 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
 (``cost.softmax_cycles`` / ``transpose_cycles`` / ``resize_cycles``).
 
 * softmax (layer kind ``softmax``, a composite): along the last axis; a tile holds whole rows of the
-  height×width×channels view, so any leading shape folds into the rows. Its quantization is read by
+  height×width×channels view, so any leading shape folds into the rows; int8 → int8, uint8 → uint8 and int8 →
+  int16 (the OFM tile holds 16-bit values). Its quantization is read by
   ``softmax_quant`` only (the one place to change when the composite body changes form).
 * transpose (bare op): unit axes are dropped, so any permutation that moves at most three non-unit axes is a
   permutation of a height×width×channels view; every OFM tile loads the IFM box with its axes permuted.
@@ -15,9 +16,11 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
 * argmax (layer kind ``argmax``: argmax along the last axis [→ cast to int64]): a tile holds whole rows, the
   output one index per row (int32 or int64), charged as Vela's depthwise / max pool / LUT / cast sequence
   (``cost.argmax_cycles``).
-* qnn.conv2d_transpose (layer kind ``conv2d_transpose``, TRANSPOSE_CONV): a convolution layer whose IFM loads
-  insert the input zero point after every row / column (Ethos-U's IFM upscaling, strides 2), run with stride 1 and
+* qnn.conv2d_transpose (layer kind ``conv2d_transpose``, TRANSPOSE_CONV; 8-bit or int16x8): a convolution layer
+  whose IFM loads insert the input zero point after every row / column (Ethos-U's IFM upscaling, strides 2), run with stride 1 and
   the kernel flipped; MAC cycles are those of the convolution over the upscaled map, as Vela's.
+* stack (layer kind ``stack``, TFLite PACK): Vela's concatenation of the inputs reshaped with the new unit axis;
+  one COPY layer per input writes its block of the output (``lower.concat_origins``).
 * add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
   tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
 """
@@ -28,10 +31,14 @@ from byoc.quant.params import softmax_params
 
 from .lower import PpuLayer, _BareBody, _Body, _Lowerer, _tensor_type
 
-__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "MOVE_DTYPES",
-           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form"]
+__all__ = ["softmax_quant", "transpose_view", "resize_mode", "VELA_OPS", "SOFTMAX_DTYPES", "SOFTMAX_TYPE_PAIRS", "MOVE_DTYPES",
+           "ARGMAX_DTYPES", "ARGMAX_DEPTH_MAX", "RAW_BINARY", "RAW_DTYPES", "transpose_conv_form",
+           "stack_origins", "both_broadcast_flags", "materialise_broadcast"]
 
 SOFTMAX_DTYPES = ("int8", "uint8")
+# (input, output) dtype pairs of the NPU softmax: TFLite's 8-bit kernels, and int8 → int16 (the same fixed-point
+# algorithm written to 16 bits, output zero point −32768: TFLite Micro's reference Softmax<int8, int16>)
+SOFTMAX_TYPE_PAIRS = (("int8", "int8"), ("uint8", "uint8"), ("int8", "int16"))
 MOVE_DTYPES = ("int8", "uint8", "int16")   # transpose and resize move values: 16-bit ones too
 
 
@@ -53,9 +60,9 @@ def _softmax(low: _Lowerer, body: _Body, comp: str) -> None:
         raise body.fail(f"softmax along axis {core.attrs.axis} of {tuple(in_t.shape)}",
                         hint="the NPU's softmax runs along the last axis (TFLite's)")
     scale, beta, out_dtype = softmax_quant(body, core)
-    if in_t.dtype not in SOFTMAX_DTYPES or out_dtype != in_t.dtype:
+    if (in_t.dtype, out_dtype) not in SOFTMAX_TYPE_PAIRS:
         raise body.fail(f"softmax {in_t.dtype} → {out_dtype} is not supported",
-                        hint="int8 → int8 or uint8 → uint8")
+                        hint="int8 → int8, uint8 → uint8 or int8 → int16")
     p = softmax_params(scale, beta)
     ifm = body.tensor(core.args[0], "data")
     ofm = low.out_tensor(body.call, body.name)
@@ -175,6 +182,48 @@ RAW_DTYPES = {"add": ("int32",), "subtract": ("int32",), "multiply": ("int32",),
               "maximum": ("int8", "uint8", "int16"), "minimum": ("int8", "uint8", "int16")}
 
 
+def both_broadcast_flags(a_shape: tuple[int, ...], b_shape: tuple[int, ...],
+                         out_shape: tuple[int, ...]) -> tuple[int, int] | str | None:
+    """(broadcast flags of the first operand over the output, of the second) when both operands of an elementwise op
+    broadcast (neither has the output's shape) and each does so along whole height / width / channel axes of the
+    HWC view; None when one operand has the output's shape; else why not. Vela materialises the first operand at
+    the output's shape, then broadcasts the second as IFM2."""
+    from .isa import BCAST_C, BCAST_H, BCAST_W
+    from .lower import _hwc
+    if len(out_shape) > 4:
+        return f"rank-{len(out_shape)} output"
+    pa, pb = ((1,) * (len(out_shape) - len(s)) + tuple(s) for s in (a_shape, b_shape))
+    if tuple(out_shape) in (pa, pb):
+        return None
+    full = _hwc(tuple(out_shape), "broadcast")
+    flags = []
+    for small in (_hwc(pa, "broadcast"), _hwc(pb, "broadcast")):
+        f = 0
+        for k, bit in enumerate((BCAST_H, BCAST_W, BCAST_C)):
+            if small[k] != full[k]:
+                if small[k] != 1:
+                    return f"seen as height×width×channels, {small} does not broadcast to {full}"
+                f |= bit
+        flags.append(f)
+    return flags[0], flags[1]
+
+
+def materialise_broadcast(low: _Lowerer, body: _Body, src: int, bcast: int, out_shape: tuple[int, ...]) -> int:
+    """A tensor of ``out_shape`` holding ``src`` broadcast (flags ``bcast``): one RAW_BINARY max layer of a
+    constant filled with the dtype's lowest value and ``src`` as the broadcast IFM2 (Vela's extra elementwise
+    operation that materialises one operand of a both-broadcast op)."""
+    import numpy as np
+    from byoc.ir.types import TensorType
+    from .isa import RAW_FUNCTIONS
+    dtype = low.tensors[src].dtype
+    floor = low.new_tensor(f"{body.name}.floor", TensorType(tuple(out_shape), dtype),
+                           np.full(out_shape, np.iinfo(dtype).min, dtype))
+    full = low.new_tensor(f"{body.name}.materialised", TensorType(tuple(out_shape), dtype))
+    low.layers.append(PpuLayer(f"{body.name}/materialise", body.comp, "raw_binary", (floor, src), full,
+                               dict(fn=RAW_FUNCTIONS.index("max"), bcast=bcast)))
+    return full
+
+
 def _raw_binary(low: _Lowerer, call: Call) -> None:
     from npu_sim.isa import RAW_FUNCTIONS
     from .lower import _broadcast_operands
@@ -223,10 +272,14 @@ def _transpose_conv(low: _Lowerer, body: _Body, comp: str) -> None:
     from .lower import ConvLayer, _check_batch_one, _clamp, _requant_tables, _scalar_int
     ops = body.expect(body.chain(), [("qnn.conv2d_transpose", False), ("nn.bias_add", True),
                                      ("qnn.requantize", False), ("clip", True)])
+    from .int16_layers import check_int16x8, int16x8_rounding
     core = ops["qnn.conv2d_transpose"]
     x_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
-    if x_t.dtype not in ("int8", "uint8") or out_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"transposed convolution {x_t.dtype} → {out_t.dtype}", hint="int8 or uint8 in and out")
+    acc_dtype = _tensor_type(ops["qnn.requantize"].args[0]).dtype
+    int16x8 = "int16" in (x_t.dtype, out_t.dtype)
+    if not int16x8 and (x_t.dtype not in ("int8", "uint8") or out_t.dtype not in ("int8", "uint8")):
+        raise body.fail(f"transposed convolution {x_t.dtype} → {out_t.dtype}",
+                        hint="int8 or uint8 in and out, or int16x8")
     _check_batch_one(body, x_t, "the input")
     w = np.asarray(body.const(core.args[1], "weight"))   # OHWI [Cout, KH, KW, Cin]
     form = transpose_conv_form(tuple(x_t.shape[1:3]), tuple(out_t.shape[1:3]), tuple(w.shape[1:3]), core.attrs)
@@ -235,11 +288,17 @@ def _transpose_conv(low: _Lowerer, body: _Body, comp: str) -> None:
     upscale, (pt, pl) = form
     zp_in = _scalar_int(body.const(core.args[2], "input_zero_point"), "input zero point", body.name)
     zp_w = _scalar_int(body.const(core.args[3], "kernel_zero_point"), "kernel zero point", body.name)
+    if int16x8 and (x_t.dtype, out_t.dtype) == ("int8", "int16"):
+        raise body.fail("transposed convolution int8 → int16", hint="int8 or uint8 in and out, or int16x8")
+    if int16x8:   # int16 activations, zero points 0, an int64 accumulator and 40-bit bias (as int16x8 conv)
+        check_int16x8(body, x_t.dtype, out_t.dtype, acc_dtype, zp_in, zp_w)
     packed = np.ascontiguousarray(w[:, ::-1, ::-1, :])   # the NPU's OHWI stream, flipped: a correlation
     oc = packed.shape[0]
     bias = (np.asarray(body.const(ops["nn.bias_add"].args[1], "bias")).reshape(-1).astype(np.int64)
             if "nn.bias_add" in ops else np.zeros(oc, np.int64))
     m, sft, zp_rq, zp_out, rounding = _requant_tables(body, ops["qnn.requantize"], oc)
+    if int16x8:
+        rounding = int16x8_rounding(body, rounding, bias, sft)
     lo, hi = _clamp(body, ops, out_t.dtype)
     ifm = body.tensor(core.args[0], "data")
     ofm = low.out_tensor(body.call, body.name)
@@ -302,4 +361,43 @@ def _quantized_binary(low: _Lowerer, call: Call) -> None:
 
 
 VELA_OPS = {"transpose": _transpose, "qnn.prelu": _quantized_binary, "qnn.squared_difference": _quantized_binary, "image.resize2d": _resize, **{op: _raw_binary for op in RAW_BINARY}}
-KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv}
+def stack_origins(shape: tuple[int, ...], n: int, axis: int) -> tuple[tuple[int, ...], list] | str:
+    """(each input's shape with the new unit axis, where each lands in the output's HWC view) of stacking ``n``
+    tensors of ``shape`` along ``axis``, or why the NPU cannot: PACK as Vela runs it, a concatenation."""
+    from .lower import concat_origins
+    rank = len(shape) + 1
+    if rank > 4:
+        return f"the output has rank {rank} (the NPU's concatenation takes rank 1 to 4)"
+    a = axis % rank
+    piece = tuple(shape[:a]) + (1,) + tuple(shape[a:])
+    origins = concat_origins([piece] * n, a)
+    return origins if isinstance(origins, str) else (piece, origins)
+
+
+def _stack(low: _Lowerer, body: _Body, comp: str) -> None:
+    """stack (PACK): every input reshaped with the new unit axis, one COPY layer writing its block of the output."""
+    import dataclasses
+
+    import numpy as np
+    from byoc.ir.expr import Tuple
+    ops = body.expect(body.chain(), [("stack", False)])
+    core = ops["stack"]
+    data, out_t = core.args[0], _tensor_type(body.call)
+    if not isinstance(data, Tuple):
+        raise body.fail("stack takes a tuple of tensors")
+    in_t = _tensor_type(data.fields[0])
+    if in_t.dtype not in MOVE_DTYPES:
+        raise body.fail(f"stack of {in_t.dtype} tensors", hint="the NPU stacks int8, uint8 and int16 tensors")
+    form = stack_origins(tuple(in_t.shape), len(data.fields), core.attrs.axis)
+    if isinstance(form, str):
+        raise body.fail(form, hint="the NPU writes each input as one block of its height×width×channels view")
+    piece, origins = form
+    info = np.iinfo(out_t.dtype)
+    layers = [PpuLayer(f"{body.name}/{i}", comp, "copy", (low.view_as(body.tensor(d, f"input {i}"), piece),), -1,
+                       dict(act_min=int(info.min), act_max=int(info.max)), out_origin=origins[i])
+              for i, d in enumerate(data.fields)]
+    ofm = low.out_tensor(body.call, body.name)
+    low.layers.extend(dataclasses.replace(layer, ofm=ofm) for layer in layers)
+
+
+KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack}

@@ -363,9 +363,26 @@ def _binary_dtypes(ctx):
     return None
 
 
+@rule("one input has the output's shape and the other has it too or broadcasts along height, width and/or "
+      "channels (the NPU's IFM2 broadcast: a per-channel vector (1,1,1,C), a scalar, ...), in either order; or both "
+      "broadcast so (TFLite rounding), as (48,48,1) − (1,17): Vela materialises the first at the output's shape "
+      "with an extra elementwise operation, then broadcasts the second")
+def _ethos_broadcast_shapes(ctx):
+    from npu_sim.lower_vela_ops import both_broadcast_flags
+    why = _npu._broadcast_shapes.test(ctx)
+    if why is None:
+        return None
+    core = ctx["core"]
+    ts = [ttype(core.args[0]), ttype(core.args[1]), ttype(ctx.root)]
+    if any(t is None for t in ts) or core.attrs.rounding != "TFLITE":
+        return why
+    both = both_broadcast_flags(*(tuple(t.shape) for t in ts))
+    return f"{why}; both broadcasting: {both}" if isinstance(both, str) else (None if both else why)
+
+
 def _binary_check(what: str) -> Check:
     return Check((_binary_dtypes,
-                  _npu._tflite_arithmetic, _npu._broadcast_shapes, _batch_one(root, "the output"),
+                  _npu._tflite_arithmetic, _ethos_broadcast_shapes, _batch_one(root, "the output"),
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule(), _tens_dims), summary=what)
 
@@ -448,12 +465,13 @@ def _softmax_types(ctx):
     return ttype(ctx["core"].args[0]), ttype(ctx.root)
 
 
-@rule("input and output are both int8 or both uint8 (Vela also runs int16 softmax, which byoc's importer does not "
-      "produce; an int8 → int16 softmax stays on the CPU: the simulator writes 8-bit tiles)")
+@rule("input and output are both int8 or both uint8, or int8 → int16 (TFLite's 8-bit softmax written to 16 bits, "
+      "as Vela runs it; Vela also runs int16 → int16 softmax, which byoc's importer does not produce)")
 def _softmax_dtypes(ctx):
     ti, to = _softmax_types(ctx)
-    if ti is None or to is None or ti.dtype not in QUANT_DTYPES or to.dtype != ti.dtype:
-        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+    pair = (ti.dtype if ti else None, to.dtype if to else None)
+    if pair not in (("int8", "int8"), ("uint8", "uint8"), ("int8", "int16")):
+        return f"found {pair[0]} → {pair[1]}"
     return None
 
 
@@ -574,13 +592,17 @@ RESIZE_CHECK = Check((_move_dtypes("resizes"), _resize_form, _resize_scale),
 
 # -- TRANSPOSE_CONV (npu_sim/lower_vela_ops.py: a stride-1 convolution over the upscaled IFM, as Vela runs it) -------
 
-@rule("input and output dtype is int8 or uint8 (byoc's NPU lowering of TRANSPOSE_CONV is 8-bit; 16x8 stays on the "
-      "CPU)")
+@rule("input and output dtype is int8 or uint8, or both int16 (int16x8: int8 weights, zero points 0, an int64 "
+      "accumulator and bias, TFLite's int64 requantization; Vela's 16-bit TRANSPOSE_CONV)")
 def _tconv_dtypes(ctx):
     ti, to = ttype(ctx["data"]), ttype(ctx.root)
-    if ti is None or to is None or ti.dtype not in ("int8", "uint8") or to.dtype not in ("int8", "uint8"):
-        return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
-    return None
+    if ti is None or to is None:
+        return "found a non-tensor"
+    if ti.dtype in ("int8", "uint8") and to.dtype in ("int8", "uint8"):
+        return None
+    if not _is_int16x8(ctx):
+        return f"found {ti.dtype} → {to.dtype}"
+    return _io_dtypes.test(ctx)
 
 
 def _tconv_geometry(ctx):
@@ -629,6 +651,26 @@ TRANSPOSE_CONV_CHECK = Check((_tconv_dtypes, _batch_one(capture("data"), "the in
                               _tconv_shape, _weights_8bit, _weights_limit, _bias, _QZP, fixed_point_rule("rq"),
                               clip_range_rule(), _tens_dims),
                              summary="TRANSPOSE_CONV, as Vela's convolution over the zero-inserted (upscaled) IFM")
+
+
+# -- PACK (npu_sim/lower_vela_ops.py: a concatenation of the inputs reshaped with the new axis, as Vela runs it) ---
+
+@rule("the inputs are int8, uint8 or int16 (Vela's 8/16-bit concatenation) and the output has rank 1 to 4, each "
+      "input a block of its height×width×channels view (Vela's PACK: CONCATENATION of the reshaped inputs)")
+def _stack_form(ctx):
+    from npu_sim.lower_vela_ops import stack_origins
+    core = ctx["core"]
+    fields = getattr(core.args[0], "fields", None)
+    t = ttype(fields[0]) if fields else None
+    if t is None:
+        return "found a non-tensor input"
+    if t.dtype not in ("int8", "uint8", "int16"):
+        return f"found {t.dtype}"
+    form = stack_origins(tuple(t.shape), len(fields), core.attrs.axis)
+    return form if isinstance(form, str) else None
+
+
+STACK_CHECK = Check((_stack_form,), summary="PACK, as Vela's concatenation of the reshaped inputs")
 
 
 # -- ARG_MAX; unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM (npu_sim/lower_vela_ops.py) --------------------
@@ -807,6 +849,7 @@ def pattern_table() -> list[CompositePattern]:
     int16_mul = optional_clip(is_op("qnn.requantize")(product, is_constant(), is_constant(), is_constant(),
                                                       is_constant()).named("rq"))
     argmax = is_op("argmax")(wildcard("data")).named("core")
+    stack = is_op("stack")(is_tuple(None)).named("core")
     t = TARGET
     table = [
         CompositePattern(f"{t}.int16_mul", int16_mul, INT16_MUL_CHECK),
@@ -821,6 +864,7 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_avg_pool2d", avg_pool, AVG_POOL_CHECK),
         CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
         CompositePattern(f"{t}.qnn_mean", quantized_mean(), on_integer_op(MEAN_CHECK)),
+        CompositePattern(f"{t}.stack", stack, STACK_CHECK),
         CompositePattern(f"{t}.qnn_concatenate", concat, Check(_npu.CONCAT_CHECK.rules + (_tens_dims,),
                                                                summary="CONCATENATION")),
         CompositePattern(f"{t}.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
@@ -855,7 +899,7 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
     f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.int16_mul": "int16_mul",
-    f"{TARGET}.argmax": "argmax", f"{TARGET}.qnn_conv2d_transpose": "conv2d_transpose",
+    f"{TARGET}.argmax": "argmax", f"{TARGET}.qnn_conv2d_transpose": "conv2d_transpose", f"{TARGET}.stack": "stack",
 }
 
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
@@ -880,7 +924,7 @@ for _op, _why in VELA_DIFFERENCES.items():
 def _transpose_conv_stride(ctx):
     """Vela's TRANSPOSE_CONV stride rule (WxH 1x1, 2x2, 2x1 when the IFM and kernel height are 1, 1x2 when the IFM
     and kernel width are 1): a stride it rejects keeps the op on the CPU in Vela too; one it accepts is a
-    difference (byoc's NPU lowering takes 8-bit TRANSPOSE_CONV only, in the composite)."""
+    difference (byoc's NPU lowering takes 8-bit and int16x8 TRANSPOSE_CONV, in the composite)."""
     call = ctx.root
     a = call.attrs
     sh, sw = a.strides
@@ -894,7 +938,7 @@ def _transpose_conv_stride(ctx):
 
 
 register_op_predicate(TARGET, "qnn.conv2d_transpose", Check((Rule(
-    "a TRANSPOSE_CONV outside the ethos-u.qnn_conv2d_transpose composite (16x8, or a form its rules refuse) stays "
+    "a TRANSPOSE_CONV outside the ethos-u.qnn_conv2d_transpose composite (a form its rules refuse) stays "
     "on the CPU (Vela runs strides WxH 1x1 and 2x2, 2x1 / 1x2 only for a 1-high / 1-wide IFM and kernel)",
     _transpose_conv_stride),), summary="TRANSPOSE_CONV"))
 

@@ -155,17 +155,45 @@ def test_ops_outside_the_rules_stay_on_the_cpu_with_each_failed_rule():
     assert "less than 65536" in why and "found 300x300" in why
 
 
-def test_an_int8_to_int16_softmax_stays_on_the_cpu():
-    """The importer refuses int16 SOFTMAX outputs (LiteRT's int16 tables); built in the IR, the rule names it."""
+ETHOS_U_PRESETS = ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256",
+                   "ethos-u65-256-shared", "ethos-u65-512", "ethos-u65-512-shared")
+
+
+@pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
+def test_an_int8_to_int16_softmax_runs_on_the_npu_bit_exact_under_every_preset(preset):
+    """keyword_scrambled's int8 → int16 SOFTMAX (output 1/65536, zp −32768): TFLite Micro's Softmax<int8, int16>."""
+    for shape in ((1, 12), (4, 1000), (1, 3, 5, 40)):
+        w = TFLiteWriter()
+        x = w.input("x", shape, "int8", scale=0.07, zero_point=3)
+        w.output(w.softmax(x, beta=0.5 if len(shape) == 4 else 1.0, out_dtype="int16", out_scale=1 / 65536,
+                           out_zp=-32768))
+        data = w.finish()
+        mod, params = from_tflite(data, semantics="tflm")
+        pm, report = partition_for("ethos-u", mod, params, return_report=True)
+        exe = byoc.build(pm, target="ethos-u,llvm", npu_config=preset)
+        assert [x.kind for p in exe.npu_programs.values() for x in p.layers] == ["softmax"]
+        assert not report.cpu_ops()
+        for x in _inputs(shape, "int8"):
+            want = tflm_run(data, [x])[0]
+            assert want.dtype == np.int16 and want.max() > -32768 + 1000   # beyond an 8-bit range
+            ref = byoc.evaluate(mod, {"x": x})
+            np.testing.assert_array_equal(np.asarray(ref[0] if isinstance(ref, (list, tuple)) else ref), want)
+            got = exe.run({"x": x})[0]
+            assert got.dtype == np.int16
+            np.testing.assert_array_equal(got, want)
+
+
+def test_a_uint8_to_int16_softmax_stays_on_the_cpu():
+    """Only int8 → int16 widens on the NPU; built in the IR (the importer never produces it), the rule names it."""
     from byoc import relay
-    x = relay.var("x", shape=(1, 10), dtype="int8")
+    x = relay.var("x", shape=(1, 10), dtype="uint8")
     f = relay.Function([x], relay.qnn.op.softmax(x, relay.const(0.07, "float32"), relay.const(3, "int32"),
-                                                 relay.const(1 / 32768, "float32"), relay.const(-32768, "int32"),
+                                                 relay.const(1 / 65536, "float32"), relay.const(-32768, "int32"),
                                                  out_dtype="int16"))
     mod = byoc.IRModule.from_expr(f)
     _, report = partition_for("ethos-u", mod, {}, return_report=True)
     (node,) = [n for n in report.cpu_ops() if "qnn.softmax" in (n.op, *n.inner_ops)]
-    assert "input and output are both int8 or both uint8" in node.reason and "int8 → int16" in node.reason
+    assert "or int8 → int16" in node.reason and "found uint8 → int16" in node.reason
 
 
 # -- timing -----------------------------------------------------------------------------------------------------
