@@ -379,13 +379,17 @@ def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str
             if not return_report:
                 return mod
             return mod, _build_report(target, mod, log, given_back, plan)
-        for _ in range(1 + _MAX_PEELS):
+        for run in range(1 + _MAX_PEELS):
             mod = pipeline(log)
             mod, given_back = _apply_policies(mod, target, min_partition_size, inline_non_mac, log)
             peeled = _edge_refusals(mod, target) if boundary_rule else {}
             if boundary_rule == "advise":   # the target's compiler places them anyway: say so, keep them
                 log.notes.extend(f"{why} (kept on the NPU, where {vendor_compiler(target) or 'its compiler'} "
                                  f"places it; boundary_rule=True gives it back)" for _, why in peeled.values())
+                break
+            if peeled and run == _MAX_PEELS:   # out of re-runs: this module and its log stand, the rest is said
+                log.notes.extend(f"{why} (kept on the NPU: the boundary rule stops after {_MAX_PEELS} re-runs)"
+                                 for _, why in peeled.values())
                 break
             if not peeled:
                 break

@@ -226,3 +226,16 @@ def test_cli_keeps_compute_free_partitions_on_ethos_u_as_vela_does(tmp_path):
     assert d["summary"] == [{"target": "cpu", "partitions": 0, "ops": 1, "macs": 0}]
     p = run_cli("partition", path, "--target", "ethos-u", "--give-back-unprofitable", "--keep-unprofitable")
     assert p.returncode == 2   # the two flags exclude each other
+
+
+def test_boundary_rule_out_of_reruns_keeps_the_report(monkeypatch):
+    """A regression: when the last allowed re-run still found entry units to give back, partition_for returned
+    an empty placement log (no CPU op reported at all). Now the last module's log stands and a note names what
+    the rule would still give back."""
+    import byoc.partition as partition
+    monkeypatch.setattr(partition, "_MAX_PEELS", 0)
+    m = load_model(str(KWS), "litert")
+    _, report = partition_for("npu", m.mod, m.params, return_report=True, inline_non_mac=True, boundary_rule=True)
+    assert report.cpu_ops(), "the placement log was lost"
+    assert [n for n in report.offloaded() if n.op == "npu.qnn_requantize"]   # not given back: no re-run left
+    assert any("does not pay for itself" in n and "stops after 0 re-runs" in n for n in report.notes), report.notes
