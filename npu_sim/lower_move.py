@@ -22,7 +22,7 @@ from .lower import PpuLayer, _BareBody, _hwc, _Lowerer, _tensor_type
 
 __all__ = ["hwc_window", "MOVE_OPS"]
 
-_COPY_DTYPES = ("int8", "uint8")
+_COPY_DTYPES = ("int8", "uint8", "int16")   # the npu table takes 8-bit copies; ethos-u 16-bit slices too
 
 
 def hwc_window(shape: tuple[int, ...], starts: tuple[int, ...], sizes: tuple[int, ...]
@@ -53,7 +53,7 @@ def hwc_window(shape: tuple[int, ...], starts: tuple[int, ...], sizes: tuple[int
 
 def _copy_dtype(body: _BareBody, t: TensorType) -> None:
     if t.dtype not in _COPY_DTYPES:
-        raise body.fail(f"{t.dtype} tensors are not supported", hint="the NPU copies int8 and uint8 tensors")
+        raise body.fail(f"{t.dtype} tensors are not supported", hint="the NPU copies int8, uint8 and int16 tensors")
 
 
 def _full_range(dtype: str) -> dict:

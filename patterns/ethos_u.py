@@ -779,10 +779,13 @@ SQUARED_DIFFERENCE_CHECK = _qbinary_check("qnn.squared_difference", ("int8",),
 
 
 _ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx: ctx.root.args[0], root],
-                                                allowed=("int8", "uint8", "int32")),
-                                     "input and output dtype is int8, uint8 or int32 (Vela's reshapes of int32 "
-                                     "tensors included)"),) + _npu._MOVE_CHECK.rules[1:],
+                                                allowed=("int8", "uint8", "int16", "int32")),
+                                     "input and output dtype is int8, uint8, int16 or int32 (Vela's reshapes of "
+                                     "16- and 32-bit tensors included)"),) + _npu._MOVE_CHECK.rules[1:],
                           summary=_npu._MOVE_CHECK.summary)
+# Unit-stride slices as copies of 8- or 16-bit values (an unrolled LSTM's time steps are int16 slices).
+_ETHOS_SLICE_CHECK = Check((dtype_rule("input", [lambda ctx: ctx.root.args[0]], allowed=("int8", "uint8", "int16")),
+                            ) + _npu.SLICE_CHECK.rules[1:], summary=_npu.SLICE_CHECK.summary)
 
 
 # -- ONNX's QDQ groups (patterns/npu_qdq.py), where Vela's rules for the TFLite op they stand for allow ----------
@@ -905,7 +908,7 @@ ETHOS_U_LOWERING = {
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
 for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHECK),
                     ("expand_dims", _ETHOS_MOVE_CHECK),
-                    ("strided_slice", _npu.SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
+                    ("strided_slice", _ETHOS_SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
                     ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK), ("transpose", TRANSPOSE_CHECK),
                     ("image.resize2d", RESIZE_CHECK),
                     ("maximum", _raw_check("maximum", "MAXIMUM (raw values)")),
