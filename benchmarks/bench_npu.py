@@ -108,14 +108,28 @@ def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path, accelerator: str 
                               "--verbose-performance"] + mode, check=True, capture_output=True, cwd=out_dir)
     layers: dict[str, dict] = {}
     total = 0
+    # Vela's rows without an original operator ("N/A": an ARG_MAX's depthwise, max pools, LUT and casts) come in a
+    # run whose last row writes the op's OFM: the run is one layer under that row's name.
+    run: list[dict] = []
+
+    def flush():
+        if run:
+            d = layers.setdefault(run[-1]["Name"], {"cycles": 0, "macs": 0, "op": "N/A"})
+            d["cycles"] += sum(int(float(r["Op Cycles"])) for r in run)
+            d["macs"] += sum(int(float(r["MAC Count"])) for r in run)
+            run.clear()
     with open(csv_path, newline="") as f:
         for row in csv.DictReader(f):
-            cycles = int(float(row["Op Cycles"]))
-            total += cycles
+            total += int(float(row["Op Cycles"]))
+            if row["Original Operator"] == "N/A":
+                run.append(row)
+                continue
+            flush()
             name = row["Name"].removesuffix("_intermediate")
             d = layers.setdefault(name, {"cycles": 0, "macs": 0, "op": row["Original Operator"]})
-            d["cycles"] += cycles
+            d["cycles"] += int(float(row["Op Cycles"]))
             d["macs"] += int(float(row["MAC Count"]))
+    flush()
     return layers, total
 
 
