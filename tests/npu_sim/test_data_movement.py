@@ -182,9 +182,15 @@ def test_unsupported_variants_are_npu_errors(shape, make, msg):
     assert msg in str(e.value)
 
 
-def test_int16_copy_is_refused():
-    fn = _fn((1, 4, 4, 4), "int16", lambda x: relay.strided_slice(x, begin=(0, 0, 0, 1), end=(1, 4, 4, 3)))
-    with pytest.raises(NPUError, match="int16 tensors are not supported"):
+def test_int16_slice_copies_exactly_and_int32_is_refused():
+    """16-bit slices are copies too (an unrolled LSTM's time steps; Vela runs them); 32-bit ones are not."""
+    x = np.random.default_rng(5).integers(-32768, 32768, (1, 4, 4, 4)).astype(np.int16)
+    fn = _fn((1, 4, 4, 4), "int16", lambda v: relay.strided_slice(v, begin=(0, 0, 0, 1), end=(1, 4, 4, 3)))
+    simulate_on_presets(fn, {"x": x})   # every preset equals byoc.evaluate
+    (got,), _ = npu_sim.simulate(npu_sim.compile(fn, "ethos-u55-256-like"), {"x": x})
+    np.testing.assert_array_equal(got, x[:, :, :, 1:3])
+    fn = _fn((1, 4, 4, 4), "int32", lambda v: relay.strided_slice(v, begin=(0, 0, 0, 1), end=(1, 4, 4, 3)))
+    with pytest.raises(NPUError, match="int32 tensors are not supported"):
         npu_sim.compile(fn, "ethos-u55-256-like")
 
 
