@@ -219,18 +219,8 @@ _HOST_LAYOUTS = {"qnn.conv2d": ["NHWC", "default"]}
 
 
 def _host_layouts(mod: IRModule) -> IRModule:
-    from .ir.expr import Call, Op
-    from .ir.traversal import post_order
-    from .transform import PassContext, Sequential
-    if not any(isinstance(n, Call) and isinstance(n.op, Op) and n.op.name == "qnn.conv2d"
-               and n.attrs.data_layout != "NHWC"
-               for f in mod.functions.values() if isinstance(f, Function) for n in post_order(f.body)):
-        return mod   # TFLite models are NHWC already: no pass, no cost
-    from .transform.convert_layout import ConvertLayout
-    from .transform.sink_layout_transform import SinkLayoutTransform
-    outer = PassContext.current()
-    with PassContext(opt_level=3, instruments=outer.instruments, config=outer.config):
-        return Sequential([ConvertLayout(_HOST_LAYOUTS), SinkLayoutTransform()], name="host_layouts")(mod)
+    from .transform.convert_layout import to_layouts
+    return to_layouts(mod, _HOST_LAYOUTS, "host_layouts")
 
 
 class _CallableModule(__import__("types").ModuleType):

@@ -271,31 +271,12 @@ def _no_cycle_collection():
             gc.enable()
 
 
-def _other_layouts(mod: IRModule, layouts: dict) -> bool:
-    """Whether any call of an op in ``layouts`` runs in another data layout than the one desired."""
-    from .ir.expr import Call, Op
-    from .ir.traversal import post_order
-    for _, func in mod.sorted_items():
-        for node in post_order(func.body):
-            if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in layouts:
-                have = getattr(node.attrs, "data_layout", None)
-                if have is not None and have != layouts[node.op.name][0]:
-                    return True
-    return False
-
-
 def _desired_layouts(target: str, mod: IRModule) -> IRModule:
     """The target's declared layouts (``patterns.set_desired_layouts``): ONNX's NCHW convolutions become NHWC
     chains (ConvertLayout, then SinkLayoutTransform keeps conv → bias_add → requantize together)."""
     from patterns import desired_layouts
-    layouts = desired_layouts(target)
-    if not layouts or not _other_layouts(mod, layouts):
-        return mod   # nothing to convert (TFLite models are NHWC already): no pass, no cost
-    from .transform.convert_layout import ConvertLayout
-    from .transform.sink_layout_transform import SinkLayoutTransform
-    outer = PassContext.current()
-    with PassContext(opt_level=3, instruments=outer.instruments, config=outer.config):
-        return Sequential([ConvertLayout(layouts), SinkLayoutTransform()], name="desired_layouts")(mod)
+    from .transform.convert_layout import to_layouts
+    return to_layouts(mod, desired_layouts(target), "desired_layouts")
 
 
 def partition_for(target: str, mod, params: dict | None = None, *, mod_name: str = "default",

@@ -18,7 +18,7 @@ from ..ir.traversal import rewrite_post_order
 from ..ops.registry import get_op_attr
 from .pass_infra import ModulePass, PassContext
 
-__all__ = ["ConvertLayout"]
+__all__ = ["ConvertLayout", "to_layouts"]
 
 _CONV_OPS = ("nn.conv2d", "qnn.conv2d", "nn.conv2d_transpose", "qnn.conv2d_transpose")
 
@@ -78,3 +78,28 @@ class ConvertLayout(ModulePass):
         if out_now == out_was:
             return conv
         return make_call("layout_transform", [conv], {"src_layout": out_now, "dst_layout": out_was})
+
+
+def _other_layouts(mod: IRModule, layouts: dict) -> bool:
+    """Whether any call of an op in ``layouts`` runs in another data layout than the one desired."""
+    from ..ir.traversal import post_order
+    for _, func in mod.sorted_items():
+        for node in post_order(func.body):
+            if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in layouts:
+                have = getattr(node.attrs, "data_layout", None)
+                if have is not None and have != layouts[node.op.name][0]:
+                    return True
+    return False
+
+
+def to_layouts(mod: IRModule, layouts: dict, name: str = "to_layouts") -> IRModule:
+    """``mod`` with the ops of ``layouts`` (ConvertLayout's ``desired_layouts``) in those layouts: ConvertLayout,
+    then SinkLayoutTransform keeps conv → bias_add → requantize chains together. A module already in them (a
+    TFLite model is NHWC) is returned as it is: no pass, no cost."""
+    if not layouts or not _other_layouts(mod, layouts):
+        return mod
+    from .pass_infra import Sequential
+    from .sink_layout_transform import SinkLayoutTransform
+    outer = PassContext.current()
+    with PassContext(opt_level=3, instruments=outer.instruments, config=outer.config):
+        return Sequential([ConvertLayout(layouts), SinkLayoutTransform()], name=name)(mod)
