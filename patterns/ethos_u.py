@@ -605,6 +605,14 @@ def _tconv_dtypes(ctx):
     return _io_dtypes.test(ctx)
 
 
+def _vela_tconv_stride(strides, in_hw, kernel_hw) -> bool:
+    """Vela's TRANSPOSE_CONV stride rule on (height, width) strides: 1x1 or 2x2; 2 along one axis only when the
+    input and kernel are 1 along the other."""
+    (ih, iw), (kh, kw) = in_hw, kernel_hw
+    s = tuple(strides)
+    return s in ((1, 1), (2, 2)) or (s == (1, 2) and ih == kh == 1) or (s == (2, 1) and iw == kw == 1)
+
+
 def _tconv_geometry(ctx):
     ti, to = ttype(ctx["data"]), ttype(ctx.root)
     w = const_value(ctx["conv"].args[1])
@@ -620,8 +628,8 @@ def _tconv_stride(ctx):
     if g is None:
         return None
     (ih, iw), _, (kh, kw), s = g
-    ok = s in ((1, 1), (2, 2)) or (s == (1, 2) and ih == kh == 1) or (s == (2, 1) and iw == kw == 1)
-    return None if ok else f"found strides {s} with input {ih}x{iw}, kernel {kh}x{kw}"
+    return None if _vela_tconv_stride(s, (ih, iw), (kh, kw)) else \
+        f"found strides {s} with input {ih}x{iw}, kernel {kh}x{kw}"
 
 
 @rule("the output is the input times the stride (SAME padding) or the input times the stride plus (kernel - stride) "
@@ -933,9 +941,7 @@ def _transpose_conv_stride(ctx):
     sh, sw = a.strides
     d = dict(zip(a.data_layout, ttype(call.args[0]).shape))
     kh, kw = a.kernel_size if a.kernel_size is not None else (0, 0)
-    vela_ok = (sw, sh) in ((1, 1), (2, 2)) or ((sw, sh) == (2, 1) and d["H"] == 1 and kh == 1) or \
-        ((sw, sh) == (1, 2) and d["W"] == 1 and kw == 1)
-    if vela_ok:
+    if _vela_tconv_stride((sh, sw), (d["H"], d["W"]), (kh, kw)):
         return f"stride {sw}x{sh}, which Vela runs on the NPU: differs from Vela"
     return f"stride {sw}x{sh} with IFM height {d['H']} and kernel {kh}x{kw}: on the CPU in Vela too"
 
