@@ -506,6 +506,7 @@ def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
     target offloads (partitioned as ``byoc partition --target ethos-u`` does); Vela's CPU operators are paired
     with the model's by ``match_ops``, byoc's by the tensor name its importer gives (``t<index>`` when unnamed).
     None when Vela or the model is missing."""
+    from byoc.cli.cmd_model import give_back_policies
     from byoc.cli.common import load_model
     from byoc.errors import ByocError
     from byoc.frontend.tflite_context import tensor_name
@@ -520,8 +521,7 @@ def placement(path: pathlib.Path, cache: pathlib.Path) -> dict | None:
     vela_cpu = set(match_ops(sigs, vela_sigs).values())
     try:
         m = load_model(str(path), "auto", target=TARGET)
-        _, report = partition_for(TARGET, m.mod, m.params, return_report=True, inline_non_mac=False,
-                                  boundary_rule="advise")
+        _, report = partition_for(TARGET, m.mod, m.params, return_report=True, **give_back_policies("ethos-u"))
     except ByocError as e:   # not imported: byoc runs none of it
         lines = e.message.splitlines()
         why = lines[1].strip() if len(lines) > 1 else lines[0]

@@ -64,18 +64,26 @@ def model_target(args) -> str:
 
 
 def partition_model(model, target: str, args):
-    from patterns import vendor_compiler
-
     from ..partition import partition_for
     if getattr(args, "placement", "all") == "cost":
         return partition_for(target, model.mod, model.params, return_report=True, placement="cost",
                              npu_config=getattr(args, "npu_config", None))
-    vendor = vendor_compiler(target) is not None   # e.g. ethos-u: place as Vela places
-    boundary = False if getattr(args, "keep_unprofitable", False) else \
-        True if getattr(args, "give_back_unprofitable", False) or not vendor else "advise"
     return partition_for(target, model.mod, model.params, return_report=True,
-                         inline_non_mac=not (getattr(args, "keep_compute_free", False) or vendor),
-                         min_partition_size=getattr(args, "min_partition_size", 1), boundary_rule=boundary)
+                         min_partition_size=getattr(args, "min_partition_size", 1),
+                         **give_back_policies(target, getattr(args, "keep_compute_free", False),
+                                              getattr(args, "keep_unprofitable", False),
+                                              getattr(args, "give_back_unprofitable", False)))
+
+
+def give_back_policies(target: str, keep_compute_free: bool = False, keep_unprofitable: bool = False,
+                       give_back_unprofitable: bool = False) -> dict:
+    """``partition_for``'s give-back options as the CLI sets them for ``target`` (its flags off by default): a
+    target placed like its vendor compiler (ethos-u: Vela) keeps compute-free partitions and the boundary rule
+    only advises."""
+    from patterns import vendor_compiler
+    vendor = vendor_compiler(target) is not None
+    boundary = False if keep_unprofitable else True if give_back_unprofitable or not vendor else "advise"
+    return dict(inline_non_mac=not (keep_compute_free or vendor), boundary_rule=boundary)
 
 
 def plan_comparison(model, target: str, args, partitioned, out: Output):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import byoc
+from byoc.cli.cmd_model import give_back_policies
 from byoc.cli.common import load_model
 from byoc.partition import partition_for
 from tests.shared_models import SHARED_MODELS
@@ -30,8 +31,7 @@ KWS = TINY / "kws_ref_model.tflite"
 
 def _ethos_u(path: Path):
     m = load_model(str(path), "auto", target="ethos-u")
-    pm, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=False,
-                               boundary_rule="advise")
+    pm, report = partition_for("ethos-u", m.mod, m.params, return_report=True, **give_back_policies("ethos-u"))
     return m, pm, report
 
 

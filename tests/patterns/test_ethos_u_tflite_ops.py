@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from byoc.cli.cmd_model import give_back_policies
 from byoc.errors import ModelError
 from byoc.frontend import from_tflite
 from byoc.partition import partition_for
@@ -19,7 +20,7 @@ from vela_placement import vela_cpu_ops, vela_executable  # noqa: E402
 
 def _cpu_reasons(data: bytes) -> dict[str, str]:
     mod, params = from_tflite(data, semantics="tflm")
-    _, report = partition_for("ethos-u", mod, params, return_report=True, inline_non_mac=False, boundary_rule="advise")
+    _, report = partition_for("ethos-u", mod, params, return_report=True, **give_back_policies("ethos-u"))
     out: dict[str, str] = {}
     for n in report.cpu_ops():   # every CPU node of a TFLite operator (its reasons joined)
         out[n.name] = out[n.name] + " | " + n.reason if n.name in out else n.reason

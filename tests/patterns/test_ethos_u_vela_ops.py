@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import byoc
+from byoc.cli.cmd_model import give_back_policies
 from byoc.frontend import from_tflite
 from byoc.partition import partition_for
 from byoc.testing.tflite_writer import TFLiteWriter
@@ -292,8 +293,7 @@ def test_byoc_compare_on_ethos_u_matches_tflite_micro(path):
     assert "MATCH:" in p.stdout and "across evaluate, cpu, ethos-u, tflm" in p.stdout
     from byoc.cli.common import load_model
     m = load_model(str(path), "auto", target="ethos-u")
-    _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=False,
-                              boundary_rule="advise")
+    _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, **give_back_policies("ethos-u"))
     cpu = {n.op for n in report.cpu_ops()} | {i for n in report.cpu_ops() for i in n.inner_ops}
     assert not cpu & {"qnn.softmax", "ethos-u.qnn_softmax", "transpose"}, cpu
 

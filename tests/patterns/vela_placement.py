@@ -64,11 +64,11 @@ def vela_cpu_ops(model: Path, workdir: Path) -> frozenset[str]:
 def byoc_cpu_ops(model: Path) -> tuple[frozenset[str], dict]:
     """Output tensor names of the TFLite operators any of whose nodes byoc's ``ethos-u`` target leaves on the CPU
     (imported and partitioned as ``byoc partition --target ethos-u`` does: compute-free partitions kept, as Vela keeps them)."""
+    from byoc.cli.cmd_model import give_back_policies
     from byoc.cli.common import load_model
     from byoc.partition import partition_for
     m = load_model(str(model), "auto", target="ethos-u")
-    _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, inline_non_mac=False,
-                              boundary_rule="advise")
+    _, report = partition_for("ethos-u", m.mod, m.params, return_report=True, **give_back_policies("ethos-u"))
     cpu = {n.name: n.reason for n in report.cpu_ops() if n.name}
     return frozenset(cpu), cpu
 
