@@ -16,7 +16,6 @@
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.attrs import Attrs
-from ..ir.types import TensorType
 from .mlas_order import fma_f32
 from .registry import FusionKind, register_op
 from .rel import fail, tensor_arg

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import ModelError, UnsupportedOpsError
 from ...ir.expr import Constant, Span
-from ...ops.matmul_nbits import BLOCK, BLOCKS
+from ...ops.matmul_nbits import BLOCK
 from ...relay.op import make_call
 from .model import node_attrs, node_label
 
