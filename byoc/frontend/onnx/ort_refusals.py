@@ -19,7 +19,8 @@ def refuse_matmul_nbits(imp, nodes) -> set[int]:
     (accuracy level 4). byoc reproduces that kernel for block lengths 16 and 32 (``nn.matmul_nbits``): the indices of
     those nodes are returned; the others (blocked weights with block 64, 128, ...; float16 scales; a run-time
     Gemm bias) are refused, all at once, rather than computed to a different float result."""
-    from .matmul_nbits_ops import BLOCKS, nbits_block
+    from ...ops.matmul_nbits import BLOCKS
+    from .matmul_nbits_ops import nbits_block
     from .ort_fusion import matmul_nbits_nodes
 
     def dq_type(name):
