@@ -420,6 +420,10 @@ class _Codegen:
         H, W, C = t.hwc
         uh, uw = H * upscale[0], W * upscale[1]   # the window's image: upscaled for a TRANSPOSE_CONV's IFM
         pad = int(y0 < 0 or x0 < 0 or y0 + h > uh or x0 + w > uw)
+        if t.window is not None:   # a slice read in place (lower.read_slices_in_place): its window of the source
+            src, (oy, ox, oc) = t.window
+            H, W, C = self.graph.tensors[src].hwc
+            y0, x0, c0 = y0 + oy, x0 + ox, c0 + oc
         up = (LOAD_UPSCALE_H if upscale[0] == 2 else 0) | (LOAD_UPSCALE_W if upscale[1] == 2 else 0)
         return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad | up,
                     int(pad_value) if pad or up else 0, slot[0], slot[1])

@@ -122,10 +122,11 @@ def test_real_lstm_models_are_bit_exact(name, semantics):
                                   dict(steps=3, time_major=True, batch=2, seed=10)])
 def test_ethos_u_runs_the_whole_lstm_on_the_npu_bit_exact(case):
     """Every op of the unrolled LSTM is offloaded (Vela places it all on the NPU) and the build equals TFLM."""
+    from byoc.cli.cmd_model import give_back_policies
     from byoc.partition import partition_for
     data = lstm_model(**case)
     mod, params = from_tflite(data, semantics="tflm")
-    pm, report = partition_for("ethos-u", mod, params, return_report=True, inline_non_mac=True, boundary_rule=True)
+    pm, report = partition_for("ethos-u", mod, params, return_report=True, **give_back_policies("ethos-u"))
     assert not list(report.cpu_ops()), [(n.op, n.reason) for n in report.cpu_ops()][:3]
     exe = byoc.build(pm, target="ethos-u,llvm")
     layers = [x for p in exe.npu_programs.values() for x in p.layers]
