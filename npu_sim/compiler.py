@@ -158,6 +158,14 @@ class _Slots:
         return b, off + k * size
 
 
+def _ppu_op(layer: PpuLayer) -> PpuOp:
+    """The PPU op of a layer; an add carrying an int16 activation (``fn16``, lower.fuse_gate_activations) is the
+    fused GATE_ADD."""
+    if layer.op == "add" and layer.params.get("fn16"):
+        return PpuOp.GATE_ADD
+    return _PPU_OPS[layer.op]
+
+
 def _has_lut_table(layer) -> bool:
     """A LUT layer reading a 256-entry table (the int16 sigmoid / tanh functions, ``fn16``, read none)."""
     return getattr(layer, "op", None) == "lut" and not layer.params.get("fn16")
@@ -298,7 +306,7 @@ class _Codegen:
                             np.dtype(T[layer.ifm].dtype).itemsize, np.dtype(layer.out_dtype).itemsize,
                             True, True, channel_step=layer.dm)
         p = layer.params
-        op = _PPU_OPS[layer.op]
+        op = _ppu_op(layer)
         src = T[layer.inputs[0]]
         kernel = (p["kh"], p["kw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
         stride = (p["sh"], p["sw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
@@ -597,7 +605,7 @@ class _Codegen:
     def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
         T = self.graph.tensors
         g = self.geometry(L)
-        op = _PPU_OPS[L.op]
+        op = _ppu_op(L)
         src = T[L.inputs[0]]
         ofm = T[L.ofm]
         OH, OW, OC = g.out_hwc

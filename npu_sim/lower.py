@@ -208,6 +208,7 @@ class _Lowerer:
                 self.problems.append(f"output {_describe(o)} is not produced by a supported layer")
         outputs = [self.copy_if_input_view(tid, inputs) for tid in outputs]
         self.read_slices_in_place(outputs)
+        self.fuse_gate_activations(outputs)
         if self.problems:
             raise NPUError(f"NPU compiler cannot build {self.name!r}: {len(self.problems)} unsupported "
                            f"construct(s)", notes=tuple("  - " + p for p in self.problems),
@@ -296,6 +297,31 @@ class _Lowerer:
                 continue
             keep.append(x)
         self.layers = keep
+
+    def fuse_gate_activations(self, outputs: list[int]) -> None:
+        """An int16 add whose sum only an int16 sigmoid / tanh reads is one layer, the activation fused into the
+        add (the PPU's GATE_ADD): regor fuses an LSTM gate's activation into the gate's Add the same way."""
+        readers: dict[int, list] = {}
+        for x in self.layers:
+            for tid in ((x.ifm,) if isinstance(x, ConvLayer) else x.inputs):
+                readers.setdefault(tid, []).append(x)
+        viewed = {t.alias_of for t in self.tensors if t.alias_of is not None}
+        fused: dict[int, PpuLayer] = {}   # id(activation layer) → its fused add
+        dropped: set[int] = set()
+        for a in self.layers:
+            if not (isinstance(a, PpuLayer) and a.op == "add" and len(a.inputs) == 2 and a.out_origin is None
+                    and a.in_origin is None and not a.params.get("bcast") and not a.params.get("sub")
+                    and a.params.get("rounding", "TFLITE") == "TFLITE" and self.tensors[a.ofm].dtype == "int16"
+                    and a.ofm not in outputs and a.ofm not in viewed and len(readers.get(a.ofm, ())) == 1):
+                continue
+            b = readers[a.ofm][0]
+            if not (isinstance(b, PpuLayer) and b.op == "lut" and b.params.get("fn16") and b.inputs == (a.ofm,)
+                    and b.out_origin is None and b.in_origin is None):
+                continue
+            params = dict(a.params, **{k: b.params[k] for k in ("fn16", "in_mult", "in_shift")})
+            fused[id(b)] = dataclasses.replace(a, ofm=b.ofm, params=params)
+            dropped.add(id(a))
+        self.layers = [fused.get(id(x), x) for x in self.layers if id(x) not in dropped]
 
     def view_as(self, tid: int, shape: tuple[int, ...]) -> int:
         """``tid`` seen with another shape of the same size (a memory alias, like reshape)."""
