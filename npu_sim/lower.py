@@ -299,9 +299,11 @@ class _Lowerer:
         self.layers = keep
 
     def fuse_gate_activations(self, outputs: list[int]) -> None:
-        """An int16 add whose sum only an int16 sigmoid / tanh reads is one layer, the activation fused into the
-        add (the PPU's GATE_ADD): regor fuses an LSTM gate's activation into the gate's Add the same way."""
+        """An LSTM gate, the int16 add of two fully connected layers' outputs whose sum only an int16 sigmoid /
+        tanh reads, is one layer, the activation fused into the add (the PPU's GATE_ADD), as regor's LSTM lowering
+        fuses the gate activation into the gate's Add (not the cell state's tanh: that Add writes the state)."""
         readers: dict[int, list] = {}
+        fc_out = {x.ofm for x in self.layers if isinstance(x, ConvLayer) and x.kind == "dense"}
         for x in self.layers:
             for tid in ((x.ifm,) if isinstance(x, ConvLayer) else x.inputs):
                 readers.setdefault(tid, []).append(x)
@@ -309,7 +311,8 @@ class _Lowerer:
         fused: dict[int, PpuLayer] = {}   # id(activation layer) → its fused add
         dropped: set[int] = set()
         for a in self.layers:
-            if not (isinstance(a, PpuLayer) and a.op == "add" and len(a.inputs) == 2 and a.out_origin is None
+            if not (isinstance(a, PpuLayer) and a.op == "add" and len(a.inputs) == 2 and set(a.inputs) <= fc_out
+                    and a.out_origin is None
                     and a.in_origin is None and not a.params.get("bcast") and not a.params.get("sub")
                     and a.params.get("rounding", "TFLITE") == "TFLITE" and self.tensors[a.ofm].dtype == "int16"
                     and a.ofm not in outputs and a.ofm not in viewed and len(readers.get(a.ofm, ())) == 1):

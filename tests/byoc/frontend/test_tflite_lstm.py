@@ -132,6 +132,15 @@ def test_ethos_u_runs_the_whole_lstm_on_the_npu_bit_exact(case):
     layers = [x for p in exe.npu_programs.values() for x in p.layers]
     kinds = {x.kind for x in layers}
     assert {"dense", "add", "mul", "lut"} <= kinds, kinds
+    # regor's decomposition (compiler/lstm.cpp): per recurrence (each batch; all batches when time-major) and step,
+    # each gate's feature and recurrent FC (step 0's from the zero state too), named as Vela's rows
+    batches = range(1 if case.get("time_major") else case.get("batch", 1))
+    want = sorted(f"{g}_gate_b{b}.t{t}_{w}_fc_ofm" for b in batches for t in range(case["steps"])
+                  for g in ("input", "forget", "cell", "output") for w in ("feature", "recurrent"))
+    assert sorted(x.name for x in layers if x.kind == "dense") == want
+    # the step's input rows are read in place (no copy of the input), each gate's activation is fused in its add
+    assert not [x.name for x in layers if x.kind == "copy" and "feauture" in x.name]
+    assert sum(1 for x in layers if x.kind == "add" and x.name.endswith("_feature_fc_ofm/Add")) == len(want) // 2
     p = mod["main"].params[0]
     rng = np.random.default_rng(3)
     for _ in range(3):
