@@ -71,18 +71,18 @@ UNSEEN_MODELS.update({stem: UNSEEN / "coral" / f"{stem}.tflite" for stem in (
     "movenet_single_pose_lightning_ptq")})
 MODELS.update(UNSEEN_MODELS)
 # Integer LSTM models, imported as regor decomposes UNIDIRECTIONAL_SEQUENCE_LSTM (per step: the gates' feature and
-# recurrent FCs, gate adds and activations, the cell and hidden state products), their layers named as Vela's rows.
+# recurrent FCs, gate adds with their activation fused, the cell and hidden state products), their layers named as
+# Vela's rows.
 LSTM_MODELS = {"micro_speech_lstm": UNSEEN / "more" / "micro_speech_lstm.tflite",
-               "dtln_noise_suppression": UNSEEN / "dtln_noise_suppression.tflite"}
+               "dtln_noise_suppression": UNSEEN / "dtln_noise_suppression.tflite",
+               "trained_lstm_int8": UNSEEN / "trained_lstm_int8.tflite",
+               "keras_lstm_mnist_ptq": UNSEEN / "coral" / "keras_lstm_mnist_ptq.tflite"}
 UNSEEN_MODELS.update(LSTM_MODELS)
 MODELS.update(LSTM_MODELS)
-# Models checked for placement only (no per-layer timing rows): the small LSTMs (20 cells: their many tiny
-# elementwise layers are charged DMA latency Vela's elementwise estimate leaves out, about 1.2x Vela's total), the
-# SVDF and SSD post-processing models (CPU operators between NPU parts), and the int16x8 SEANet layers (one
-# single-op file each).
-PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite" for stem in (
-    "detect", "keyword_scrambled", "keyword_scrambled_8bit", "trained_lstm_int8")}
-PLACEMENT_ONLY["keras_lstm_mnist_ptq"] = UNSEEN / "coral" / "keras_lstm_mnist_ptq.tflite"
+# Models checked for placement only (no per-layer timing rows): the SVDF and SSD post-processing models (CPU
+# operators between NPU parts), and the int16x8 SEANet layers (one single-op file each).
+PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite"
+                  for stem in ("detect", "keyword_scrambled", "keyword_scrambled_8bit")}
 # Vela's rows of an operator it decomposes into NPU operations of other kinds, named after its internal tensors:
 # matched by the operation ("NNG Operator": FullyConnected, Add, Mul, ...) instead of the original operator.
 _DECOMPOSED = ("UnidirectionalSequenceLstm",)
