@@ -341,7 +341,8 @@ class Machine:
                 b_ <<= ls
                 a_ = _scaled(a_, c.param("m_a"), -c.param("e_a"))
                 b_ = _scaled(b_, c.param("m_b"), -c.param("e_b"))
-                sub = c.param("sub") if op == PpuOp.ADD else 0   # 1: src0 - src1, 2: src1 - src0 (the broadcast operand first)
+                # sub 1: src0 - src1, 2: src1 - src0 (the broadcast operand first); a gate always adds
+                sub = c.param("sub") if op == PpuOp.ADD else 0
                 y = _scaled(a_ + b_ if not sub else (a_ - b_ if sub == 1 else b_ - a_), c.param("m_out"),
                             -c.param("e_out"))
             else:

@@ -172,7 +172,8 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
 }
 
 RAW_FUNCTIONS = ("add", "sub", "rsub", "mul", "max", "min")
-BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF, PpuOp.GATE_ADD)   # the PPU ops with a second operand (src1)
+# the PPU ops with a second operand (src1)
+BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF, PpuOp.GATE_ADD)
 
 
 PPU_PARAM_INDEX: dict[int, dict[str, int]] = {int(op): {n: i for i, n in enumerate(names)}
