@@ -50,18 +50,35 @@ def test_a_slice_read_by_another_layer_stays_a_copy():
     assert kinds == ["copy", "add"], kinds
 
 
-def _gate(kind: str, n: int = 20):
-    """qnn.add of two int16 Q3.12 tensors, then the int16 TFLM sigmoid / tanh (an LSTM gate)."""
+def _gate_fc(x_shape, w: np.ndarray, s_w: float):
+    """qnn.dense (int8) → requantize to int16 at 2^-12: an LSTM gate's FC, as a npu.qnn_dense composite."""
+    x = relay.var("x", shape=x_shape, dtype="int8")
+    d = relay.qnn.op.dense(x, relay.const(w), _z(-3), _z(0), _s(0.05), relay.const(np.full(w.shape[0], s_w,
+                                                                                            np.float32)),
+                           units=w.shape[0], out_dtype="int32")
+    rq = relay.qnn.op.requantize(d, relay.const(np.float64(np.float32(0.05) * np.float32(s_w))), _z(0),
+                                 _s(2.0 ** -12), _z(0), axis=1, rounding="TFLITE", out_dtype="int16")
+    return composite("npu.qnn_dense", [x], rq)
+
+
+def _gate(kind: str, from_fcs: bool = True, n: int = 20):
+    """An LSTM gate: qnn.add of two int16 Q3.12 tensors (two FCs' outputs, or the inputs themselves), then the
+    int16 TFLM sigmoid / tanh."""
+    rng = np.random.default_rng(5)
     a = relay.var("a", shape=(1, n), dtype="int16")
     b = relay.var("b", shape=(1, n), dtype="int16")
     q = 2.0 ** -12
     s = relay.qnn.op.add(a, b, _s(q), _z(0), _s(q), _z(0), _s(q), _z(0))
-    pa, pb = relay.var("p0", shape=(1, n), dtype="int16"), relay.var("p1", shape=(1, n), dtype="int16")
-    add = composite("npu.qnn_add", [a, b], s)(pa, pb)
+    add = composite("npu.qnn_add", [a, b], s)
+    if from_fcs:
+        params = [relay.var("p0", shape=(1, 12), dtype="int8"), relay.var("p1", shape=(1, n), dtype="int8")]
+        ins = [_gate_fc((1, 12), rng.integers(-127, 128, (n, 12)).astype(np.int8), 0.02)(params[0]),
+               _gate_fc((1, n), rng.integers(-127, 128, (n, n)).astype(np.int8), 0.03)(params[1])]
+    else:
+        params = ins = [relay.var("p0", shape=(1, n), dtype="int16"), relay.var("p1", shape=(1, n), dtype="int16")]
     v = relay.var("v", shape=(1, n), dtype="int16")
-    act = Call(Op.get(f"qnn.{kind}"), (v, _s(q), _z(0), _s(2.0 ** -15), _z(0)),
-               {"rounding": "TFLM"})
-    return partition([pa, pb], composite(f"npu.qnn_{kind}", [v], act)(add))
+    act = Call(Op.get(f"qnn.{kind}"), (v, _s(q), _z(0), _s(2.0 ** -15), _z(0)), {"rounding": "TFLM"})
+    return partition(params, composite(f"npu.qnn_{kind}", [v], act)(add(*ins)))
 
 
 def _ref_gate(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -74,18 +91,28 @@ def _ref_gate(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return fn(total, 3, 0).astype(np.int16)
 
 
-def test_an_int16_add_and_its_gate_activation_are_one_ppu_command():
+def test_an_lstm_gate_add_and_its_activation_are_one_ppu_command():
     rng = np.random.default_rng(3)
+    for kind in ("sigmoid", "tanh"):
+        x, h = rng.integers(-128, 128, (1, 12)).astype(np.int8), rng.integers(-128, 128, (1, 20)).astype(np.int8)
+        runs = simulate_on_presets(_gate(kind), {"p0": x, "p1": h})   # equals byoc.evaluate on every preset
+        prog = runs["ethos-u55-256-like"][0]
+        assert [layer.kind for layer in prog.layers] == ["dense", "dense", "add"]
+        ppu = [c for c in prog.commands if isinstance(c, Ppu) and c.layer == 2]
+        assert ppu and all(c.op == PpuOp.GATE_ADD and c.param("fn16") == (1 if kind == "sigmoid" else 2)
+                           for c in ppu)
+
+
+def test_an_int16_add_of_other_layers_keeps_its_activation_apart():
+    """Only a gate (the sum of two FCs) is fused: the cell state's tanh reads an add regor writes to the state."""
+    rng = np.random.default_rng(4)
     for kind in ("sigmoid", "tanh"):
         a = rng.integers(-32768, 32768, (1, 20)).astype(np.int16)
         b = rng.integers(-32768, 32768, (1, 20)).astype(np.int16)
-        runs = simulate_on_presets(_gate(kind), {"p0": a, "p1": b})
+        runs = simulate_on_presets(_gate(kind, from_fcs=False), {"p0": a, "p1": b})
         prog, _, (got,) = runs["ethos-u55-256-like"]
         np.testing.assert_array_equal(got, _ref_gate(kind, a, b))
-        assert [layer.kind for layer in prog.layers] == ["add"]
-        ppu = [c for c in prog.commands if isinstance(c, Ppu)]
-        assert ppu and all(c.op == PpuOp.GATE_ADD and c.param("fn16") == (1 if kind == "sigmoid" else 2)
-                           for c in ppu)
+        assert [layer.kind for layer in prog.layers] == ["add", "lut"]
 
 
 def test_zeros_is_a_copy_of_a_zero_constant():
