@@ -70,12 +70,22 @@ UNSEEN_MODELS.update({stem: UNSEEN / "coral" / f"{stem}.tflite" for stem in (
     "mobilenet_v2_1.0_224_inat_bird_quant", "tf2_mobilenet_v2_1.0_224_ptq", "deeplabv3_mnv2_dm05_pascal_quant",
     "movenet_single_pose_lightning_ptq")})
 MODELS.update(UNSEEN_MODELS)
-# Models checked for placement only (no per-layer timing rows): the LSTM models (imported unrolled, so their NPU
-# operations are not Vela's one-per-op decomposition), the SVDF and SSD post-processing models (CPU operators between
-# NPU parts), and the int16x8 SEANet layers (one single-op file each).
-PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite" for stem in (
-    "detect", "keyword_scrambled", "keyword_scrambled_8bit", "dtln_noise_suppression", "trained_lstm_int8")}
-PLACEMENT_ONLY["keras_lstm_mnist_ptq"] = UNSEEN / "coral" / "keras_lstm_mnist_ptq.tflite"
+# Integer LSTM models, imported as regor decomposes UNIDIRECTIONAL_SEQUENCE_LSTM (per step: the gates' feature and
+# recurrent FCs, gate adds with their activation fused, the cell and hidden state products), their layers named as
+# Vela's rows.
+LSTM_MODELS = {"micro_speech_lstm": UNSEEN / "more" / "micro_speech_lstm.tflite",
+               "dtln_noise_suppression": UNSEEN / "dtln_noise_suppression.tflite",
+               "trained_lstm_int8": UNSEEN / "trained_lstm_int8.tflite",
+               "keras_lstm_mnist_ptq": UNSEEN / "coral" / "keras_lstm_mnist_ptq.tflite"}
+UNSEEN_MODELS.update(LSTM_MODELS)
+MODELS.update(LSTM_MODELS)
+# Models checked for placement only (no per-layer timing rows): the SVDF and SSD post-processing models (CPU
+# operators between NPU parts), and the int16x8 SEANet layers (one single-op file each).
+PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite"
+                  for stem in ("detect", "keyword_scrambled", "keyword_scrambled_8bit")}
+# Vela's rows of an operator it decomposes into NPU operations of other kinds, named after its internal tensors:
+# matched by the operation ("NNG Operator": FullyConnected, Add, Mul, ...) instead of the original operator.
+_DECOMPOSED = ("UnidirectionalSequenceLstm",)
 PLACEMENT_GROUPS = {"seanet conv (int16x8)": ("seanet", "conv"),
                     "seanet transpose_conv (int16x8)": ("seanet", "transpose_conv")}
 # Vela "Original Operator" → our layer kinds that implement it.
@@ -126,7 +136,8 @@ def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path, accelerator: str 
                 continue
             flush()
             name = row["Name"].removesuffix("_intermediate")
-            d = layers.setdefault(name, {"cycles": 0, "macs": 0, "op": row["Original Operator"]})
+            op = row["NNG Operator"] if row["Original Operator"] in _DECOMPOSED else row["Original Operator"]
+            d = layers.setdefault(name, {"cycles": 0, "macs": 0, "op": op})
             d["cycles"] += int(float(row["Op Cycles"]))
             d["macs"] += int(float(row["MAC Count"]))
     flush()

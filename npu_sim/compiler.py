@@ -158,6 +158,14 @@ class _Slots:
         return b, off + k * size
 
 
+def _ppu_op(layer: PpuLayer) -> PpuOp:
+    """The PPU op of a layer; an add carrying an int16 activation (``fn16``, lower.fuse_gate_activations) is the
+    fused GATE_ADD."""
+    if layer.op == "add" and layer.params.get("fn16"):
+        return PpuOp.GATE_ADD
+    return _PPU_OPS[layer.op]
+
+
 def _has_lut_table(layer) -> bool:
     """A LUT layer reading a 256-entry table (the int16 sigmoid / tanh functions, ``fn16``, read none)."""
     return getattr(layer, "op", None) == "lut" and not layer.params.get("fn16")
@@ -298,7 +306,7 @@ class _Codegen:
                             np.dtype(T[layer.ifm].dtype).itemsize, np.dtype(layer.out_dtype).itemsize,
                             True, True, channel_step=layer.dm)
         p = layer.params
-        op = _PPU_OPS[layer.op]
+        op = _ppu_op(layer)
         src = T[layer.inputs[0]]
         kernel = (p["kh"], p["kw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
         stride = (p["sh"], p["sw"]) if layer.op in ("max_pool", "avg_pool") else (1, 1)
@@ -420,6 +428,10 @@ class _Codegen:
         H, W, C = t.hwc
         uh, uw = H * upscale[0], W * upscale[1]   # the window's image: upscaled for a TRANSPOSE_CONV's IFM
         pad = int(y0 < 0 or x0 < 0 or y0 + h > uh or x0 + w > uw)
+        if t.window is not None:   # a slice read in place (lower.read_slices_in_place): its window of the source
+            src, (oy, ox, oc) = t.window
+            H, W, C = self.graph.tensors[src].hwc
+            y0, x0, c0 = y0 + oy, x0 + ox, c0 + oc
         up = (LOAD_UPSCALE_H if upscale[0] == 2 else 0) | (LOAD_UPSCALE_W if upscale[1] == 2 else 0)
         return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad | up,
                     int(pad_value) if pad or up else 0, slot[0], slot[1])
@@ -593,7 +605,7 @@ class _Codegen:
     def emit_ppu(self, em: _Emitter, li: int, L: PpuLayer, plan: TilePlan, const: dict) -> None:
         T = self.graph.tensors
         g = self.geometry(L)
-        op = _PPU_OPS[L.op]
+        op = _ppu_op(L)
         src = T[L.inputs[0]]
         ofm = T[L.ofm]
         OH, OW, OC = g.out_hwc

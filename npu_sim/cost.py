@@ -168,6 +168,8 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
         work = out_elems * p.cost("requant")
     elif op == PpuOp.ADD:
         work = max(out_elems * p.cost("add"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
+    elif op == PpuOp.GATE_ADD:   # regor's output rate of an Add with a fused table activation: the slower of the two
+        work = out_elems * max(p.cost("add"), p.cost("lut"))
     elif op == PpuOp.RAW_BINARY:
         # Vela's output rates: MAXIMUM / MINIMUM at its 'other elementwise' rate (the requantize rate on every
         # Ethos-U preset), 32-bit operands at about its add rate (both mostly bound by their memory traffic)

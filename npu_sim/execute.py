@@ -328,20 +328,21 @@ class Machine:
                     rnd = np.where(prod < 0, rnd - 1, rnd)
                 y = (prod + rnd) >> total
             y = y + c.param("zp_out")
-        elif op in (PpuOp.ADD, PpuOp.MUL):
+        elif op in (PpuOp.ADD, PpuOp.MUL, PpuOp.GATE_ADD):
             # A broadcast src1 keeps its one-deep axes: numpy repeats it over the tile, after its rescale.
             b = self.tile(c.src1_buf, c.src1_off, i).reshape(
                 src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)).astype(np.int64)
             a_, b_ = x - c.param("zp_a"), b - c.param("zp_b")
             if c.rounding == Rounding.FLOAT32_HALF_EVEN:
                 y = _onnx_binary(c, x, b, a_ * b_)
-            elif op == PpuOp.ADD:
+            elif op in (PpuOp.ADD, PpuOp.GATE_ADD):
                 ls = c.param("left_shift")
                 a_ <<= ls
                 b_ <<= ls
                 a_ = _scaled(a_, c.param("m_a"), -c.param("e_a"))
                 b_ = _scaled(b_, c.param("m_b"), -c.param("e_b"))
-                sub = c.param("sub")   # 1: src0 - src1, 2: src1 - src0 (the broadcast operand first)
+                # sub 1: src0 - src1, 2: src1 - src0 (the broadcast operand first); a gate always adds
+                sub = c.param("sub") if op == PpuOp.ADD else 0
                 y = _scaled(a_ + b_ if not sub else (a_ - b_ if sub == 1 else b_ - a_), c.param("m_out"),
                             -c.param("e_out"))
             else:
@@ -411,7 +412,12 @@ class Machine:
         lo = max(lo, c.param("act_min"))
         hi = min(hi, c.param("act_max"))
         y = np.asarray(y, np.int64)
-        return np.minimum(np.maximum(y, lo), hi).astype(out_dt)
+        y = np.minimum(np.maximum(y, lo), hi)
+        if op == PpuOp.GATE_ADD:   # the clamped int16 sum through the int16 activation, as the LUT op computes it
+            from byoc.quant.int16_activation import interpolated_sigmoid16, interpolated_tanh16
+            fn = interpolated_sigmoid16 if c.param("fn16") == 1 else interpolated_tanh16
+            y = fn(y, c.param("in_mult"), c.param("in_shift"))
+        return y.astype(out_dt)
 
 
 def _prelu(c: Ppu, x: np.ndarray, alpha: np.ndarray) -> np.ndarray:

@@ -70,6 +70,8 @@ class PpuOp(enum.IntEnum):
     #                  to the output type: TFLite's unquantized int32 ADD/SUB/MUL and MAXIMUM/MINIMUM
     PRELU = 13       # TFLite PRELU: src1 the alpha tile (broadcast as ADD's), two multipliers by the input's sign
     SQUARED_DIFF = 14  # TFLite int8 SQUARED_DIFFERENCE: left-shift-7 rescales, the difference squared, rescaled
+    GATE_ADD = 15    # int16 ADD, then the int16 sigmoid / tanh (fn16, as LUT's) of its clamped sum: an LSTM gate,
+    #                  as regor fuses the activation into the gate's Add
 
 
 class Rounding(enum.IntEnum):
@@ -165,10 +167,13 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     # shifts as QuantizeMultiplier returns them (negative: right)
     PpuOp.SQUARED_DIFF: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "shift_a", "m_b",
                          "shift_b", "m_out", "shift_out"),
+    PpuOp.GATE_ADD: ("zp_a", "zp_b", "zp_out", "act_min", "act_max", "left_shift", "m_a", "e_a", "m_b", "e_b",
+                     "m_out", "e_out", "fn16", "in_mult", "in_shift"),
 }
 
 RAW_FUNCTIONS = ("add", "sub", "rsub", "mul", "max", "min")
-BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF)   # the PPU ops with a second operand (src1)
+# the PPU ops with a second operand (src1)
+BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF, PpuOp.GATE_ADD)
 
 
 PPU_PARAM_INDEX: dict[int, dict[str, int]] = {int(op): {n: i for i, n in enumerate(names)}

@@ -41,6 +41,8 @@ class TensorInfo:
     dtype: str
     data: np.ndarray | None = None    # constants only
     alias_of: int | None = None       # reshape views share their source's memory
+    # a window of another tensor, read in place: (that tensor, origin (y, x, c) in its height×width×channels view)
+    window: tuple[int, tuple[int, int, int]] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,6 +207,8 @@ class _Lowerer:
             elif not self.problems:
                 self.problems.append(f"output {_describe(o)} is not produced by a supported layer")
         outputs = [self.copy_if_input_view(tid, inputs) for tid in outputs]
+        self.read_slices_in_place(outputs)
+        self.fuse_gate_activations(outputs)
         if self.problems:
             raise NPUError(f"NPU compiler cannot build {self.name!r}: {len(self.problems)} unsupported "
                            f"construct(s)", notes=tuple("  - " + p for p in self.problems),
@@ -270,6 +274,57 @@ class _Lowerer:
         self.layers.append(PpuLayer(f"{t.name}.copy", "copy", "copy", (tid,), out,
                                     dict(act_min=int(info.min), act_max=int(info.max))))
         return out
+
+    def read_slices_in_place(self, outputs: list[int]) -> None:
+        """A slice read only by fully connected layers is no copy: they read its window of the sliced tensor in
+        place (regor ``MoveSplitSliceToConsumer`` gives the consumer the slice's read offset; an unrolled LSTM's
+        per-step feature rows). A fully connected layer never pads, so its reads stay inside the window."""
+        readers: dict[int, list] = {}
+        for x in self.layers:
+            for tid in ((x.ifm,) if isinstance(x, ConvLayer) else x.inputs):
+                readers.setdefault(tid, []).append(x)
+        viewed = {t.alias_of for t in self.tensors if t.alias_of is not None}
+        keep = []
+        for x in self.layers:
+            if (isinstance(x, PpuLayer) and x.composite == "strided_slice" and x.op == "copy"
+                    and x.in_origin is not None and x.out_origin is None and x.ofm not in outputs
+                    and x.ofm not in viewed and readers.get(x.ofm)
+                    and all(isinstance(r, ConvLayer) and r.kind == "dense" for r in readers[x.ofm])):
+                src = self.tensors[x.inputs[0]]
+                root = src.alias_of if src.alias_of is not None else src.id
+                self.tensors[x.ofm] = dataclasses.replace(self.tensors[x.ofm], alias_of=root,
+                                                          window=(src.id, x.in_origin))
+                continue
+            keep.append(x)
+        self.layers = keep
+
+    def fuse_gate_activations(self, outputs: list[int]) -> None:
+        """An LSTM gate, the int16 add of two fully connected layers' outputs whose sum only an int16 sigmoid /
+        tanh reads, is one layer, the activation fused into the add (the PPU's GATE_ADD), as regor's LSTM lowering
+        fuses the gate activation into the gate's Add (not the cell state's tanh: that Add writes the state)."""
+        readers: dict[int, list] = {}
+        fc_out = {x.ofm for x in self.layers if isinstance(x, ConvLayer) and x.kind == "dense"}
+        for x in self.layers:
+            for tid in ((x.ifm,) if isinstance(x, ConvLayer) else x.inputs):
+                readers.setdefault(tid, []).append(x)
+        viewed = {t.alias_of for t in self.tensors if t.alias_of is not None}
+        fused: dict[int, PpuLayer] = {}   # id(activation layer) → its fused add
+        dropped: set[int] = set()
+        for a in self.layers:
+            if not (isinstance(a, PpuLayer) and a.op == "add" and len(a.inputs) == 2 and set(a.inputs) <= fc_out
+                    and a.out_origin is None
+                    and a.in_origin is None and not a.params.get("bcast") and not a.params.get("sub")
+                    and a.params.get("rounding", "TFLITE") == "TFLITE" and self.tensors[a.ofm].dtype == "int16"
+                    and a.ofm not in outputs and a.ofm not in viewed and len(readers.get(a.ofm, ())) == 1):
+                continue
+            b = readers[a.ofm][0]
+            if not (isinstance(b, PpuLayer) and b.op == "lut" and b.params.get("fn16") and b.inputs == (a.ofm,)
+                    and b.out_origin is None and b.in_origin is None):
+                continue
+            params = dict(a.params, **{k: b.params[k] for k in ("fn16", "in_mult", "in_shift")})
+            fused[id(b)] = dataclasses.replace(a, ofm=b.ofm, params=params)
+            dropped.add(id(a))
+        self.layers = [fused.get(id(x), x) for x in self.layers if id(x) not in dropped]
 
     def view_as(self, tid: int, shape: tuple[int, ...]) -> int:
         """``tid`` seen with another shape of the same size (a memory alias, like reshape)."""
@@ -1012,8 +1067,20 @@ def _bare_requantize(low: _Lowerer, call: Call) -> None:
     _requant_layer(low, body, {}, call, call, body.name, "qnn.requantize")
 
 
+def _bare_zeros(low: _Lowerer, call: Call) -> None:
+    """A zero-filled tensor (an unrolled LSTM's initial state): a copy of a constant zero tensor, as regor
+    copies the variable state tensor into the step-0 state."""
+    body = _BareBody(call, low)
+    t = _tensor_type(call)
+    info = np.iinfo(t.dtype)
+    src = low.new_tensor(f"{body.name}.zero", t, np.zeros(t.shape, t.dtype))
+    ofm = low.out_tensor(call, body.name)
+    low.layers.append(PpuLayer(body.name, "zeros", "copy", (src,), ofm, dict(act_min=int(info.min),
+                                                                               act_max=int(info.max))))
+
+
 _BARE_OPS = {"reshape": _bare_alias, "squeeze": _bare_alias, "expand_dims": _bare_alias, "clip": _bare_clip,
-             "qnn.requantize": _bare_requantize}
+             "qnn.requantize": _bare_requantize, "zeros": _bare_zeros}
 
 from .lower_move import MOVE_OPS  # noqa: E402 - the data-movement handlers build on the classes above
 

@@ -339,7 +339,7 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                 # data movement and int16x8 requantization also write int16
                 wide_out = c.op in (PpuOp.TRANSPOSE, PpuOp.RESIZE) or c.rounding == Rounding.TFLITE_INT64 or \
                     (c.op == PpuOp.COPY and c.in_dtype == c.out_dtype) or \
-                    (c.op in (PpuOp.ADD, PpuOp.MUL) and c.in_dtype == 2)
+                    (c.op in (PpuOp.ADD, PpuOp.MUL, PpuOp.GATE_ADD) and c.in_dtype == 2)
                 # ARG_MAX writes int32 / int64 indices; raw integer arithmetic keeps its operands' type
                 out_limit = {PpuOp.ARGMAX: len(DTYPES), PpuOp.RAW_BINARY: len(DTYPES) - 1}.get(
                     c.op, (4 if c.op == PpuOp.COPY else 3) if wide_out else 2)   # a copy of int32 (a reshape)
@@ -381,7 +381,7 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                 if c.op == PpuOp.RAW_BINARY and not 0 <= c.param("fn") < len(RAW_FUNCTIONS):
                     out.append(f"#{i}: unknown raw binary function {c.param('fn')}")
                 if c.op in (PpuOp.REQUANT, PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF,
-                            PpuOp.COPY, PpuOp.LUT, PpuOp.SOFTMAX) and \
+                            PpuOp.COPY, PpuOp.LUT, PpuOp.SOFTMAX, PpuOp.GATE_ADD) and \
                         (c.ih, c.iw, c.ic) != (c.oh, c.ow, c.oc):
                     out.append(f"#{i}: elementwise PPU op with input {c.ih}x{c.iw}x{c.ic} ≠ output "
                                f"{c.oh}x{c.ow}x{c.oc}")

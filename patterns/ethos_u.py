@@ -795,6 +795,13 @@ _ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx:
 _ETHOS_SLICE_CHECK = Check((dtype_rule("input", [lambda ctx: ctx.root.args[0]], allowed=("int8", "uint8", "int16")),
                             ) + _npu.SLICE_CHECK.rules[1:], summary=_npu.SLICE_CHECK.summary)
 
+# An unrolled LSTM's initial hidden / cell state (byoc/frontend/tflite_ops_lstm.py): a zero-filled 8- or 16-bit
+# tensor, written by a copy as regor copies the variable state tensor before step 0.
+_ZEROS_CHECK = Check((dtype_rule("output", [lambda ctx: ctx.root], allowed=("int8", "int16")),
+                      Rule("rank 1 to 4", lambda ctx: None if 1 <= len(ttype(ctx.root).shape) <= 4
+                           else f"found rank {len(ttype(ctx.root).shape)}")),
+                     summary="zeros (an LSTM's initial state), as a copy")
+
 
 # -- ONNX's QDQ groups (patterns/npu_qdq.py), where Vela's rules for the TFLite op they stand for allow ----------
 
@@ -924,7 +931,8 @@ for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHEC
                     ("add", _raw_check("add", "ADD of int32 without quantization")),
                     ("subtract", _raw_check("subtract", "SUB of int32 without quantization")),
                     ("multiply", _raw_check("multiply", "MUL of int32 without quantization")),
-                    ("qnn.prelu", PRELU_CHECK), ("qnn.squared_difference", SQUARED_DIFFERENCE_CHECK)):
+                    ("qnn.prelu", PRELU_CHECK), ("qnn.squared_difference", SQUARED_DIFFERENCE_CHECK),
+                    ("zeros", _ZEROS_CHECK)):
     register_op_predicate(TARGET, _op, _check)
 
 # Vela places these on the NPU; byoc keeps them on the CPU and says why.

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.expr import Expr
+from ..ir.expr import Expr, Span
 from ..quant.params import checked_log2
-from .tflite_context import OpContext, converter
+from .tflite_context import OpContext, converter, tensor_name
 
 _GATES = (("input", 1, 5, 12, "sigmoid"), ("forget", 2, 6, 13, "sigmoid"), ("cell", 3, 7, 14, "tanh"),
           ("output", 4, 8, 15, "sigmoid"))
@@ -158,9 +158,7 @@ def _activation(ctx: OpContext, kind: str, x: Expr, s_in: float) -> Expr:
                                     _c(ctx, 0, "int32")], {"rounding": rounding})
 
 
-def _gate_sum(ctx: OpContext, a: Expr, r: Expr | None) -> Expr:
-    if r is None:
-        return a
+def _gate_sum(ctx: OpContext, a: Expr, r: Expr) -> Expr:
     if ctx.semantics == "tflm":
         q = [_c(ctx, _GATE_SCALE, "float32"), _c(ctx, 0, "int32")]
         return ctx.call("qnn.add", [a, r] + q * 3)
@@ -169,26 +167,50 @@ def _gate_sum(ctx: OpContext, a: Expr, r: Expr | None) -> Expr:
     return ctx.call("cast", [ctx.call("clip", [s], {"a_min": -32768.0, "a_max": 32767.0})], {"dtype": "int16"})
 
 
-def _step(ctx: OpContext, p: _Lstm, pre: dict, h: Expr | None, c: Expr | None) -> tuple[Expr, Expr]:
-    """One time step from the input projections ``pre`` (each gate's int16 input FC of this step)."""
+class _Names:
+    """Regor's names for one step's operations (``compiler/lstm.cpp``), so the layers carry the OFM names Vela
+    reports: per gate ``<gate>_gate_b<batch>.t<time>_feature_fc_ofm`` / ``…_recurrent_fc_ofm`` and the gate sum
+    with its activation ``…_feature_fc_ofm/Add``; the cell and hidden states are named after their variable
+    tensors (``<cell>/Mul``, ``<cell>``, ``<cell>_tanh_b<batch>.t<time>``, ``<hidden>``)."""
+
+    def __init__(self, ctx: OpContext, batch: int, time: int):
+        self.suffix = f"b{batch}.t{time}"
+        self.cell = tensor_name(ctx.tensor(19))
+        self.hidden = tensor_name(ctx.tensor(18))
+
+    def fc(self, gate: str, which: str) -> str:
+        return f"{gate}_gate_{self.suffix}_{which}_fc_ofm"
+
+
+def _named(ctx: OpContext, name: str) -> None:
+    ctx.span = Span(name)
+
+
+def _step(ctx: OpContext, p: _Lstm, x: Expr, names: _Names, h: Expr, zp_h: int, c: Expr) -> tuple[Expr, Expr]:
+    """One time step of the rows ``x`` (one batch, or every batch when time-major) from the hidden state ``h``
+    (zero point ``zp_h``) and the cell state ``c``."""
     tflm = ctx.semantics == "tflm"
     gates = {}
     for gate, wi, ri, bi, kind in _GATES:
-        r = None
-        if h is not None:
-            r = _gate_fc(ctx, h, ri, p.s_h, p.zp_h, p.weights[ri], None, "int16" if tflm else "int32")
-        gates[gate] = _activation(ctx, kind, _gate_sum(ctx, pre[gate], r), _GATE_SCALE)
+        _named(ctx, names.fc(gate, "feature"))
+        a = _gate_fc(ctx, x, wi, p.s_x, p.zp_x, p.weights[wi], bi, "int16")
+        _named(ctx, names.fc(gate, "recurrent"))
+        r = _gate_fc(ctx, h, ri, p.s_h, zp_h, p.weights[ri], None, "int16" if tflm else "int32")
+        _named(ctx, names.fc(gate, "feature") + "/Add")
+        gates[gate] = _activation(ctx, kind, _gate_sum(ctx, a, r), _GATE_SCALE)
     rounding = "TFLITE" if tflm else "TFLITE_FLOAT"
+    _named(ctx, names.fc("cell", "feature") + "/Add/Mul")
     ig = _requantize(ctx, _product(ctx, gates["input"], gates["cell"]), _Q15 * _Q15, p.s_c, 0, rounding, "int16")
-    if c is None:
-        c_new = ig
-    else:
-        fc = _requantize(ctx, _product(ctx, gates["forget"], c), _Q15, 1.0, 0, rounding, "int16")
-        q = [_c(ctx, p.s_c, "float32"), _c(ctx, 0, "int32")]
-        c_new = ctx.call("qnn.add", [fc, ig] + q * 3)
+    _named(ctx, names.cell + "/Mul")
+    fc = _requantize(ctx, _product(ctx, gates["forget"], c), _Q15, 1.0, 0, rounding, "int16")
+    _named(ctx, names.cell)
+    q = [_c(ctx, p.s_c, "float32"), _c(ctx, 0, "int32")]
+    c_new = ctx.call("qnn.add", [fc, ig] + q * 3)
     if p.cell_clip is not None:
         c_new = ctx.call("clip", [c_new], {"a_min": float(-p.cell_clip), "a_max": float(p.cell_clip)})
+    _named(ctx, f"{names.cell}_tanh_{names.suffix}")
     t = _activation(ctx, "tanh", c_new, p.s_c)
+    _named(ctx, names.hidden)
     if tflm:
         h_new = _requantize(ctx, _product(ctx, t, gates["output"]), _Q15 * _Q15, p.s_h, p.zp_h, "TFLITE", "int8")
     else:
@@ -197,45 +219,54 @@ def _step(ctx: OpContext, p: _Lstm, pre: dict, h: Expr | None, c: Expr | None) -
     return h_new, c_new
 
 
-def _input_projections(ctx: OpContext, p: _Lstm) -> list[dict]:
-    """Each step's input FC per gate. The input products do not depend on the recurrence, so every step's rows
-    go through one FC per gate (row for row the kernels' arithmetic), then each step's rows are sliced out."""
-    x_t = ctx.tensor(0)
-    rows = p.steps * p.batch
-    x = ctx.call("reshape", [ctx.input(0)], {"newshape": (rows, p.n_input)})
-    full = {gate: _gate_fc(ctx, x, wi, p.s_x, p.zp_x, p.weights[wi], bi, "int16") for gate, wi, _, bi, _ in _GATES}
-    if p.steps == 1:
-        return [full]
-    shape = tuple(x_t.shape[:2]) + (p.n_cell,)
-    ax = 0 if p.time_major else 1
-    out = []
-    for step in range(p.steps):
-        begin, end = [0, 0, 0], list(shape)
-        begin[ax], end[ax] = step, step + 1
-        out.append({gate: ctx.call("reshape", [ctx.call("strided_slice", [ctx.call("reshape", [v], {
-            "newshape": shape})], {"begin": tuple(begin), "end": tuple(end), "strides": (1, 1, 1)})],
-            {"newshape": (p.batch, p.n_cell)}) for gate, v in full.items()})
-    return out
+def _initial_state(ctx: OpContext, name: str, rows: int, n_cell: int, dtype: str) -> Expr:
+    """A state's value before step 0: zeros (the hidden state read with zero point 0, so its real value is 0, as
+    the reset variable tensor at its zero point is). A ``zeros`` call, not a constant: constant folding would
+    drop step 0's recurrent FCs and f·c, which the kernels and regor run (it copies each batch's state)."""
+    _named(ctx, name)
+    return ctx.call("zeros", [], {"shape": (rows, n_cell), "dtype": dtype})
+
+
+def _sequences(p: _Lstm) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Regor's order of work: (batch, [(time, first row)]) per recurrence, rows of the input seen as
+    [steps·batch, n_input]. Batch-major inputs run one batch at a time (one row per step), time-major ones every
+    batch together (``batch`` rows per step)."""
+    if p.time_major:
+        return [(0, [(t, t * p.batch) for t in range(p.steps)])]
+    return [(b, [(t, b * p.steps + t) for t in range(p.steps)]) for b in range(p.batch)]
 
 
 @converter("UNIDIRECTIONAL_SEQUENCE_LSTM",
-           quant=("strided_slice", "reshape", "qnn.dense", "nn.bias_add", "qnn.requantize", "qnn.add", "qnn.sigmoid",
+           quant=("zeros", "strided_slice", "reshape", "qnn.dense", "nn.bias_add", "qnn.requantize", "qnn.add", "qnn.sigmoid",
                   "qnn.tanh", "cast", "multiply", "add", "clip", "qnn.concatenate"))
 def convert_unidirectional_sequence_lstm(ctx: OpContext) -> list[Expr]:
     p = _Lstm(ctx)
     out_t = ctx.out_tensor()
-    h = c = None
+    out_span = ctx.span
+    rows = p.batch if p.time_major else 1
     outs = []
-    for pre in _input_projections(ctx, p):
-        h, c = _step(ctx, p, pre, h, c)
-        outs.append(h)
-    if p.steps == 1:
-        return [ctx.call("reshape", [h], {"newshape": tuple(out_t.shape)})]
-    # The output is every step's hidden state in order: a concatenation of [B, 1, H] (or [1, B, H]) pieces with
-    # equal quantization (a copy), so it is the same on every executor and an NPU concatenation.
-    ax = 0 if p.time_major else 1
-    piece = (1, p.batch, p.n_cell) if p.time_major else (p.batch, 1, p.n_cell)
+    x_all = ctx.call("reshape", [ctx.input(0)], {"newshape": (p.steps * p.batch, p.n_input)})
+    for batch, steps in _sequences(p):
+        names = _Names(ctx, batch, 0)
+        h, zp_h, c = _initial_state(ctx, names.hidden, rows, p.n_cell, "int8"), 0, \
+            _initial_state(ctx, names.cell, rows, p.n_cell, "int16")
+        for time, row in steps:
+            names = _Names(ctx, batch, time)
+            x = x_all
+            if p.steps * p.batch > rows:   # the step's rows: a slice the NPU reads in place, as regor does
+                _named(ctx, f"{tensor_name(ctx.tensor(0))}_feauture_{names.suffix}")  # regor's spelling
+                x = ctx.call("strided_slice", [x_all], {"begin": (row, 0), "end": (row + rows, p.n_input),
+                                                        "strides": (1, 1)})
+            h, c = _step(ctx, p, x, names, h, zp_h, c)
+            zp_h = p.zp_h
+            outs.append(h)
+    ctx.span = out_span
+    if len(outs) == 1:
+        return [ctx.call("reshape", [outs[0]], {"newshape": tuple(out_t.shape)})]
+    # The output is every step's hidden state in order (batch-major: batch by batch; time-major: step by step):
+    # a concatenation of the [rows, n_cell] pieces with equal quantization (a copy; regor's per-step MemoryCopy
+    # into the output), the same on every executor.
     q = [_c(ctx, p.s_h, "float32"), _c(ctx, p.zp_h, "int32")]
-    pieces = [ctx.call("reshape", [v], {"newshape": piece}) for v in outs]
-    return [ctx.call("qnn.concatenate", [ctx.tuple(pieces), ctx.tuple([q[0]] * len(pieces)),
-                                          ctx.tuple([q[1]] * len(pieces))] + q, {"axis": ax})]
+    cat = ctx.call("qnn.concatenate", [ctx.tuple(outs), ctx.tuple([q[0]] * len(outs)),
+                                       ctx.tuple([q[1]] * len(outs))] + q, {"axis": 0})
+    return [ctx.call("reshape", [cat], {"newshape": tuple(out_t.shape)})]
