@@ -19,6 +19,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                         "(auto: LiteRT, or TFLite Micro for files LiteRT refuses)")
     p.add_argument("--shape", action="append", default=[], type=shape_spec, metavar="NAME=D0,D1,...",
                    help="static shape of an input with dynamic dimensions (ONNX; repeat per input)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a TFLite model with CUSTOM operators byoc has no converter for (exit 3). By default "
+                        "they are imported as opaque ops: they stay on the CPU, and the model can be partitioned, "
+                        "profiled and reported, but executing it needs a kernel (byoc.register_custom_kernel)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
@@ -114,7 +118,7 @@ def _io(func) -> dict:
 
 def cmd_import(args, out: Output) -> int:
     from ..transform.infer_type import InferType
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     mod = InferType()(model.mod)
     text = mod.astext(show_meta_data=args.meta)
     out.json({"model": model.path, "format": model.kind, "semantics": model.semantics, **_io(mod["main"]),
@@ -160,7 +164,7 @@ def partition_json(pmod, report, rows) -> dict:
 
 
 def cmd_partition(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     target = offload_target(args.target)
     if not target:
         from .common import UsageError
