@@ -35,13 +35,37 @@ def convert_opaque_custom(ctx: OpContext) -> list[Expr]:
         q = t.quant
         scales.append(tuple(float(s) for s in np.asarray(q.scale, np.float32)) if q is not None else ())
         zps.append(tuple(int(z) for z in np.asarray(q.zero_point)) if q is not None else ())
-    attrs = {"name": op.opcode[len("CUSTOM:"):], "options_hex": bytes(op.custom_options).hex(),
+    name = op.opcode[len("CUSTOM:"):]
+    if not all(known):
+        shapes, known = _prepared_shapes(ctx, name, ins, shapes, known, dtypes)
+    attrs = {"name": name, "options_hex": bytes(op.custom_options).hex(),
              "out_shapes": tuple(shapes), "out_dtypes": tuple(dtypes), "out_shapes_known": tuple(known),
              "out_scales": tuple(scales), "out_zero_points": tuple(zps), "operator_index": int(op.index),
              "file_offset": int(op.offset),
              "input_names": tuple(tensor_name(ctx.tensor(i)) for i in range(len(op.inputs)) if ctx.has_input(i))}
     call = ctx.call(CUSTOM_OP, [ctx.tuple(ins)], attrs)
     return [ctx.item(call, j, Span(tensor_name(t))) for j, t in enumerate(outs)]
+
+
+def _prepared_shapes(ctx: OpContext, name: str, ins, shapes, known, dtypes):
+    """Shapeless outputs sized by the ``output_shapes`` function registered with the op's kernel (LiteRT sizes
+    them in the kernel's Prepare); unchanged when none is registered."""
+    from ..ops.custom import CustomOpAttrs, custom_output_shapes
+    fn = custom_output_shapes(name)
+    if fn is None:
+        return shapes, known
+    probe = CustomOpAttrs(name=name, options_hex=bytes(ctx.op.custom_options).hex(), out_shapes=tuple(shapes),
+                          out_dtypes=tuple(dtypes), out_shapes_known=tuple(known), operator_index=int(ctx.op.index),
+                          file_offset=int(ctx.op.offset))
+    try:
+        got = [tuple(int(d) for d in s) for s in fn([i.checked_type for i in ins], probe)]
+    except Exception as e:  # noqa: BLE001 - the user's function
+        raise ctx.fail(f"output_shapes registered for CUSTOM:{name} raised {type(e).__name__}: {e}") from None
+    if len(got) != len(shapes) or any(k and g != s for g, s, k in zip(got, shapes, known)) or \
+            any(d < 0 for g in got for d in g):
+        raise ctx.fail(f"output_shapes registered for CUSTOM:{name} gave {got}; the file declares {list(shapes)} "
+                       f"(empty: sized at run time)", hint="one non-negative shape per output, agreeing with the file")
+    return got, [True] * len(got)
 
 
 OPAQUE_CUSTOM = ConverterSpec("CUSTOM:*", convert_opaque_custom, (CUSTOM_OP,), (CUSTOM_OP,))

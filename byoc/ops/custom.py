@@ -37,7 +37,7 @@ from .registry import FusionKind, register_op, register_op_attr
 from .rel import fail
 
 __all__ = ["CustomOpAttrs", "CUSTOM_OP", "register_custom_kernel", "unregister_custom_kernel", "custom_kernel",
-           "registered_custom_kernels", "is_custom_call", "no_kernel_error", "require_kernels", "custom_ops_in"]
+           "registered_custom_kernels", "custom_output_shapes", "is_custom_call", "no_kernel_error", "require_kernels", "custom_ops_in", "check_static_outputs"]
 
 CUSTOM_OP = "tflite.custom"
 
@@ -87,15 +87,23 @@ def _rel(types, attrs: CustomOpAttrs):
 # ------------------------------------------------------------------------------------------- kernel registry
 
 Kernel = Callable[[list, CustomOpAttrs], object]
+ShapeFn = Callable[[list, CustomOpAttrs], object]
 _KERNELS: dict[str, Kernel] = {}
+_SHAPES: dict[str, ShapeFn] = {}
 
 
-def register_custom_kernel(name: str, kernel: Kernel | None = None, *, override: bool = False):
+def register_custom_kernel(name: str, kernel: Kernel | None = None, *, output_shapes: ShapeFn | None = None,
+                           override: bool = False):
     """Register ``kernel(inputs, op) -> array | sequence of arrays`` for TFLite custom code ``name`` (without
     the ``CUSTOM:`` prefix). Usable as a decorator. ``inputs`` are the operator's present inputs as numpy arrays
     (quantized values, as stored); ``op`` is the call's ``CustomOpAttrs`` (options bytes, output types and
     quantization). Every executor then runs it: ``byoc.evaluate``, the CPU build (a host step) and the CPU part of
-    an NPU build. Registering a name twice needs ``override=True``."""
+    an NPU build. Registering a name twice needs ``override=True``.
+
+    ``output_shapes(input_types, op) -> [shape, ...]`` sizes the outputs the file stores without a shape (what the
+    kernel's Prepare does in TFLite); the importer calls it, so register it before importing the model. Without
+    it such outputs keep an unknown shape: ``byoc.evaluate`` runs the kernel, the CPU and NPU builds (static
+    buffers) refuse to."""
     if not isinstance(name, str) or not name or name.startswith("CUSTOM:"):
         raise IRError(f"register_custom_kernel: name must be the custom code without 'CUSTOM:', got {name!r}",
                       hint='e.g. register_custom_kernel("PosenetDecoderOp", fn)')
@@ -107,6 +115,10 @@ def register_custom_kernel(name: str, kernel: Kernel | None = None, *, override:
             raise IRError(f"a kernel for CUSTOM:{name} is already registered",
                           hint="pass override=True to replace it, or unregister_custom_kernel first")
         _KERNELS[name] = fn
+        if output_shapes is not None:
+            _SHAPES[name] = output_shapes
+        else:
+            _SHAPES.pop(name, None)
         return fn
 
     return wrap(kernel) if kernel is not None else wrap
@@ -115,6 +127,12 @@ def register_custom_kernel(name: str, kernel: Kernel | None = None, *, override:
 def unregister_custom_kernel(name: str) -> None:
     """Remove the kernel registered for ``name`` (nothing when there is none)."""
     _KERNELS.pop(name, None)
+    _SHAPES.pop(name, None)
+
+
+def custom_output_shapes(name: str) -> ShapeFn | None:
+    """The ``output_shapes`` function registered with ``name``'s kernel, or None."""
+    return _SHAPES.get(name)
 
 
 def custom_kernel(name: str) -> Kernel | None:
@@ -139,6 +157,17 @@ def no_kernel_error(a: CustomOpAttrs) -> NoKernelError:
         hint=f"register a numpy kernel with byoc.register_custom_kernel({a.name!r}, fn) (on the command line: in a "
              f"--patterns FILE.py), or run the model up to the op's inputs ({reads}) with "
              f"byoc.frontend.cut_before_custom_ops(mod)")
+
+
+def check_static_outputs(a: CustomOpAttrs) -> None:
+    """Builds allocate static buffers: every output of ``a`` needs a known shape."""
+    unknown = [j for j, k in enumerate(a.out_shapes_known) if not k]
+    if unknown:
+        raise ExecutionError(f"{a.where()}: output(s) {', '.join(map(str, unknown))} are stored without a shape, "
+                             f"and a build allocates static buffers",
+                             hint=f"register the kernel with output_shapes= (byoc.register_custom_kernel({a.name!r}, "
+                                  f"fn, output_shapes=shape_fn)) before importing the model, or run it with "
+                                  f"byoc.evaluate")
 
 
 def custom_ops_in(func) -> list[CustomOpAttrs]:

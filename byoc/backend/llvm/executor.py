@@ -131,10 +131,11 @@ class CpuExecutable:
     def _check_kernels(self) -> None:
         """``NoKernelError`` before any step runs when a custom op has no registered kernel."""
         if self.custom_ops:
-            from ...ops.custom import custom_kernel, no_kernel_error
+            from ...ops.custom import check_static_outputs, custom_kernel, no_kernel_error
             for a in self.custom_ops:
                 if custom_kernel(a.name) is None:
                     raise no_kernel_error(a)
+                check_static_outputs(a)
 
     @property
     def kernel_symbols(self) -> list[str]:
