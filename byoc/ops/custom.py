@@ -37,7 +37,7 @@ from .registry import FusionKind, register_op, register_op_attr
 from .rel import fail
 
 __all__ = ["CustomOpAttrs", "CUSTOM_OP", "register_custom_kernel", "unregister_custom_kernel", "custom_kernel",
-           "registered_custom_kernels", "custom_output_shapes", "is_custom_call", "no_kernel_error", "require_kernels", "custom_ops_in", "check_static_outputs"]
+           "registered_custom_kernels", "custom_kernels", "custom_output_shapes", "is_custom_call", "no_kernel_error", "require_kernels", "custom_ops_in", "check_static_outputs"]
 
 CUSTOM_OP = "tflite.custom"
 
@@ -141,6 +141,11 @@ def custom_kernel(name: str) -> Kernel | None:
 
 def registered_custom_kernels() -> list[str]:
     return sorted(_KERNELS)
+
+
+def custom_kernels() -> dict[str, Kernel]:
+    """The registered kernels by name (a copy)."""
+    return dict(_KERNELS)
 
 
 def is_custom_call(node) -> bool:
