@@ -121,9 +121,17 @@ def cmd_import(args, out: Output) -> int:
     model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     mod = InferType()(model.mod)
     text = mod.astext(show_meta_data=args.meta)
+    from ..ops.custom import custom_kernel, custom_ops_in
+    custom = [{"op": a.opcode, "operator_index": a.operator_index, "file_offset": a.file_offset,
+               "kernel_registered": custom_kernel(a.name) is not None} for a in custom_ops_in(mod["main"])]
     out.json({"model": model.path, "format": model.kind, "semantics": model.semantics, **_io(mod["main"]),
-              "ir": text})
+              "custom_ops": custom, "ir": text})
     out.text(text)
+    for c in custom:
+        if not c["kernel_registered"]:
+            out.note(f"note: {c['op']} (TFLite operator {c['operator_index']}) is imported as an opaque op without a "
+                     f"kernel: the model can be partitioned, profiled and reported, not executed "
+                     f"(docs/custom-ops.md)")
     return 0
 
 

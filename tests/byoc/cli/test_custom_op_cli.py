@@ -43,6 +43,10 @@ def model(tmp_path_factory) -> Path:
 def test_analysis_commands_work(model, tmp_path):
     doc = run_json("import", model)
     assert "tflite.custom" in doc["ir"] and 'name="VendorDecoder"' in doc["ir"]
+    assert doc["custom_ops"] == [{"op": "CUSTOM:VendorDecoder", "operator_index": 1,
+                                  "file_offset": doc["custom_ops"][0]["file_offset"], "kernel_registered": False}]
+    p = run_cli("import", model)
+    assert p.returncode == 0 and "opaque op without a kernel" in p.stderr
     doc = run_json("partition", model, "--target", "ethos-u")
     (cpu,) = [n for n in doc["cpu_ops"] if n["op"] == "tflite.custom"]
     assert cpu["reason"].startswith("no kernel for CUSTOM:VendorDecoder (TFLite operator 1)")
@@ -54,6 +58,7 @@ def test_analysis_commands_work(model, tmp_path):
     p = run_cli("report", model, "--target", "ethos-u", "-o", out)
     assert p.returncode == 0 and out.stat().st_size > 0
     assert "has no kernel" in p.stdout          # the comparison could not run: the report says why
+    assert "CUSTOM:VendorDecoder" in out.read_text()   # the graph names the op by its custom code
     art = tmp_path / "a.byoc"
     p = run_cli("compile", model, "--target", "ethos-u,llvm", "-o", art)
     assert p.returncode == 0 and "CUSTOM:VendorDecoder" in p.stderr and "--patterns" in p.stderr
