@@ -95,12 +95,19 @@ def plan_comparison(model, target: str, args, partitioned, out: Output):
     (``byoc.plans``); None otherwise."""
     if getattr(args, "placement", "all") != "cost":
         return None
+    from ..errors import NoKernelError
     from ..plans import simulate_plans
     from .common import make_inputs
     inputs = make_inputs(model.mod["main"], getattr(args, "input", ()), getattr(args, "seed", 0))
-    with out.progress(3, "plans") as bar:
-        return simulate_plans(model.mod, model.params, target, inputs, npu_config=getattr(args, "npu_config", None),
-                              partitioned=partitioned, progress=bar.step)
+    try:
+        with out.progress(3, "plans") as bar:
+            return simulate_plans(model.mod, model.params, target, inputs,
+                                  npu_config=getattr(args, "npu_config", None), partitioned=partitioned,
+                                  progress=bar.step)
+    except NoKernelError as e:   # the plans are run to be timed: an opaque custom op without a kernel cannot run
+        out.note(f"note: the placement plans were not simulated: {e.op_name} (TFLite operator {e.operator_index}) "
+                 f"has no kernel (docs/custom-ops.md)")
+        return None
 
 
 def placement_note(report, out: Output) -> None:

@@ -52,6 +52,9 @@ def test_analysis_commands_work(model, tmp_path):
     assert cpu["reason"].startswith("no kernel for CUSTOM:VendorDecoder (TFLite operator 1)")
     p = run_cli("partition", model, "--target", "ethos-u", "--report")
     assert p.returncode == 0 and "no kernel for CUSTOM:VendorDecoder" in p.stdout
+    p = run_cli("partition", model, "--target", "ethos-u", "--placement", "cost", "--report")
+    assert p.returncode == 0, p.stderr   # cost placement works; its simulated plans need to run the model
+    assert "no kernel for CUSTOM:VendorDecoder" in p.stdout and "plans were not simulated" in p.stderr
     doc = run_json("profile", model, "--target", "ethos-u")
     assert doc["total_cycles"] > 0 and doc["cpu"]["ops"] >= 1
     out = tmp_path / "r.html"
