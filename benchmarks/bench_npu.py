@@ -69,6 +69,11 @@ UNSEEN_MODELS.update({stem: UNSEEN / "coral" / f"{stem}.tflite" for stem in (
     "mobilenet_v1_0.25_128_quant", "mobilenet_v1_0.5_160_quant", "mobilenet_v1_0.75_192_quant",
     "mobilenet_v2_1.0_224_inat_bird_quant", "tf2_mobilenet_v2_1.0_224_ptq", "deeplabv3_mnv2_dm05_pascal_quant",
     "movenet_single_pose_lightning_ptq")})
+# google-coral/test_data posenet/ (uint8 PoseNet 353x481 and BodyPix 512x512 MobileNetV1 backbones ending in the
+# vendor CUSTOM:PosenetDecoderOp, which byoc imports as an opaque op on the CPU, as Vela leaves it), in
+# /work/ext/unseen/more; never used for tuning.
+UNSEEN_MODELS.update({stem: UNSEEN / "more" / f"{stem}.tflite" for stem in (
+    "posenet_mobilenet_v1_075_353_481_16_quant_decoder", "bodypix_mobilenet_v1_075_512_512_16_quant_decoder")})
 MODELS.update(UNSEEN_MODELS)
 # Integer LSTM models, imported as regor decomposes UNIDIRECTIONAL_SEQUENCE_LSTM (per step: the gates' feature and
 # recurrent FCs, gate adds with their activation fused, the cell and hidden state products), their layers named as

@@ -23,6 +23,9 @@ _LAZY = {
     "sweep": ("explore", "sweep"),   # design-space sweeps (explore/ sits above runtime and npu_sim)
     "tune": ("explore.tune", "tune"),   # tuning records for the NPU's tile plans (byoc tune)
     "testing": ("byoc.testing", None),
+    # kernels for opaque TFLite custom ops (byoc/ops/custom.py)
+    "register_custom_kernel": ("byoc.ops.custom", "register_custom_kernel"),
+    "unregister_custom_kernel": ("byoc.ops.custom", "unregister_custom_kernel"),
     # TVM's top-level names (``import byoc as tvm``): docs/porting-from-tvm.md
     "transform": ("byoc.transform", None),
     "nd": ("byoc.nd", None),

@@ -108,6 +108,21 @@ class ExecutionError(ByocError):
     """Running a module failed because of its inputs (missing input, wrong shape or dtype)."""
 
 
+class NoKernelError(ExecutionError):
+    """Executing a model reached an op no executor has a kernel for (a TFLite CUSTOM operator imported as an
+    opaque ``tflite.custom`` op, byoc/ops/custom.py): names the op, the TFLite operator index and its file offset."""
+
+    def __init__(self, message: str, *, op_name: str = "", operator_index: int = -1, file_offset: int = -1,
+                 hint: str | None = None, notes: tuple[str, ...] = ()):
+        self.op_name = op_name
+        self.operator_index = operator_index
+        self.file_offset = file_offset
+        super().__init__(message, hint=hint, notes=notes)
+
+
+__all__.append("NoKernelError")
+
+
 class UnsupportedAPIError(ByocError):
     """A TVM API this project deliberately does not provide (C source codegen, DNNL/TensorRT, the Prelude)."""
 

@@ -263,6 +263,8 @@ def evaluate(mod, inputs: dict | None = None, params: dict | None = None, tap=No
                              hint="inputs: " + ", ".join(p.name_hint for p in mod["main"].params))
     mod = bind_params(mod, params)
     values = check_inputs(mod["main"], dict(inputs or {}))
+    from .ops.custom import require_kernels
+    require_kernels(mod["main"])   # an opaque custom op without a kernel: refused before any work is done
     # TVM-form chains run as the exact integer kernels they name; the tap sees the chain's end call.
     from .transform.canonicalize_qnn import canonicalize_module
     origin: dict = {}

@@ -60,16 +60,18 @@ class LoadedTargets:
     source: str
     tables: tuple[str, ...]
     codegens: tuple[str, ...]
+    custom_kernels: tuple[str, ...] = ()   # TFLite custom op names given a kernel (byoc.register_custom_kernel)
 
 
 _FILES: dict[str, LoadedTargets] = {}    # real path → what it registered (a file is executed once)
 _ENTRY_POINTS: dict[str, str] = {}       # target name → the entry point's value, once loaded
 
 
-def _registrations() -> tuple[dict, dict]:
+def _registrations() -> tuple[dict, dict, dict]:
     from patterns.registry import table_functions
     from .build import codegen_entries
-    return table_functions(), codegen_entries()
+    from .ops.custom import custom_kernels
+    return table_functions(), codegen_entries(), custom_kernels()
 
 
 def _changed(before: dict, after: dict) -> tuple[str, ...]:
@@ -118,11 +120,14 @@ def load_target_file(path: str | os.PathLike) -> LoadedTargets:
         raise PluginError(f"{_where(e, real)}: target file {shown!r} raised {type(e).__name__}: {e}",
                           hint="fix the file (set BYOC_TRACEBACK=1 for the full traceback)") from None
     after = _registrations()
-    loaded = LoadedTargets(shown, _changed(before[0], after[0]), _changed(before[1], after[1]))
-    if not loaded.tables and not loaded.codegens:
-        raise PluginError(f"target file {shown!r} registered no pattern table and no codegen",
+    loaded = LoadedTargets(shown, _changed(before[0], after[0]), _changed(before[1], after[1]),
+                           _changed(before[2], after[2]))
+    if not loaded.tables and not loaded.codegens and not loaded.custom_kernels:
+        raise PluginError(f"target file {shown!r} registered no pattern table and no codegen (nor a custom-op "
+                          f"kernel)",
                           hint="decorate a table function with @patterns.register_pattern_table('<target>') and "
-                               "register its codegen with byoc.targets.register_simulator_codegen (docs/targets.md)")
+                               "register its codegen with byoc.targets.register_simulator_codegen (docs/targets.md); "
+                               "a TFLite custom op's kernel with byoc.register_custom_kernel (docs/custom-ops.md)")
     _check_tables(loaded.tables, shown)
     _FILES[real] = loaded
     return loaded

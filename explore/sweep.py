@@ -116,7 +116,12 @@ def sweep(models, space, db, *, target: str = "npu", preset: str = "ethos-u55-25
         for key, spec in keyed.items():
             if store.model_cpu(spec.sha, spec.target) is None:
                 if measure_cpu_time:
-                    store.set_model(spec.sha, spec.target, spec.name, measure_cpu(spec), "measured")
+                    from byoc.errors import NoKernelError
+                    try:
+                        store.set_model(spec.sha, spec.target, spec.name, measure_cpu(spec), "measured")
+                    except NoKernelError as e:   # an opaque custom op without a kernel: its CPU part cannot run
+                        store.set_model(spec.sha, spec.target, spec.name, None,
+                                        f"not measured: no kernel for {e.op_name}")
                 else:
                     store.set_model(spec.sha, spec.target, spec.name, None, "not measured")
         from .runners import run_tasks

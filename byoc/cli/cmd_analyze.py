@@ -85,7 +85,7 @@ def run_compare(args, model, out: Output, partitioned=None):
 
 
 def cmd_compare(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     result, inputs = run_compare(args, model, out)
     saved = []
     if args.output_dir:
@@ -183,7 +183,7 @@ def profile_device(args, model, target: str, out: Output) -> int:
 
 
 def cmd_profile(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     if simulator_config(_target(args), None) is None:
         return profile_device(args, model, _target(args), out)
     pmod, report, cfg, profiles = run_profile(args, model, out)
@@ -219,7 +219,7 @@ def cmd_profile(args, out: Output) -> int:
 
 def cmd_report(args, out: Output) -> int:
     from ..report import ReportData, write_report
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     target = _target(args)
     partitioned = partition_model(model, target, args)
     pmod, report = partitioned

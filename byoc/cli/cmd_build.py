@@ -17,7 +17,7 @@ __all__ = ["register", "output_summary"]
 
 
 def cmd_compile(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     names = [t.strip() for t in args.target.split(",") if t.strip()]
     if not any(n in ("llvm", "cpu") for n in names):
         raise UsageError(f"--target {args.target!r} has no host target; add llvm (e.g. --target npu,llvm)")
@@ -55,7 +55,18 @@ def cmd_compile(args, out: Output) -> int:
                           for r in rows]})
     out.text(f"wrote {args.output} ({os.path.getsize(args.output)} bytes, {fmt}); target {args.target}"
              + (f", NPU config {cfg.name}" if cfg else ""))
+    _custom_op_notes(pmod, out)
     return 0
+
+
+def _custom_op_notes(pmod, out: Output) -> None:
+    """An artifact with opaque TFLite custom ops runs only where a kernel is registered for each: say so."""
+    from ..ops.custom import custom_kernel, custom_ops_in
+    for a in custom_ops_in(pmod["main"]):
+        if custom_kernel(a.name) is None:
+            out.note(f"note: {a.where()} has no kernel: running the artifact needs one registered "
+                     f"(byoc run ARTIFACT --patterns KERNEL.py, a file calling byoc.register_custom_kernel"
+                     f"({a.name!r}, fn))")
 
 
 def output_summary(outputs: list[np.ndarray]) -> list[dict]:

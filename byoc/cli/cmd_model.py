@@ -19,6 +19,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                         "(auto: LiteRT, or TFLite Micro for files LiteRT refuses)")
     p.add_argument("--shape", action="append", default=[], type=shape_spec, metavar="NAME=D0,D1,...",
                    help="static shape of an input with dynamic dimensions (ONNX; repeat per input)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a TFLite model with CUSTOM operators byoc has no converter for (exit 3). By default "
+                        "they are imported as opaque ops: they stay on the CPU, and the model can be partitioned, "
+                        "profiled and reported, but executing it needs a kernel (byoc.register_custom_kernel)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
@@ -91,12 +95,19 @@ def plan_comparison(model, target: str, args, partitioned, out: Output):
     (``byoc.plans``); None otherwise."""
     if getattr(args, "placement", "all") != "cost":
         return None
+    from ..errors import NoKernelError
     from ..plans import simulate_plans
     from .common import make_inputs
     inputs = make_inputs(model.mod["main"], getattr(args, "input", ()), getattr(args, "seed", 0))
-    with out.progress(3, "plans") as bar:
-        return simulate_plans(model.mod, model.params, target, inputs, npu_config=getattr(args, "npu_config", None),
-                              partitioned=partitioned, progress=bar.step)
+    try:
+        with out.progress(3, "plans") as bar:
+            return simulate_plans(model.mod, model.params, target, inputs,
+                                  npu_config=getattr(args, "npu_config", None), partitioned=partitioned,
+                                  progress=bar.step)
+    except NoKernelError as e:   # the plans are run to be timed: an opaque custom op without a kernel cannot run
+        out.note(f"note: the placement plans were not simulated: {e.op_name} (TFLite operator {e.operator_index}) "
+                 f"has no kernel (docs/custom-ops.md)")
+        return None
 
 
 def placement_note(report, out: Output) -> None:
@@ -114,12 +125,20 @@ def _io(func) -> dict:
 
 def cmd_import(args, out: Output) -> int:
     from ..transform.infer_type import InferType
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     mod = InferType()(model.mod)
     text = mod.astext(show_meta_data=args.meta)
+    from ..ops.custom import custom_kernel, custom_ops_in
+    custom = [{"op": a.opcode, "operator_index": a.operator_index, "file_offset": a.file_offset,
+               "kernel_registered": custom_kernel(a.name) is not None} for a in custom_ops_in(mod["main"])]
     out.json({"model": model.path, "format": model.kind, "semantics": model.semantics, **_io(mod["main"]),
-              "ir": text})
+              "custom_ops": custom, "ir": text})
     out.text(text)
+    for c in custom:
+        if not c["kernel_registered"]:
+            out.note(f"note: {c['op']} (TFLite operator {c['operator_index']}) is imported as an opaque op without a "
+                     f"kernel: the model can be partitioned, profiled and reported, not executed "
+                     f"(docs/custom-ops.md)")
     return 0
 
 
@@ -160,7 +179,7 @@ def partition_json(pmod, report, rows) -> dict:
 
 
 def cmd_partition(args, out: Output) -> int:
-    model = load_model(args.model, args.semantics, args.shape, model_target(args))
+    model = load_model(args.model, args.semantics, args.shape, model_target(args), args.strict)
     target = offload_target(args.target)
     if not target:
         from .common import UsageError

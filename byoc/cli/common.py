@@ -182,12 +182,13 @@ def _sniff(path: str, data: bytes) -> str:
                      hint="byoc reads .tflite and .onnx files")
 
 
-def load_model(path: str, semantics: str = "auto", shapes=None, target: str = "") -> LoadedModel:
+def load_model(path: str, semantics: str = "auto", shapes=None, target: str = "", strict: bool = False) -> LoadedModel:
     """Read and import a model file. ``semantics="auto"`` imports a TFLite file with the arithmetic the offload
     ``target`` declares (``patterns.preferred_semantics``: ``ethos-u`` asks for TFLite Micro's, as its hardware
     requantizes in fixed point; a file TFLite Micro's semantics cannot import falls back to LiteRT's), else with
     LiteRT's unless LiteRT refuses the file, in which case TFLite Micro's (whose interpreter is then the oracle). ``shapes``: ``--shape`` values (input name → dims) for inputs with
-    dynamic dimensions (``shapes.py``)."""
+    dynamic dimensions (``shapes.py``). ``strict`` (``--strict``): refuse TFLite CUSTOM operators without a
+    converter instead of importing them as opaque ``tflite.custom`` ops."""
     from .shapes import check_static_shapes, onnx_input_shapes, shape_dict
     shapes = shape_dict(shapes)
     try:
@@ -215,16 +216,18 @@ def load_model(path: str, semantics: str = "auto", shapes=None, target: str = ""
         semantics = preferred or "auto"
     if semantics == "auto":
         from ..compare import litert_refusal
-        semantics = "tflm" if litert_refusal(data) else "litert"
+        refusal = litert_refusal(data)
+        # LiteRT lacks a vendor custom op's kernel (TFLite Micro does too): the rest keeps LiteRT's arithmetic
+        semantics = "tflm" if refusal and not refusal.startswith("Encountered unresolved custom op") else "litert"
     try:
-        mod, params = from_tflite(data, semantics=semantics)
+        mod, params = from_tflite(data, semantics=semantics, strict=strict)
     except ModelError:
         if preferred != "tflm":
             raise
         # TFLite Micro has no kernel for part of the model (uint8 LOGISTIC, quantized detection post-processing,
         # ...): the target's preference yields to LiteRT's semantics, under which the model runs
         semantics = "litert"
-        mod, params = from_tflite(data, semantics=semantics)
+        mod, params = from_tflite(data, semantics=semantics, strict=strict)
     check_static_shapes(path, mod["main"], shapes)
     return LoadedModel(path, kind, data, mod, params, semantics)
 

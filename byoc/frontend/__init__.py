@@ -1,11 +1,12 @@
 """Model importers (TVM spelling): ``from_tflite``, ``from_onnx``. Submodules load on first use."""
 from __future__ import annotations
 
-__all__ = ["from_onnx", "from_tflite"]
+__all__ = ["from_onnx", "from_tflite", "cut_before_custom_ops"]
 
 _LAZY = {
     "from_onnx": ("byoc.frontend.onnx", "from_onnx"),
     "from_tflite": ("byoc.frontend.tflite", "from_tflite"),
+    "cut_before_custom_ops": ("byoc.frontend.tflite_ops_custom", "cut_before_custom_ops"),
 }
 
 

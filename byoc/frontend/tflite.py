@@ -17,8 +17,12 @@ Usage::
 * Shapes are the stored static shapes; a dynamic ``shape_signature`` (e.g. hello_world's batch of -1) is
   imported at its stored size (1).
 * The file is validated defensively (``tflite_reader``): corrupt or inconsistent files raise ``ModelError``
-  naming the tensor/operator and file offset; unsupported ops are reported together in one
+  naming the tensor/operator and file offset; unsupported builtin ops are reported together in one
   ``UnsupportedOpsError``. Nothing in the file is executed; constants are zero-copy views of the bytes.
+* A CUSTOM operator without a converter (a vendor op such as ``CUSTOM:PosenetDecoderOp``) is imported as one
+  opaque ``tflite.custom`` call (``tflite_ops_custom.py``, ``byoc/ops/custom.py``): the model can be partitioned,
+  profiled and reported; executing it raises ``NoKernelError`` unless a kernel is registered
+  (``byoc.register_custom_kernel``). ``strict=True`` refuses such models with ``UnsupportedOpsError`` instead.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from . import tflite_ops_conv, tflite_ops_elementwise, tflite_ops_shape  # noqa:
 from . import tflite_ops_activation, tflite_ops_compare, tflite_ops_pool_reduce, tflite_ops_resize  # noqa: F401
 from . import tflite_ops_lstm  # noqa: F401
 from . import tflite_ops_detection, tflite_ops_svdf  # noqa: F401
+from .tflite_ops_custom import OPAQUE_CUSTOM
 from .tflite_context import CONVERTERS, QUANT_DTYPES, OpContext, tensor_name
 from .tflite_quant import sanitize_name
 from .tflite_reader import TensorInfo, TFLiteModel, read_model
@@ -52,16 +57,18 @@ def supported_ops() -> list[str]:
     return sorted(CONVERTERS)
 
 
-def from_tflite(model, shape_dict=None, dtype_dict=None, *, semantics: str = "litert"):
+def from_tflite(model, shape_dict=None, dtype_dict=None, *, semantics: str = "litert", strict: bool = False):
     """Import a TFLite model (path, bytes, or a ``tflite.Model``); returns ``(IRModule, params)``.
 
     ``shape_dict``/``dtype_dict`` (TVM's positional order) are keyed by input tensor name (as in the file, or as
-    sanitised into the parameter name); if given they must agree with the file.
+    sanitised into the parameter name); if given they must agree with the file. ``strict``: refuse CUSTOM
+    operators without a converter (``UnsupportedOpsError``) instead of importing them as opaque ``tflite.custom``
+    ops.
     """
     if semantics not in SEMANTICS:
         raise ModelError(f"from_tflite: unknown semantics {semantics!r}", hint="one of " + ", ".join(SEMANTICS))
     parsed = read_model(_model_bytes(model))
-    importer = _Importer(parsed, semantics)
+    importer = _Importer(parsed, semantics, strict=bool(strict))
     mod = importer.convert()
     importer.check_user_shapes(shape_dict, dtype_dict)
     return mod, {}
@@ -89,9 +96,10 @@ def _model_bytes(model) -> bytes:
 
 
 class _Importer:
-    def __init__(self, model: TFLiteModel, semantics: str):
+    def __init__(self, model: TFLiteModel, semantics: str, strict: bool = False):
         self.model = model
         self.semantics = semantics
+        self.strict = strict
         self.exprs: dict[int, Expr] = {}
         self.constants: dict[tuple, Constant] = {}
         self.producer: dict[int, int] = {}
@@ -108,7 +116,7 @@ class _Importer:
         missing: "OrderedDict[str, list[int]]" = OrderedDict()
         reasons: dict[str, str] = {}
         for op in self.model.operators:
-            spec = CONVERTERS.get(op.opcode)
+            spec = self.spec_of(op)
             if spec is None:
                 missing.setdefault(op.opcode, []).append(op.index)
                 continue
@@ -126,11 +134,23 @@ class _Importer:
             extra = f" — {reasons[name]}" if name in reasons else ""
             lines.append(f"  {name} ×{len(idx)} (operator{'s' if len(idx) > 1 else ''} {shown}){extra}")
         total = sum(len(v) for v in missing.values())
+        custom = [name for name in missing if name.startswith("CUSTOM:")]
+        hint = "supported builtin ops: " + ", ".join(supported_ops())
+        if custom and self.strict:
+            hint = (f"without strict=True (the CLI without --strict) {', '.join(custom)} would be imported as opaque "
+                    f"tflite.custom ops (partition, profile, report; executing needs a kernel); " + hint)
         err = UnsupportedOpsError(
             f"TFLite model uses {total} unsupported operator(s) of {len(missing)} kind(s):\n" + "\n".join(lines),
-            hint="supported builtin ops: " + ", ".join(supported_ops()))
+            hint=hint)
         err.unsupported = {k: tuple(v) for k, v in missing.items()}
         raise err
+
+    def spec_of(self, op):
+        """The operator's converter; a CUSTOM operator without one is kept opaque unless ``strict``."""
+        spec = CONVERTERS.get(op.opcode)
+        if spec is None and op.opcode.startswith("CUSTOM:") and not self.strict:
+            return OPAQUE_CUSTOM
+        return spec
 
     # ------------------------------------------------------------------ tensors → expressions
     def expr_of(self, t: TensorInfo, ctx: OpContext) -> Expr:
@@ -215,7 +235,7 @@ class _Importer:
             if j in self.exprs or j in self.producer or self.model.buffers[t.buffer][1]:
                 raise ctx.fail(f"output {t.label} is already defined (a graph input, a constant or the output "
                                f"of operator {self.producer.get(j, '?')})")
-        spec = CONVERTERS[op.opcode]
+        spec = self.spec_of(op)
         try:
             outs = spec.fn(ctx)
         except ModelError:

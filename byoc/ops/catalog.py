@@ -9,7 +9,7 @@ from . import comparison, index_maps  # noqa: F401
 from . import elementwise_math, creation, einsum, layout  # noqa: F401
 from . import arg_types  # noqa: F401
 from . import upsampling  # noqa: F401
-from . import qnn_svdf, detection  # noqa: F401
+from . import qnn_svdf, detection, custom  # noqa: F401
 from . import mlas_math  # noqa: F401
 from . import matmul_nbits  # noqa: F401
 

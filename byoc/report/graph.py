@@ -102,6 +102,8 @@ def op_kind(ops: list[Call]) -> str:
     name = core.op.name
     if name in ("qnn.conv2d", "nn.conv2d"):
         return _conv_kind(core)
+    if name == "tflite.custom":   # an opaque custom operator: named by its custom code
+        return core.attrs.opcode
     if name in _KINDS:
         return _KINDS[name]
     return name.split(".", 1)[-1].replace("_", " ")

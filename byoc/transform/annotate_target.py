@@ -225,6 +225,12 @@ class _Annotator:
         reasons: list[str] = []
         op_label = None
         inner_ops: tuple[str, ...] = ()
+        cpu_only = get_op_attr(pre.op.name, "cpu_only_reason") if isinstance(pre.op, Op) else None
+        if cpu_only is not None:
+            # an op no accelerator can have a kernel for (an opaque TFLite custom op): CPU whatever the tables say
+            if self.log is not None:
+                self.log.record(Decision(pre, pre.op.name, DEFAULT_TARGET, (cpu_only(pre),), self.fname, ()))
+            return DEFAULT_TARGET
         if isinstance(pre.op, Op):
             op_label = pre.op.name
             for t in self.targets:

@@ -64,6 +64,7 @@ class HostStep:
     inputs: list
     outputs: list
     compiler: str = "host"
+    attrs: Any = None       # a tflite.custom op's CustomOpAttrs (its kernel is checked before a run)
 
 
 # Debugging aid for generated code: BYOC_GUARD_BUFFERS=N surrounds every buffer with N guard bytes (and turns off
@@ -124,6 +125,17 @@ class CpuExecutable:
         self.num_threads = max(1, int(num_threads))
         self._pool = ThreadPoolExecutor(self.num_threads - 1) if self.num_threads > 1 else None
         self._lock = threading.Lock()
+        # opaque TFLite custom ops (host steps): their kernels are looked up when the module runs
+        self.custom_ops = [s.attrs for s in steps if isinstance(s, HostStep) and s.attrs is not None]
+
+    def _check_kernels(self) -> None:
+        """``NoKernelError`` before any step runs when a custom op has no registered kernel."""
+        if self.custom_ops:
+            from ...ops.custom import check_static_outputs, custom_kernel, no_kernel_error
+            for a in self.custom_ops:
+                if custom_kernel(a.name) is None:
+                    raise no_kernel_error(a)
+                check_static_outputs(a)
 
     @property
     def kernel_symbols(self) -> list[str]:
@@ -160,6 +172,7 @@ class CpuExecutable:
 
     def run(self, inputs: dict | None = None, **kwargs) -> list[np.ndarray]:
         with self._lock:
+            self._check_kernels()
             self._feed(inputs, kwargs)
             run_kernel, single = self._run_kernel, self._pool is None
             for step in self.steps:
@@ -180,6 +193,7 @@ class CpuExecutable:
     def run_timed(self, inputs: dict | None = None) -> tuple[list[np.ndarray], list[float]]:
         """Outputs and the wall time of every step (seconds, in ``steps`` order)."""
         with self._lock:
+            self._check_kernels()
             self._feed(inputs, {})
             clock = time.perf_counter
             times = []
@@ -205,7 +219,7 @@ class CpuExecutable:
 
     @staticmethod
     def _run_extern(step: "ExternStep") -> None:
-        outs = step.run([np.asarray(v) for v in step.inputs])
+        outs = step.run([v if isinstance(v, list) else np.asarray(v) for v in step.inputs])  # a list: a tuple
         outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         if len(outs) != len(step.outputs):
             raise ExecutionError(f"partition @{step.name} ({step.compiler}) returned {len(outs)} output(s), "
@@ -431,7 +445,9 @@ def _host_step(node: Call, values, out) -> HostStep:
 
     def run(arrays):
         return compute(arrays, attrs)
-    return HostStep(node.op.name, run, [values[id(a)] for a in node.args], _flatten(out))
+    from ...ops.custom import is_custom_call
+    return HostStep(node.op.name, run, [values[id(a)] for a in node.args], _flatten(out),
+                    attrs=node.attrs if is_custom_call(node) else None)
 
 
 def _extern_step(node: Call, mod, externs, values, out) -> ExternStep:

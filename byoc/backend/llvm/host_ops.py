@@ -3,7 +3,9 @@ executor between compiled kernels, instead of a generated kernel.
 
 Only ops whose work is control flow over data-dependent lists belong here (TFLite_Detection_PostProcess: sorts and
 a greedy NMS loop over a few thousand boxes, once per inference); their results are the reference's by
-construction, so the CPU build equals ``byoc.evaluate`` on them. Everything else lowers to LLVM."""
+construction, so the CPU build equals ``byoc.evaluate`` on them. An opaque TFLite custom op (``tflite.custom``,
+byoc/ops/custom.py) is one too: its step calls the user's registered kernel, or raises ``NoKernelError``.
+Everything else lowers to LLVM."""
 from __future__ import annotations
 
 from ...ir.expr import Call, Op
@@ -12,6 +14,7 @@ __all__ = ["HOST_OPS", "is_host_call"]
 
 HOST_OPS: dict[str, str] = {
     "vision.detection_postprocess": "TFLite_Detection_PostProcess: box sorting and greedy non-maximum suppression",
+    "tflite.custom": "a TFLite custom operator without a converter: the kernel registered for its name",
 }
 
 
