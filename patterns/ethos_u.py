@@ -381,8 +381,9 @@ def _ethos_broadcast_shapes(ctx):
 
 
 def _binary_check(what: str) -> Check:
+    # no batch rule: Regor checks "Batch must be 1" on MEAN only; an elementwise op's batches stack along the rows
     return Check((_binary_dtypes,
-                  _npu._tflite_arithmetic, _ethos_broadcast_shapes, _batch_one(root, "the output"),
+                  _npu._tflite_arithmetic, _ethos_broadcast_shapes,
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule(), _tens_dims), summary=what)
 
@@ -794,6 +795,11 @@ _ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx:
 # Unit-stride slices as copies of 8- or 16-bit values (an unrolled LSTM's time steps are int16 slices).
 _ETHOS_SLICE_CHECK = Check((dtype_rule("input", [lambda ctx: ctx.root.args[0]], allowed=("int8", "uint8", "int16")),
                             ) + _npu.SLICE_CHECK.rules[1:], summary=_npu.SLICE_CHECK.summary)
+# PAD / PADV2 of 8- or 16-bit values (Regor's PAD: any of its IFM types; int16 PADs in SEANet-style audio models)
+_ETHOS_PAD_CHECK = Check((_reworded(dtype_rule("input", [lambda ctx: ctx.root.args[0]],
+                                               allowed=("int8", "uint8", "int16")),
+                                    "input dtype is int8, uint8 or int16 (Vela pads 16-bit tensors too)"),
+                          ) + _npu.PAD_CHECK.rules[1:], summary=_npu.PAD_CHECK.summary)
 
 
 # -- ONNX's QDQ groups (patterns/npu_qdq.py), where Vela's rules for the TFLite op they stand for allow ----------
@@ -916,7 +922,7 @@ ETHOS_U_LOWERING = {
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
 for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHECK),
                     ("expand_dims", _ETHOS_MOVE_CHECK),
-                    ("strided_slice", _ETHOS_SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
+                    ("strided_slice", _ETHOS_SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _ETHOS_PAD_CHECK),
                     ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK), ("transpose", TRANSPOSE_CHECK),
                     ("image.resize2d", RESIZE_CHECK),
                     ("maximum", _raw_check("maximum", "MAXIMUM (raw values)")),
