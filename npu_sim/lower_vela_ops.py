@@ -400,4 +400,44 @@ def _stack(low: _Lowerer, body: _Body, comp: str) -> None:
     low.layers.extend(dataclasses.replace(layer, ofm=ofm) for layer in layers)
 
 
-KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack}
+def _leaky_relu(low: _Lowerer, body: _Body, comp: str) -> None:
+    """LEAKY_RELU (layer kind ``leaky_relu``): an 8-bit one is a lookup table (the ``lut`` kind); an int16 one is
+    one PPU command per tile computing TFLite's two-multiplier formula (the PRELU command, its alpha operand a
+    broadcast constant 1), where Vela runs its 16-bit LRELU / MUL + MUL + MAXIMUM sequence."""
+    import numpy as np
+    from byoc.ir.types import TensorType
+    from byoc.quant.params import leaky_relu_params
+    from .lower import _clamp, _elementwise_lut_composite, _scalar_int
+    ops = body.expect(body.chain(), [("qnn.leaky_relu", False), ("clip", True)])
+    core = ops["qnn.leaky_relu"]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if in_t.dtype in ("int8", "uint8"):
+        _elementwise_lut_composite(low, body, comp)
+        return
+    if (in_t.dtype, out_t.dtype) != ("int16", "int16") or core.attrs.rounding != "TFLITE":
+        raise body.fail(f"leaky_relu {in_t.dtype} → {out_t.dtype} with rounding {core.attrs.rounding!r}",
+                        hint="int8 / uint8 by lookup table, or int16 → int16 with TFLite's rounding")
+    c = [body.const(core.args[i], n) for i, n in ((1, "input scale"), (2, "input zero point"),
+                                                  (3, "output scale"), (4, "output zero point"))]
+    p = leaky_relu_params(c[0], core.attrs.alpha, c[2])
+    if p.alpha_multiplier < 0:
+        raise body.fail(f"alpha {core.attrs.alpha} is negative", hint="the NPU's int16 LEAKY_RELU takes alpha ≥ 0")
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    rank = len(out_t.shape)
+    one = low.new_tensor(f"{body.name}.alpha", TensorType((1,) * rank, "int16"), np.ones((1,) * rank, np.int16))
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    from .isa import BCAST_C, BCAST_H, BCAST_W
+    bcast = 0
+    for k, bit in enumerate((BCAST_H, BCAST_W, BCAST_C)):
+        if low.tensors[ifm].hwc[k] != 1:
+            bcast |= bit
+    params = dict(zp_in=_scalar_int(c[1], "input zero point", body.name), zp_alpha=0,
+                  zp_out=_scalar_int(c[3], "output zero point", body.name), act_min=lo, act_max=hi, bcast=bcast,
+                  m_id=p.identity_multiplier, shift_id=p.identity_shift, m_alpha=p.alpha_multiplier,
+                  shift_alpha=p.alpha_shift, above_one=int(float(core.attrs.alpha) > 1.0))
+    low.layers.append(PpuLayer(body.name, comp, "prelu", (ifm, one), ofm, params))
+
+
+KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack,
+                  "leaky_relu": _leaky_relu}

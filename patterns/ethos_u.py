@@ -445,6 +445,29 @@ INT16_MUL_CHECK = Check((_int16_product, per_tensor_rule("output zero point", [i
                          clip_range_rule(), _tens_dims), summary="MUL of two int16 tensors (an LSTM gate product)")
 
 
+@rule("input and output are both int8 or both uint8 (a lookup table), or both int16 with TFLite's rounding and "
+      "alpha ≥ 0 (Vela's 16-bit LeakyReLU: its LRELU elementwise operation when the input and output scales are "
+      "equal, else MUL by alpha, the identity MUL and MAXIMUM)")
+def _leaky_relu_dtypes(ctx):
+    core = ctx["core"]
+    a, b = ttype(core.args[0]), ttype(ctx.root)
+    if a is None or b is None:
+        return "found a non-tensor"
+    if a.dtype == b.dtype and a.dtype in QUANT_DTYPES:
+        return None
+    if (a.dtype, b.dtype) != ("int16", "int16"):
+        return f"found {a.dtype}, {b.dtype}"
+    if core.attrs.rounding != "TFLITE":
+        return f"found int16 with rounding {core.attrs.rounding!r}"
+    if float(core.attrs.alpha) < 0:
+        return f"found int16 with alpha {float(core.attrs.alpha)}"
+    return None
+
+
+LEAKY_RELU_CHECK = Check((_leaky_relu_dtypes,) + _npu._lut_check("LEAKY_RELU").rules[2:] + (_tens_dims,),
+                         summary="LEAKY_RELU (8-bit by lookup table, int16 as TFLite's two-multiplier formula)")
+
+
 def _gate_activation(what: str) -> Check:
     """LOGISTIC / TANH: the 8-bit table rules, or the int16 gate activation of an LSTM."""
     c = _npu._lut_check(what)
@@ -891,7 +914,7 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_hardswish", quantized_activation("hardswish", "qnn.hardswish"),
                          on_integer_op(_lut("HARD_SWISH"))),
         CompositePattern(f"{t}.qnn_leaky_relu", quantized_activation("nn.leaky_relu", "qnn.leaky_relu"),
-                         on_integer_op(_lut("LEAKY_RELU"))),
+                         on_integer_op(LEAKY_RELU_CHECK)),
         CompositePattern(f"{t}.qnn_global_avg_pool", _qdq.global_avg_pool(), GLOBAL_AVG_POOL_CHECK),
         CompositePattern(f"{t}.qdq_resize", _qdq.qdq_resize(), QDQ_RESIZE_CHECK),
         CompositePattern(f"{t}.qdq_elementwise", _qdq.qdq_elementwise(), QDQ_ELEMENTWISE_CHECK),
@@ -912,7 +935,7 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_subtract": "subtract", f"{TARGET}.qnn_mul": "mul",
     f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
-    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
+    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "leaky_relu",
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
     f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.int16_mul": "int16_mul",
