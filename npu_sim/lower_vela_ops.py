@@ -439,5 +439,46 @@ def _leaky_relu(low: _Lowerer, body: _Body, comp: str) -> None:
     low.layers.append(PpuLayer(body.name, comp, "prelu", (ifm, one), ofm, params))
 
 
-KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack,
+def _rsqrt(low: _Lowerer, body: _Body, comp: str) -> None:
+    """RSQRT (layer kind ``rsqrt``): int8, a lookup table of LiteRT's fixed-point 1/√(q − zp); int16, LiteRT's
+    interpolated 513-sample table as the NPU's 16-bit interpolating LUT (Vela's RSQRT is a LUT of either kind).
+    Inputs below the zero point, which LiteRT refuses, are refused by the simulator (``guard``)."""
+    import numpy as np
+    from byoc.ops.qnn_math import rsqrt_table
+    from byoc.quant.lut16 import rsqrt16_table
+    from .isa import LUT16_INTERP
+    from .lower import _clamp, _deepened, _scalar_int
+    ops = body.expect(body.chain(), [("qnn.rsqrt", False), ("clip", True)])
+    core = ops["qnn.rsqrt"]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if (in_t.dtype, out_t.dtype) not in (("int8", "int8"), ("int16", "int16")):
+        raise body.fail(f"rsqrt {in_t.dtype} → {out_t.dtype}", hint="int8 → int8 or int16 → int16 (a lookup table)")
+    if in_t.dtype == "int16":
+        if "clip" in ops:
+            raise body.fail("an int16 rsqrt with a clip", hint="the interpolated table has no clamp of its own")
+        c = [body.const(core.args[i], f"rsqrt operand {i}") for i in range(1, 5)]
+        zps = [_scalar_int(c[k], "zero point", body.name) for k in (1, 3)]
+        table = rsqrt16_table(c[0], zps[0], c[2], zps[1])
+        ifm = body.tensor(core.args[0], "data")
+        ofm = low.out_tensor(body.call, body.name)
+        (ifm,), ofm = _deepened(low, (ifm,), ofm)
+        low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm,
+                                   dict(qmin=-32768, fn16=LUT16_INTERP, guard=1, guard_min=zps[0]), table=table))
+        return
+    c = [body.const(core.args[i], n) for i, n in ((1, "input scale"), (2, "input zero point"),
+                                                  (3, "output scale"), (4, "output zero point"))]
+    if any(np.asarray(v).size != 1 for v in c):
+        raise body.fail("scales and zero points must be per-tensor")
+    zp_in = _scalar_int(c[1], "input zero point", body.name)
+    lo, hi = _clamp(body, ops, "int8")
+    table = np.clip(rsqrt_table(c[0], zp_in, c[2], _scalar_int(c[3], "output zero point", body.name)),
+                    lo, hi).astype(np.int8)
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
+    low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm,
+                               dict(qmin=-128, guard=1, guard_min=zp_in), table=table))
+
+
+KIND_LOWERINGS = {"rsqrt": _rsqrt, "softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack,
                   "leaky_relu": _leaky_relu}

@@ -468,6 +468,22 @@ LEAKY_RELU_CHECK = Check((_leaky_relu_dtypes,) + _npu._lut_check("LEAKY_RELU").r
                          summary="LEAKY_RELU (8-bit by lookup table, int16 as TFLite's two-multiplier formula)")
 
 
+@rule("input and output are both int8, or both int16 with no clip (Vela's RSQRT: an 8-bit or an interpolating "
+      "16-bit lookup table)")
+def _rsqrt_dtypes(ctx):
+    a, b = ttype(ctx["core"].args[0]), ttype(ctx.root)
+    pair = (a.dtype if a else None, b.dtype if b else None)
+    if pair == ("int8", "int8") or (pair == ("int16", "int16") and ctx.get("clip") is None):
+        return None
+    return f"found {pair[0]} → {pair[1]}" + (" with a clip" if ctx.get("clip") is not None else "")
+
+
+RSQRT_CHECK = Check((_rsqrt_dtypes,
+                     per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
+                     clip_range_rule(), _tens_dims),
+                    summary="RSQRT by lookup table (LiteRT's fixed-point 1/√(q − zp))")
+
+
 def _gate_activation(what: str) -> Check:
     """LOGISTIC / TANH: the 8-bit table rules, or the int16 gate activation of an LSTM."""
     c = _npu._lut_check(what)
@@ -915,6 +931,8 @@ def pattern_table() -> list[CompositePattern]:
                          on_integer_op(_lut("HARD_SWISH"))),
         CompositePattern(f"{t}.qnn_leaky_relu", quantized_activation("nn.leaky_relu", "qnn.leaky_relu"),
                          on_integer_op(LEAKY_RELU_CHECK)),
+        CompositePattern(f"{t}.qnn_rsqrt", optional_clip(is_op("qnn.rsqrt")(
+            wildcard("data"), *[is_constant() for _ in range(4)]).named("core")), RSQRT_CHECK),
         CompositePattern(f"{t}.qnn_global_avg_pool", _qdq.global_avg_pool(), GLOBAL_AVG_POOL_CHECK),
         CompositePattern(f"{t}.qdq_resize", _qdq.qdq_resize(), QDQ_RESIZE_CHECK),
         CompositePattern(f"{t}.qdq_elementwise", _qdq.qdq_elementwise(), QDQ_ELEMENTWISE_CHECK),
@@ -935,7 +953,7 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_subtract": "subtract", f"{TARGET}.qnn_mul": "mul",
     f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
-    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "leaky_relu",
+    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "leaky_relu", f"{TARGET}.qnn_rsqrt": "rsqrt",
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
     f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.int16_mul": "int16_mul",
