@@ -445,7 +445,7 @@ def _rsqrt(low: _Lowerer, body: _Body, comp: str) -> None:
     Inputs below the zero point, which LiteRT refuses, are refused by the simulator (``guard``)."""
     import numpy as np
     from byoc.ops.qnn_math import rsqrt_table
-    from byoc.quant.lut16 import rsqrt16_table
+    from byoc.quant.interpolated_lut import rsqrt16_table
     from .isa import LUT16_INTERP
     from .lower import _clamp, _deepened, _scalar_int
     ops = body.expect(body.chain(), [("qnn.rsqrt", False), ("clip", True)])

@@ -10,7 +10,7 @@
 * ``qnn.rsqrt`` (int8; TVM's ``qnn.rsqrt`` operands): LiteRT's GetInvSqrtQuantizedMultiplierExp Newton iteration
   per input value, then two MultiplyByQuantizedMultiplier steps. A value below the input zero point is an error,
   as in LiteRT ("Rsqrt is only defined for positive values"); the zero point itself maps to 127. int16 (zero
-  points 0, as LiteRT requires): LiteRT's interpolated 513-entry table of 1/√x (``byoc.quant.lut16``).
+  points 0, as LiteRT requires): LiteRT's interpolated 513-entry table of 1/√x (``byoc.quant.interpolated_lut``).
 
 All multipliers come from byoc.quant.params; every executor calls these functions (the CPU backend tabulates the
 per-value parts at build time).
@@ -248,8 +248,8 @@ def rsqrt_table(input_scale, input_zero_point: int, output_scale, output_zero_po
 
 def rsqrt16_values(input_scale, input_zero_point: int, output_scale, output_zero_point: int) -> np.ndarray:
     """LiteRT's int16 RSQRT for every input q in [−32768, 32767], indexed by q + 32768: its interpolated 513-entry
-    table (``byoc.quant.lut16``); entries below the input zero point are never used (those inputs are errors)."""
-    from ..quant.lut16 import lookup16, rsqrt16_table
+    table (``byoc.quant.interpolated_lut``); entries below the input zero point are never used (those inputs are errors)."""
+    from ..quant.interpolated_lut import lookup16, rsqrt16_table
     table = rsqrt16_table(input_scale, input_zero_point, output_scale, output_zero_point)
     return lookup16(np.arange(-32768, 32768), table).astype(np.int16)
 

@@ -8,7 +8,7 @@ interpolation between neighbouring samples (128 input steps per interval).
 * ``lookup16(x, table)``: base = table[256 + (x >> 7)], slope = the next entry minus it (int16 arithmetic),
   base + ((slope·(x & 127) + 64) >> 7).
 
-Checked against LiteRT's BUILTIN_REF RSQRT on every int16 input (tests/byoc/ops/test_rsqrt_int16.py).
+Checked against LiteRT's BUILTIN_REF RSQRT on every int16 input (tests/byoc/ops/test_interpolated_lut.py).
 """
 from __future__ import annotations
 
