@@ -792,7 +792,7 @@ def _raw_dtypes(op: str) -> Rule:
 
 
 def _raw_check(op: str, what: str) -> Check:
-    return Check((_raw_dtypes(op), _on_root_core(_npu._broadcast_shapes), _batch_one(root, "the output"), _tens_dims),
+    return Check((_raw_dtypes(op), _on_root_core(_npu._broadcast_shapes), _tens_dims),
                  summary=what)
 
 
@@ -812,7 +812,6 @@ def _qbinary_check(op: str, dtypes: tuple[str, ...], what: str, summary: str) ->
         return None if padded == tuple(to.shape) else f"found input {tuple(ti.shape)} → output {tuple(to.shape)}"
 
     rules = (types, _on_root_core(_npu._broadcast_shapes)) + ((alpha_over_input,) if op == "qnn.prelu" else ()) + (
-        _batch_one(root, "the output"),
         per_tensor_rule("scales and zero points", [lambda ctx, i=i: ctx.root.args[i] for i in range(2, 8)]),
         _tens_dims)
     return Check(rules, summary=summary)

@@ -137,6 +137,21 @@ def test_elementwise_ops_with_a_batch_above_one_run_on_the_npu_bit_exact(dtype):
     _check(data, xs, ["add", "mul"], tflm=dtype == "int8")
 
 
+@pytest.mark.parametrize("op", ["maximum", "prelu"])
+def test_raw_and_quantized_binary_ops_with_a_batch_above_one_run_on_the_npu_bit_exact(op):
+    shape = (3, 5, 4, 16)
+    rng = np.random.default_rng(2)
+    if op == "maximum":
+        data = _model(shape, "int8", lambda w, x: w.maximum(x, w.relu(x)), zp=1)
+        kinds = ["requant", "raw_binary"]   # RELU lowers as a clamping requantize
+    else:
+        data = _model(shape, "int8", lambda w, x: w.prelu(x, rng.integers(-10, 10, (1, 1, 16)).astype(np.int8),
+                                                          alpha_scale=0.01), zp=1)
+        kinds = ["prelu"]
+    xs = [rng.integers(-128, 128, size=shape).astype(np.int8) for _ in range(2)]
+    _check(data, xs, kinds, tflm=False)
+
+
 def test_mean_keeps_the_batch_rule():
     """Regor's one unit-batch constraint: MEAN."""
     data = _model((2, 4, 4, 8), "int8", lambda w, x: w.mean(x, (1, 2), out_scale=0.01, out_zp=0))
