@@ -833,6 +833,37 @@ _ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx:
 # Unit-stride slices as copies of 8- or 16-bit values (an unrolled LSTM's time steps are int16 slices).
 _ETHOS_SLICE_CHECK = Check((dtype_rule("input", [lambda ctx: ctx.root.args[0]], allowed=("int8", "uint8", "int16")),
                             ) + _npu.SLICE_CHECK.rules[1:], summary=_npu.SLICE_CHECK.summary)
+@rule("output dtype is int8 or uint8, or int16 from an int16 input (TFLite's int16 → int16 QUANTIZE, which Vela "
+      "runs too)")
+def _requant_out_dtype(ctx):
+    ti, to = ttype(ctx["rq"].args[0]), ttype(ctx.root)
+    if to is not None and (to.dtype in QUANT_DTYPES or (to.dtype == "int16" and ti is not None
+                                                         and ti.dtype == "int16")):
+        return None
+    return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+
+
+def _swap_rule(check: Check, description: str, new: Rule) -> tuple[Rule, ...]:
+    """``check``'s rules with the one described ``description`` replaced by ``new``."""
+    assert any(r.description == description for r in check.rules), description
+    return tuple(new if r.description == description else r for r in check.rules)
+
+
+_ETHOS_REQUANTIZE_CHECK = Check(_swap_rule(_npu.REQUANTIZE_CHECK, "output dtype is int8 or uint8", _requant_out_dtype)
+                                + (_tens_dims,), summary="QUANTIZE / requantization")
+
+
+@rule("the inputs and output are int8 or uint8, or all int16 (Vela's 16-bit concatenation; TFLite copies int16 "
+      "values, and byoc's importer writes a qnn.concatenate only for equal quantization)")
+def _concat_dtypes(ctx):
+    core = ctx["core"]
+    dts = [t.dtype if t else None for t in (ttype(f) for f in core.args[0].fields)] + [
+        ttype(ctx.root).dtype if ttype(ctx.root) else None]
+    if all(d in QUANT_DTYPES for d in dts) or set(dts) == {"int16"}:
+        return None
+    return f"found {', '.join(map(str, dts))}"
+
+
 # PAD / PADV2 of 8- or 16-bit values (Regor's PAD: any of its IFM types; int16 PADs in SEANet-style audio models)
 _ETHOS_PAD_CHECK = Check((_reworded(dtype_rule("input", [lambda ctx: ctx.root.args[0]],
                                                allowed=("int8", "uint8", "int16")),
@@ -920,8 +951,9 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
         CompositePattern(f"{t}.qnn_mean", quantized_mean(), on_integer_op(MEAN_CHECK)),
         CompositePattern(f"{t}.stack", stack, STACK_CHECK),
-        CompositePattern(f"{t}.qnn_concatenate", concat, Check(_npu.CONCAT_CHECK.rules + (_tens_dims,),
-                                                               summary="CONCATENATION")),
+        CompositePattern(f"{t}.qnn_concatenate", concat, Check(
+            _swap_rule(_npu.CONCAT_CHECK, "output dtype is int8 or uint8", _concat_dtypes) + (_tens_dims,),
+            summary="CONCATENATION")),
         CompositePattern(f"{t}.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
                          on_integer_op(_gate_activation("LOGISTIC"))),
         CompositePattern(f"{t}.qnn_tanh", quantized_activation("tanh", "qnn.tanh"),
@@ -935,8 +967,7 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_global_avg_pool", _qdq.global_avg_pool(), GLOBAL_AVG_POOL_CHECK),
         CompositePattern(f"{t}.qdq_resize", _qdq.qdq_resize(), QDQ_RESIZE_CHECK),
         CompositePattern(f"{t}.qdq_elementwise", _qdq.qdq_elementwise(), QDQ_ELEMENTWISE_CHECK),
-        CompositePattern(f"{t}.qnn_requantize", rq, Check(_npu.REQUANTIZE_CHECK.rules + (_tens_dims,),
-                                                          summary="QUANTIZE / requantization")),
+        CompositePattern(f"{t}.qnn_requantize", rq, _ETHOS_REQUANTIZE_CHECK),
         CompositePattern(f"{t}.qnn_clip", clip, Check(_npu.CLIP_CHECK.rules + (_tens_dims,),
                                                       summary="RELU / RELU6 / RELU_N1_TO_1")),
         CompositePattern(f"{t}.qnn_softmax", quantized_activation("nn.softmax", "qnn.softmax"),
