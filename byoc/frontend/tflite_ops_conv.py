@@ -48,7 +48,13 @@ def _matmul_operand(ctx: OpContext, i: int, batch: tuple, out_batch: tuple) -> E
 def convert_batch_matmul(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(2)
     a_t, b_t, out_t = ctx.tensor(0), ctx.tensor(1), ctx.out_tensor()
-    if a_t.dtype != b_t.dtype:
+    w16x8 = (a_t.dtype, b_t.dtype) == ("int16", "int8")
+    if w16x8 and (b_t.quant is None or b_t.quant.scale.size != 1):
+        # LiteRT's kernel reads the per-tensor scale field, which is 0 for a per-channel tensor: all zeros
+        raise ctx.fail(f"int16 × int8 BATCH_MATMUL with a per-channel {b_t.label}: LiteRT's reference kernel returns "
+                       "zeros for it (it reads the per-tensor scale, 0 here), so there is no result to reproduce",
+                       hint="quantize the int8 operand per tensor")
+    if a_t.dtype != b_t.dtype and not w16x8:
         raise ctx.fail(f"operands {a_t.label} ({a_t.dtype}) and {b_t.label} ({b_t.dtype}) differ in dtype; hybrid "
                        "BATCH_MATMUL is not supported")
     if a_t.dtype not in ("float32", "int8", "int16"):

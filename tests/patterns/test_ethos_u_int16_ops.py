@@ -225,3 +225,28 @@ def test_real_files_run_on_the_npu_bit_exact(path):
     got = exe.run({p.name_hint: v for p, v in zip(mod["main"].params, feeds)})
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+def test_int16_quantize_and_concatenation_around_an_int16_batch_matmul_run_on_the_npu_bit_exact():
+    """LiteRT's matmul_quant pattern: Vela keeps int16 BATCH_MATMUL on the CPU and runs the int16 → int16
+    QUANTIZE and the int16 CONCATENATION; so does byoc, bit for bit with LiteRT."""
+    w = TFLiteWriter()
+    a = w.input("a", (1, 1, 24, 32), "int16", scale=2.3e-5, zero_point=0)
+    b = w.input("b", (1, 1, 40, 32), "int16", scale=4.6e-4, zero_point=0)
+    c = w.input("c", (1, 1, 24, 8), "int16", scale=3.6e-4, zero_point=0)
+    y = w.batch_matmul(a, b, adj_y=True, out_scale=3.05e-9, out_zp=0)
+    q = w.quantize(y, out_scale=3.6e-4, out_zp=0, out_dtype="int16")
+    w.output(w.concatenation([q, c], 3, out_scale=3.6e-4, out_zp=0))
+    data = w.finish()
+    mod, params = from_tflite(data, semantics="litert")
+    pm, report = partition_for("ethos-u", mod, params, return_report=True)
+    assert {n.op for n in report.cpu_ops()} == {"qnn.batch_matmul", "qnn.requantize"}
+    assert all("int64" in n.reason or "composite" in n.reason for n in report.cpu_ops())
+    exe = byoc.build(pm, target="ethos-u,llvm")
+    kinds = [x.kind for p in exe.npu_programs.values() for x in p.layers]
+    assert kinds.count("requant") == 1 and set(kinds) == {"copy", "requant"}, kinds   # reshapes copy too
+    rng = np.random.default_rng(3)
+    feeds = [rng.integers(-32768, 32768, size=s).astype(np.int16) for s in ((1, 1, 24, 32), (1, 1, 40, 32),
+                                                                            (1, 1, 24, 8))]
+    want = litert_run(data, feeds)[0][0]
+    np.testing.assert_array_equal(exe.run(dict(zip(("a", "b", "c"), feeds)))[0], want)
