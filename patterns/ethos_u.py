@@ -76,8 +76,12 @@ def _tens_dims(ctx):
     return None
 
 
-def _batch_one(getter, what: str) -> Rule:
-    @rule(f"{what} has batch size 1 (Vela's IFM batch rule)")
+def _batch_one(getter, what: str, vela: bool = False) -> Rule:
+    """Batch 1: Regor's own rule for MEAN (``vela``); elsewhere byoc's (its NPU lowering of convolutions and pools
+    runs one image; Vela 5.2 decomposes a larger batch and runs it on the NPU: a difference from Vela)."""
+    why = "Vela's MEAN batch rule" if vela else "byoc's NPU lowering runs one image; Vela 5.2 runs larger batches"
+
+    @rule(f"{what} has batch size 1 ({why})")
     def test(ctx):
         t = ttype(getter(ctx))
         if t is not None and t.ndim == 4 and t.shape[0] != 1:
@@ -340,7 +344,7 @@ def _mean_axes(ctx):
 
 
 MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
-                    _batch_one(root, "the output"),
+                    _batch_one(root, "the output", vela=True),
                      per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
                     clip_range_rule()), summary="MEAN")
 
@@ -909,7 +913,7 @@ QDQ_ELEMENTWISE_CHECK = Check((*_qdq.QDQ_ELEMENTWISE_CHECK.rules[:2], _hard_acti
 QDQ_RESIZE_CHECK = Check((*_qdq.QDQ_RESIZE_CHECK.rules, _same_quant, _on_resize(_resize_scale), _tens_dims),
                          summary="RESIZE_NEAREST_NEIGHBOR (ONNX's dequantize → Resize → quantize) on the integers")
 GLOBAL_AVG_POOL_CHECK = Check((_qdq.GLOBAL_AVG_POOL_CHECK.rules[0], dtype_rule("output", [root]),
-                               _batch_one(root, "the output"),
+                               _batch_one(root, "the output", vela=True),
                                per_tensor_rule("requantize scales and zero points",
                                                [input_of("rq", i) for i in range(1, 5)]),
                                fixed_point_rule("rq"), clip_range_rule(), _tens_dims),

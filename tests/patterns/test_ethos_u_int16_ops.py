@@ -155,7 +155,21 @@ def test_raw_and_quantized_binary_ops_with_a_batch_above_one_run_on_the_npu_bit_
 def test_mean_keeps_the_batch_rule():
     """Regor's one unit-batch constraint: MEAN."""
     data = _model((2, 4, 4, 8), "int8", lambda w, x: w.mean(x, (1, 2), out_scale=0.01, out_zp=0))
-    assert "batch size 1" in _cpu_reason(data, "mean") and "found batch 2" in _cpu_reason(data, "mean")
+    why = _cpu_reason(data, "mean")
+    assert "batch size 1 (Vela's MEAN batch rule)" in why and "found batch 2" in why, why
+
+
+def test_batched_convolutions_and_pools_stay_on_the_cpu_and_say_it_differs_from_vela():
+    """Vela 5.2 decomposes a batch above 1 and runs CONV_2D / DEPTHWISE / pools on the NPU; byoc's lowering runs
+    one image, so the rule names the difference instead of claiming it is Vela's."""
+    rng = np.random.default_rng(4)
+    conv = _model((2, 6, 6, 8), "int8", lambda w, x: w.conv2d(x, rng.integers(-127, 127, (8, 3, 3, 8)).astype(np.int8),
+                                                             np.zeros(8, np.int32), weight_scale=0.01,
+                                                             out_scale=0.1, out_zp=0))
+    pool = _model((2, 6, 6, 8), "int8", lambda w, x: w.max_pool2d(x, (2, 2), (2, 2)))
+    for data, op in ((conv, "qnn.conv2d"), (pool, "nn.max_pool2d")):
+        why = _cpu_reason(data, op)
+        assert "byoc's NPU lowering runs one image; Vela 5.2 runs larger batches" in why and "found batch 2" in why
 
 
 # -- RSQRT ------------------------------------------------------------------------------------------------------
