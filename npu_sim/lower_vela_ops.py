@@ -23,6 +23,10 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
   one COPY layer per input writes its block of the output (``lower.concat_origins``).
 * add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
   tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
+* leaky_relu (layer kind ``leaky_relu``): 8-bit by lookup table; int16 (alpha ≥ 0) as the PRELU command with a
+  constant alpha of 1 and LEAKY_RELU's two multipliers, charged as Regor's LRELU or MUL + MUL + MAXIMUM.
+* rsqrt (layer kind ``rsqrt``): int8, a 256-entry LUT; int16, LiteRT's interpolated table on the 16-bit
+  interpolating LUT (``isa.LUT16_INTERP``); inputs below the zero point are refused (LiteRT fails there).
 """
 from __future__ import annotations
 

@@ -10,8 +10,9 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   ``compare`` holds the NPU to TFLite Micro's kernels.
 * the simulator: an op Vela lowers that ``npu_sim`` has no lowering for would stay on the CPU with a reason that
   says it differs from Vela (``VELA_DIFFERENCES``; empty now). SOFTMAX, TRANSPOSE, RESIZE_*, ARG_MAX,
-  TRANSPOSE_CONV, PRELU, SQUARED_DIFFERENCE, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
-  (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
+  TRANSPOSE_CONV, PRELU, SQUARED_DIFFERENCE, MAXIMUM/MINIMUM, unquantized int32 ADD/SUB/MUL, int16 LEAKY_RELU and
+  int8/int16 RSQRT run as Vela runs them (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints:
+  elementwise ops take any batch (Regor's "Batch must be 1" is MEAN's only).
 
 Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
 """
