@@ -93,6 +93,14 @@ PLACEMENT_ONLY = {stem: UNSEEN / f"{stem}.tflite"
 _DECOMPOSED = ("UnidirectionalSequenceLstm",)
 PLACEMENT_GROUPS = {"seanet conv (int16x8)": ("seanet", "conv"),
                     "seanet transpose_conv (int16x8)": ("seanet", "transpose_conv")}
+# tflite-micro's int16 SEANet single-op files and LiteRT's test models in /work/ext/unseen/misc (int16 LEAKY_RELU,
+# PAD, RSQRT, batch-8 elementwise, int16 BATCH_MATMUL), read after the int16 placement survey
+_SEANET = "tensorflow_lite_micro_integration_tests_seanet_"
+PLACEMENT_GROUPS.update({f"seanet {op} (int16)": ("misc", f"{_SEANET}{op}_{op}") for op in ("leaky_relu", "pad")})
+PLACEMENT_ONLY.update({stem[len("litert_test_testdata_"):]: UNSEEN / "misc" / f"{stem}.tflite" for stem in (
+    "litert_test_testdata_mul_quant", "litert_test_testdata_simple_quantized_ops", "litert_test_testdata_matmul_quant",
+    "litert_test_testdata_single_rsqrt_default_a8w8_recipe_quantized",
+    "litert_test_testdata_single_rsqrt_default_a16w8_recipe_quantized")})
 # Vela "Original Operator" → our layer kinds that implement it.
 _VELA_KINDS = {"Conv2D": ("conv",), "DepthwiseConv2D": ("depthwise", "conv"), "FullyConnected": ("dense", "conv"),
                "Add": ("add",), "Mul": ("mul",), "AvgPool": ("avg_pool",), "MaxPool": ("max_pool",),

@@ -16,7 +16,7 @@ from .config import NPUConfig, preset
 from .cost import binary_timing, mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_UPSCALE_H, LOAD_UPSCALE_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
+from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LUT16_INTERP, lut_table_bytes, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
                   Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
@@ -167,8 +167,19 @@ def _ppu_op(layer: PpuLayer) -> PpuOp:
 
 
 def _has_lut_table(layer) -> bool:
-    """A LUT layer reading a 256-entry table (the int16 sigmoid / tanh functions, ``fn16``, read none)."""
-    return getattr(layer, "op", None) == "lut" and not layer.params.get("fn16")
+    """A LUT layer reading a table (the int16 sigmoid / tanh functions, ``fn16`` 1 and 2, read none)."""
+    return getattr(layer, "op", None) == "lut" and layer.params.get("fn16", 0) in (0, LUT16_INTERP)
+
+
+def _lut_image(layer) -> bytes:
+    """A LUT layer's table as the NPU reads it: 256 bytes, or for an interpolated int16 table (513 int16 samples)
+    512 words of the sample (low half) and the int16 difference to the next (high half)."""
+    tab = np.asarray(layer.table)
+    if layer.params.get("fn16", 0) != LUT16_INTERP:
+        return tab.astype(np.int8 if tab.dtype == np.int8 else np.uint8).tobytes()
+    t = tab.astype(np.int64)
+    slope = ((t[1:] - t[:-1] + (1 << 15)) & 0xFFFF) - (1 << 15)
+    return ((t[:-1] & 0xFFFF) | ((slope & 0xFFFF) << 16)).astype(np.uint32).tobytes()
 
 
 def _ppu_params(op: PpuOp, values: dict) -> tuple[int, ...]:
@@ -334,7 +345,8 @@ class _Codegen:
                        whole=(src.hwc[0], src.hwc[1], out_hwc[0], out_hwc[1], out_hwc[2]))
         return Geometry("ppu", op, out_hwc, src.hwc, kernel, stride, dil, 1, len(layer.inputs),
                         np.dtype(src.dtype).itemsize, np.dtype(T[layer.ofm].dtype).itemsize, False,
-                        layer.op == "requant", _has_lut_table(layer), layer.op == "mean", **in2)
+                        layer.op == "requant", _has_lut_table(layer), layer.op == "mean",
+                        lut_bytes=lut_table_bytes(layer.params.get("fn16", 0)), **in2)
 
     def plan(self, layer) -> TilePlan:
         g = self.geometry(layer)
@@ -373,8 +385,8 @@ class _Codegen:
                              _pack_table(layer.bias, layer.multiplier, layer.shift))
             return {"weights": w, "table": t}
         if _has_lut_table(layer):
-            tab = np.asarray(layer.table).astype(np.int8 if layer.table.dtype == np.int8 else np.uint8)
-            return {"table": self.mem.add(f"{layer.name}.lut", self.w_area, 256, "constant", tab.tobytes())}
+            image = _lut_image(layer)
+            return {"table": self.mem.add(f"{layer.name}.lut", self.w_area, len(image), "constant", image)}
         if layer.op == "requant":
             bias, m, s = layer.table
             return {"table": self.mem.add(f"{layer.name}.table", self.w_area, 10 * len(bias), "constant",
@@ -633,7 +645,8 @@ class _Codegen:
         lut_slot = None
         if op == PpuOp.LUT and _has_lut_table(L):
             lut_slot = slots.take("table")
-            em.emit(self.load_const(li, TileKind.TABLE, const["table"], 0, 256, lut_slot))
+            em.emit(self.load_const(li, TileKind.TABLE, const["table"], 0, lut_table_bytes(p.get("fn16", 0)),
+                                    lut_slot))
         for c0 in range(0, OC, plan.bc):
             tc = min(plan.bc, OC - c0)
             table_slot = lut_slot

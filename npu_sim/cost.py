@@ -250,6 +250,9 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w", "channels")))
     if c.op == PpuOp.SOFTMAX:
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
+    if c.op == PpuOp.PRELU and DTYPE_BYTES[c.in_dtype] == 2:   # an int16 LEAKY_RELU (its alpha operand a constant)
+        identity = (c.param("m_id"), c.param("shift_id")) == (1 << 30, 1)
+        return leaky_relu16_cycles(cfg, c.oh * c.ow * c.oc, identity, bool(c.param("above_one")))
     if c.op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):
         h2, w2, c2 = src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)
         general = c.op == PpuOp.PRELU and bool(c.param("above_one"))
@@ -632,6 +635,24 @@ PRELU_GENERAL_PASSES = (("a", 4), ("a", 2), ("w", 8), ("a", 6))
 # SQUARED_DIFFERENCE: per operand a cast copy to int32 and its rescale (a MUL); the int32 SUB, its square (MUL) and
 # the output rescale (MUL).
 SQUARED_DIFF_PASSES = (("a", 5), ("a", 9), ("b", 5), ("b", 9), ("a", 12), ("a", 12), ("a", 9))
+
+
+# int16 LEAKY_RELU (Regor's ConvertLeakyRelu): with equal input and output scales the U55's LRELU elementwise
+# operation (8 bytes per element in its CSV); else MUL by alpha, the identity MUL (16-bit in and out) and MAXIMUM
+# (two 16-bit operands); an alpha above 1 (not measured): MINIMUM with 0, MUL by alpha, RELU, ADD.
+LEAKY_RELU16_NATIVE_PASSES = (("a", 8),)
+LEAKY_RELU16_PASSES = (("a", 4), ("a", 4), ("a", 6))
+LEAKY_RELU16_GENERAL_PASSES = (("a", 4), ("a", 4), ("a", 4), ("a", 6))
+
+
+def leaky_relu16_cycles(cfg: NPUConfig, elems: int, identity: bool, above_one: bool) -> int:
+    """Vela's int16 LEAKY_RELU over ``elems`` elements (``identity``: the input and output scales are equal)."""
+    p = cfg.ppu
+    issue = cfg.overheads.cmd_issue + p.command_overhead
+    passes = (LEAKY_RELU16_GENERAL_PASSES if above_one else LEAKY_RELU16_NATIVE_PASSES if identity
+              else LEAKY_RELU16_PASSES)
+    return sum(issue + max(math.ceil(elems * p.cost("requant")), _stream(cfg, elems * nbytes))
+               for _, nbytes in passes)
 
 
 def quantized_binary_cycles(cfg: NPUConfig, op: int, elems: int, elems_b: int, general: bool = False) -> int:

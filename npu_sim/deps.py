@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from byoc.errors import NPUError
 
-from .isa import BINARY_OPS, DTYPE_BYTES, ENGINE_NAMES, Command, Load, Mac, Ppu, PpuOp, Store, disassemble_command, \
+from .isa import BINARY_OPS, DTYPE_BYTES, lut_table_bytes, ENGINE_NAMES, Command, Load, Mac, Ppu, PpuOp, Store, disassemble_command, \
     src1_tile_shape
 
 __all__ = ["Access", "command_accesses", "HazardTracker", "assign_tokens", "check_tokens", "RegionIndex"]
@@ -70,7 +70,7 @@ def ppu_table_bytes(cmd: Ppu) -> int:
     if cmd.op == PpuOp.REQUANT:
         return cmd.oc * 10
     if cmd.op == PpuOp.LUT:
-        return 256
+        return lut_table_bytes(cmd.param("fn16"))
     return 0
 
 

@@ -25,7 +25,7 @@ from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
 from .int16_layers import requant_int64
-from .isa import (DTYPES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store,
+from .isa import (DTYPES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LUT16_INTERP, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store,
                   disassemble_command, load_source_window, src1_tile_shape)
 from .program import Program
 
@@ -373,11 +373,17 @@ class Machine:
         elif op == PpuOp.MEAN:
             s = x.sum(axis=(0, 1), keepdims=True)
             y = mbqm(s - c.param("zp_in") * c.param("count"), c.param("m"), c.param("e")) + c.param("zp_out")
+        elif op == PpuOp.LUT and c.param("fn16") == LUT16_INTERP:
+            return _interpolated16(c, x, self.raw(c.table_buf, c.table_off, i)[:2048].view(np.uint32), i)
         elif op == PpuOp.LUT and c.param("fn16"):
             from byoc.quant.int16_activation import interpolated_sigmoid16, interpolated_tanh16
             fn = interpolated_sigmoid16 if c.param("fn16") == 1 else interpolated_tanh16
             return fn(x, c.param("in_mult"), c.param("in_shift")).astype(out_dt)
         elif op == PpuOp.LUT:
+            if c.param("guard") and x.size and int(x.min()) < c.param("guard_min"):
+                raise ExecutionError(f"command #{i}: lookup-table input {int(x.min())} is below "
+                                     f"{c.param('guard_min')}, where the op has no value (RSQRT of a negative "
+                                     f"value)", hint="LiteRT and the CPU build fail on this input too")
             table = self.raw(c.table_buf, c.table_off, i)[:256].view(out_dt)
             return table[x - c.param("qmin")].astype(out_dt)
         elif op == PpuOp.SOFTMAX:
@@ -418,6 +424,21 @@ class Machine:
             fn = interpolated_sigmoid16 if c.param("fn16") == 1 else interpolated_tanh16
             y = fn(y, c.param("in_mult"), c.param("in_shift"))
         return y.astype(out_dt)
+
+
+def _interpolated16(c: Ppu, x: np.ndarray, words: np.ndarray, i: int) -> np.ndarray:
+    """An interpolated int16 table: word 256 + (x >> 7) holds the base (low half) and the slope to the next
+    sample (high half); base + ((slope·(x & 127) + 64) >> 7), wrapped to int16 (LiteRT's LUTLookup)."""
+    if c.param("guard") and x.size and int(x.min()) < c.param("guard_min"):
+        raise ExecutionError(f"command #{i}: lookup-table input {int(x.min())} is below {c.param('guard_min')}, "
+                             f"where the op has no value (RSQRT of a negative value)",
+                             hint="LiteRT and the CPU build fail on this input too")
+    v = x.astype(np.int64)
+    w = words[256 + (v >> 7)].astype(np.int64)
+    base = ((w & 0xFFFF) ^ 0x8000) - 0x8000
+    slope = (((w >> 16) & 0xFFFF) ^ 0x8000) - 0x8000
+    y = base + ((slope * (v & 0x7F) + 64) >> 7)
+    return (((y + 0x8000) & 0xFFFF) - 0x8000).astype(np.int16)
 
 
 def _prelu(c: Ppu, x: np.ndarray, alpha: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from byoc.errors import NPUError
 
 __all__ = ["Engine", "TileKind", "MacOp", "PpuOp", "Rounding", "DTYPES", "dtype_code", "Load", "Store", "Mac",
            "Ppu", "Command", "COMMAND_TYPES", "encode_command", "decode_command", "disassemble_command",
-           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "RAW_FUNCTIONS", "BINARY_OPS",
+           "PPU_PARAM_NAMES", "N_PPU_PARAMS", "RAW_FUNCTIONS", "BINARY_OPS", "LUT16_INTERP", "lut_table_bytes",
            "LOAD_PAD", "LOAD_UPSCALE_H", "LOAD_UPSCALE_W", "LOAD_PAD_BITS", "load_source_window", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
 
 
@@ -60,7 +60,8 @@ class PpuOp(enum.IntEnum):
     MAX_POOL = 3
     AVG_POOL = 4
     MEAN = 5         # reduce over the whole tile's H×W
-    LUT = 6          # 256-entry table lookup; fn16 ≠ 0: the int16 sigmoid (1) / tanh (2) activation, no table
+    LUT = 6          # 256-entry table lookup; fn16 = 1 / 2: the int16 sigmoid / tanh activation, no table;
+                     # fn16 = 3: an interpolated int16 table (LUT16_INTERP)
     COPY = 7         # copy with clamp (clip, concatenate)
     SOFTMAX = 8      # TFLite's integer softmax along the tile's channels (the tile holds whole rows)
     TRANSPOSE = 9    # the src tile's axes permuted (perm = which src axis each dst axis is)
@@ -151,7 +152,9 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.MEAN: ("zp_in", "zp_out", "act_min", "act_max", "m", "e", "count"),
     # fn16: 0 = an 8-bit table; 1 / 2 = the PPU's int16 sigmoid / tanh (TFLite's interpolated kernel: the input
     # times in_mult, rounded right by in_shift; Vela's LSTM gates) with no table
-    PpuOp.LUT: ("qmin", "fn16", "in_mult", "in_shift"),
+    # guard: 1 when inputs below guard_min have no reference value (int8 RSQRT of a negative value: LiteRT fails);
+    # the simulator refuses them as the CPU build does (the hardware would read the table's entry)
+    PpuOp.LUT: ("qmin", "fn16", "in_mult", "in_shift", "guard", "guard_min"),
     PpuOp.COPY: ("act_min", "act_max"),
     PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
     PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),
@@ -172,6 +175,17 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
 }
 
 RAW_FUNCTIONS = ("add", "sub", "rsub", "mul", "max", "min")
+
+# An int16 LUT's fn16: Ethos-U's 16-bit table of 512 32-bit words (base in the low half, slope to the next entry
+# in the high half), read by linear interpolation over 128 input steps per word (LiteRT's int16 tables)
+LUT16_INTERP = 3
+
+
+def lut_table_bytes(fn16: int) -> int:
+    """Bytes of a LUT command's table: 256 one-byte entries, or 512 words for an interpolated int16 table."""
+    return 2048 if fn16 == LUT16_INTERP else 256
+
+
 # the PPU ops with a second operand (src1)
 BINARY_OPS = (PpuOp.ADD, PpuOp.MUL, PpuOp.RAW_BINARY, PpuOp.PRELU, PpuOp.SQUARED_DIFF, PpuOp.GATE_ADD)
 

@@ -58,6 +58,12 @@ LAYER_KINDS: dict[str, LayerKind] = {k.name: k for k in (
               "any chain of elementwise ops on one input, every other operand one constant value (e.g. "
               "TVM's hard-swish and leaky-relu forms qnn.dequantize → … → qnn.quantize, qnn.hardswish)",
               "PPU lookup table: the chain evaluated on all 256 values; int8 → int8 or uint8 → uint8, same shape"),
+    LayerKind("leaky_relu", "leaky_relu", "qnn.leaky_relu (or TVM's qnn.dequantize → nn.leaky_relu → qnn.quantize) "
+              "→ [clip]", "PPU: int8/uint8 by lookup table (as the lut kind); int16 → int16 (alpha ≥ 0) as TFLite's "
+              "two-multiplier formula, one command per tile, charged as Vela's 16-bit sequence"),
+    LayerKind("rsqrt", "rsqrt", "qnn.rsqrt → [clip]",
+              "PPU lookup table of LiteRT's RSQRT (Vela's RSQRT LUT): int8, or int16 as an interpolating 16-bit table; inputs below "
+              "the zero point (LiteRT's error) are refused by the simulator"),
     LayerKind("qdq_elementwise", "npu.qdq_elementwise",
               "qnn.dequantize → elementwise ops whose other operands are the input or single constant values → "
               "qnn.quantize → [clip] (ONNX's HardSwish / HardSigmoid between DequantizeLinear and QuantizeLinear)",

@@ -318,7 +318,7 @@ class _Lowerer:
                     and a.ofm not in outputs and a.ofm not in viewed and len(readers.get(a.ofm, ())) == 1):
                 continue
             b = readers[a.ofm][0]
-            if not (isinstance(b, PpuLayer) and b.op == "lut" and b.params.get("fn16") and b.inputs == (a.ofm,)
+            if not (isinstance(b, PpuLayer) and b.op == "lut" and b.params.get("fn16") in (1, 2) and b.inputs == (a.ofm,)
                     and b.out_origin is None and b.in_origin is None):
                 continue
             params = dict(a.params, **{k: b.params[k] for k in ("fn16", "in_mult", "in_shift")})
@@ -854,8 +854,10 @@ def _deepened(low: _Lowerer, ins: tuple[int, ...], ofm: int) -> tuple[tuple[int,
 
 def _requant_layer(low, body, ops, rq: Call, out_call: Call, name: str, comp: str) -> None:
     in_t, out_t = _tensor_type(rq.args[0]), _tensor_type(out_call)
-    if in_t.dtype not in ("int8", "uint8", "int16", "int32") or out_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"requantize {in_t.dtype} → {out_t.dtype} is not supported")
+    if in_t.dtype not in ("int8", "uint8", "int16", "int32") or (
+            out_t.dtype not in ("int8", "uint8") and (in_t.dtype, out_t.dtype) != ("int16", "int16")):
+        raise body.fail(f"requantize {in_t.dtype} → {out_t.dtype} is not supported",
+                        hint="8-bit outputs, or int16 → int16 (TFLite's 16-bit QUANTIZE)")
     axis = rq.attrs.axis % max(len(in_t.shape), 1)
     channels = in_t.shape[axis] if in_t.shape else 1
     m, s, zp_rq, zp_out, rounding = _requant_tables(body, rq, channels)
@@ -940,6 +942,10 @@ def _concat_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     lo, hi = _clamp(body, ops, out_t.dtype)
     layers = []
     for i, (d, s, z) in enumerate(zip(data.fields, scales.fields, zps.fields)):
+        if types[i].dtype == "int16":   # TFLite copies int16 values whatever the quantization
+            layers.append(PpuLayer(f"{body.name}/{i}", comp, "copy", (body.tensor(d, f"input {i}"),), -1,
+                                   dict(act_min=lo, act_max=hi), out_origin=origins[i]))
+            continue
         q, table = _concat_table(body, core, i, types[i], (body.const(s, f"input_scale {i}"),
                                                              body.const(z, f"input_zero_point {i}"), s_out, zp_out))
         name = f"{body.name}/{i}"

@@ -23,6 +23,10 @@ TFLite Micro and ``byoc.evaluate``); the cycles charged per command are those of
   one COPY layer per input writes its block of the output (``lower.concat_origins``).
 * add / subtract / multiply of int32, maximum / minimum of 8/16-bit (bare ops): one RAW_BINARY command per
   tile, src1 broadcast as ADD's; int32 results wrap as TFLite's int32 kernels.
+* leaky_relu (layer kind ``leaky_relu``): 8-bit by lookup table; int16 (alpha ≥ 0) as the PRELU command with a
+  constant alpha of 1 and LEAKY_RELU's two multipliers, charged as Regor's LRELU or MUL + MUL + MAXIMUM.
+* rsqrt (layer kind ``rsqrt``): int8, a 256-entry LUT; int16, LiteRT's interpolated table on the 16-bit
+  interpolating LUT (``isa.LUT16_INTERP``); inputs below the zero point are refused (LiteRT fails there).
 """
 from __future__ import annotations
 
@@ -400,4 +404,85 @@ def _stack(low: _Lowerer, body: _Body, comp: str) -> None:
     low.layers.extend(dataclasses.replace(layer, ofm=ofm) for layer in layers)
 
 
-KIND_LOWERINGS = {"softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack}
+def _leaky_relu(low: _Lowerer, body: _Body, comp: str) -> None:
+    """LEAKY_RELU (layer kind ``leaky_relu``): an 8-bit one is a lookup table (the ``lut`` kind); an int16 one is
+    one PPU command per tile computing TFLite's two-multiplier formula (the PRELU command, its alpha operand a
+    broadcast constant 1), where Vela runs its 16-bit LRELU / MUL + MUL + MAXIMUM sequence."""
+    import numpy as np
+    from byoc.ir.types import TensorType
+    from byoc.quant.params import leaky_relu_params
+    from .lower import _clamp, _elementwise_lut_composite, _scalar_int
+    ops = body.expect(body.chain(), [("qnn.leaky_relu", False), ("clip", True)])
+    core = ops["qnn.leaky_relu"]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if in_t.dtype in ("int8", "uint8"):
+        _elementwise_lut_composite(low, body, comp)
+        return
+    if (in_t.dtype, out_t.dtype) != ("int16", "int16") or core.attrs.rounding != "TFLITE":
+        raise body.fail(f"leaky_relu {in_t.dtype} → {out_t.dtype} with rounding {core.attrs.rounding!r}",
+                        hint="int8 / uint8 by lookup table, or int16 → int16 with TFLite's rounding")
+    c = [body.const(core.args[i], n) for i, n in ((1, "input scale"), (2, "input zero point"),
+                                                  (3, "output scale"), (4, "output zero point"))]
+    p = leaky_relu_params(c[0], core.attrs.alpha, c[2])
+    if p.alpha_multiplier < 0:
+        raise body.fail(f"alpha {core.attrs.alpha} is negative", hint="the NPU's int16 LEAKY_RELU takes alpha ≥ 0")
+    lo, hi = _clamp(body, ops, out_t.dtype)
+    rank = len(out_t.shape)
+    one = low.new_tensor(f"{body.name}.alpha", TensorType((1,) * rank, "int16"), np.ones((1,) * rank, np.int16))
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    from .isa import BCAST_C, BCAST_H, BCAST_W
+    bcast = 0
+    for k, bit in enumerate((BCAST_H, BCAST_W, BCAST_C)):
+        if low.tensors[ifm].hwc[k] != 1:
+            bcast |= bit
+    params = dict(zp_in=_scalar_int(c[1], "input zero point", body.name), zp_alpha=0,
+                  zp_out=_scalar_int(c[3], "output zero point", body.name), act_min=lo, act_max=hi, bcast=bcast,
+                  m_id=p.identity_multiplier, shift_id=p.identity_shift, m_alpha=p.alpha_multiplier,
+                  shift_alpha=p.alpha_shift, above_one=int(float(core.attrs.alpha) > 1.0))
+    low.layers.append(PpuLayer(body.name, comp, "prelu", (ifm, one), ofm, params))
+
+
+def _rsqrt(low: _Lowerer, body: _Body, comp: str) -> None:
+    """RSQRT (layer kind ``rsqrt``): int8, a lookup table of LiteRT's fixed-point 1/√(q − zp); int16, LiteRT's
+    interpolated 513-sample table as the NPU's 16-bit interpolating LUT (Vela's RSQRT is a LUT of either kind).
+    Inputs below the zero point, which LiteRT refuses, are refused by the simulator (``guard``)."""
+    import numpy as np
+    from byoc.ops.qnn_math import rsqrt_table
+    from byoc.quant.interpolated_lut import rsqrt16_table
+    from .isa import LUT16_INTERP
+    from .lower import _clamp, _deepened, _scalar_int
+    ops = body.expect(body.chain(), [("qnn.rsqrt", False), ("clip", True)])
+    core = ops["qnn.rsqrt"]
+    in_t, out_t = _tensor_type(core.args[0]), _tensor_type(body.call)
+    if (in_t.dtype, out_t.dtype) not in (("int8", "int8"), ("int16", "int16")):
+        raise body.fail(f"rsqrt {in_t.dtype} → {out_t.dtype}", hint="int8 → int8 or int16 → int16 (a lookup table)")
+    if in_t.dtype == "int16":
+        if "clip" in ops:
+            raise body.fail("an int16 rsqrt with a clip", hint="the interpolated table has no clamp of its own")
+        c = [body.const(core.args[i], f"rsqrt operand {i}") for i in range(1, 5)]
+        zps = [_scalar_int(c[k], "zero point", body.name) for k in (1, 3)]
+        table = rsqrt16_table(c[0], zps[0], c[2], zps[1])
+        ifm = body.tensor(core.args[0], "data")
+        ofm = low.out_tensor(body.call, body.name)
+        (ifm,), ofm = _deepened(low, (ifm,), ofm)
+        low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm,
+                                   dict(qmin=-32768, fn16=LUT16_INTERP, guard=1, guard_min=zps[0]), table=table))
+        return
+    c = [body.const(core.args[i], n) for i, n in ((1, "input scale"), (2, "input zero point"),
+                                                  (3, "output scale"), (4, "output zero point"))]
+    if any(np.asarray(v).size != 1 for v in c):
+        raise body.fail("scales and zero points must be per-tensor")
+    zp_in = _scalar_int(c[1], "input zero point", body.name)
+    lo, hi = _clamp(body, ops, "int8")
+    table = np.clip(rsqrt_table(c[0], zp_in, c[2], _scalar_int(c[3], "output zero point", body.name)),
+                    lo, hi).astype(np.int8)
+    ifm = body.tensor(core.args[0], "data")
+    ofm = low.out_tensor(body.call, body.name)
+    (ifm,), ofm = _deepened(low, (ifm,), ofm)
+    low.layers.append(PpuLayer(body.name, comp, "lut", (ifm,), ofm,
+                               dict(qmin=-128, guard=1, guard_min=zp_in), table=table))
+
+
+KIND_LOWERINGS = {"rsqrt": _rsqrt, "softmax": _softmax, "argmax": _argmax, "conv2d_transpose": _transpose_conv, "stack": _stack,
+                  "leaky_relu": _leaky_relu}

@@ -66,6 +66,7 @@ class Geometry:
     all_in_channels: bool = False  # ARG_MAX: an IFM tile holds every channel of its rows; its OFM tile is one deep
     in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
     out_area: int = -1
+    lut_bytes: int = 256        # a LUT's table (2048: an interpolated int16 table, isa.lut_table_bytes)
 
     def in_tile(self, th: int, tw: int) -> tuple[int, int]:
         if self.whole_plane:
@@ -91,7 +92,7 @@ class Geometry:
 
     def table_bytes(self, tc: int) -> int:
         if self.lut:
-            return 256
+            return self.lut_bytes
         return tc * TABLE_ENTRY_BYTES if self.has_table else 0
 
 
@@ -254,7 +255,7 @@ def _terms(cfg: NPUConfig, g: Geometry, bh: int, bw: int, bc: int, order: str, f
     port[in_area] += ifm_loads * ifm_cyc
     port[out_area] += n_tiles * ofm_cyc
     if g.lut:
-        port[w_area] += transfer_cycles(cfg, w_area, 256, 256)
+        port[w_area] += transfer_cycles(cfg, w_area, g.lut_bytes, g.lut_bytes)
     dma_in = ifm_loads * tile_in
     if g.n_inputs == 2:
         # src1 per tile, from its own area: a broadcast one is a small window (e.g. 1x1xbc), not a full tile.

@@ -10,8 +10,9 @@ weight sum, mean sizes ...). Two more kinds of rule are byoc's own and say so:
   ``compare`` holds the NPU to TFLite Micro's kernels.
 * the simulator: an op Vela lowers that ``npu_sim`` has no lowering for would stay on the CPU with a reason that
   says it differs from Vela (``VELA_DIFFERENCES``; empty now). SOFTMAX, TRANSPOSE, RESIZE_*, ARG_MAX,
-  TRANSPOSE_CONV, PRELU, SQUARED_DIFFERENCE, MAXIMUM/MINIMUM and unquantized int32 ADD/SUB/MUL run as Vela runs them
-  (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints.
+  TRANSPOSE_CONV, PRELU, SQUARED_DIFFERENCE, MAXIMUM/MINIMUM, unquantized int32 ADD/SUB/MUL, int16 LEAKY_RELU and
+  int8/int16 RSQRT run as Vela runs them (``npu_sim/lower_vela_ops.py``), under Vela 5's (Regor's) constraints:
+  elementwise ops take any batch (Regor's "Batch must be 1" is MEAN's only).
 
 Codegen: the NPU simulator with ``ETHOS_U_LOWERING`` on the ``ethos-u55-256-like`` preset.
 """
@@ -76,8 +77,12 @@ def _tens_dims(ctx):
     return None
 
 
-def _batch_one(getter, what: str) -> Rule:
-    @rule(f"{what} has batch size 1 (Vela's IFM batch rule)")
+def _batch_one(getter, what: str, vela: bool = False) -> Rule:
+    """Batch 1: Regor's own rule for MEAN (``vela``); elsewhere byoc's (its NPU lowering of convolutions and pools
+    runs one image; Vela 5.2 decomposes a larger batch and runs it on the NPU: a difference from Vela)."""
+    why = "Vela's MEAN batch rule" if vela else "byoc's NPU lowering runs one image; Vela 5.2 runs larger batches"
+
+    @rule(f"{what} has batch size 1 ({why})")
     def test(ctx):
         t = ttype(getter(ctx))
         if t is not None and t.ndim == 4 and t.shape[0] != 1:
@@ -340,7 +345,7 @@ def _mean_axes(ctx):
 
 
 MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
-                    _batch_one(root, "the output"),
+                    _batch_one(root, "the output", vela=True),
                      per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
                     clip_range_rule()), summary="MEAN")
 
@@ -381,8 +386,9 @@ def _ethos_broadcast_shapes(ctx):
 
 
 def _binary_check(what: str) -> Check:
+    # no batch rule: Regor checks "Batch must be 1" on MEAN only; an elementwise op's batches stack along the rows
     return Check((_binary_dtypes,
-                  _npu._tflite_arithmetic, _ethos_broadcast_shapes, _batch_one(root, "the output"),
+                  _npu._tflite_arithmetic, _ethos_broadcast_shapes,
                   per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(2, 8)]),
                   clip_range_rule(), _tens_dims), summary=what)
 
@@ -442,6 +448,45 @@ def _int16_product(ctx):
 
 INT16_MUL_CHECK = Check((_int16_product, per_tensor_rule("output zero point", [input_of("rq", 4)]),
                          clip_range_rule(), _tens_dims), summary="MUL of two int16 tensors (an LSTM gate product)")
+
+
+@rule("input and output are both int8 or both uint8 (a lookup table), or both int16 with TFLite's rounding and "
+      "alpha ≥ 0 (Vela's 16-bit LeakyReLU: its LRELU elementwise operation when the input and output scales are "
+      "equal, else MUL by alpha, the identity MUL and MAXIMUM)")
+def _leaky_relu_dtypes(ctx):
+    core = ctx["core"]
+    a, b = ttype(core.args[0]), ttype(ctx.root)
+    if a is None or b is None:
+        return "found a non-tensor"
+    if a.dtype == b.dtype and a.dtype in QUANT_DTYPES:
+        return None
+    if (a.dtype, b.dtype) != ("int16", "int16"):
+        return f"found {a.dtype}, {b.dtype}"
+    if core.attrs.rounding != "TFLITE":
+        return f"found int16 with rounding {core.attrs.rounding!r}"
+    if float(core.attrs.alpha) < 0:
+        return f"found int16 with alpha {float(core.attrs.alpha)}"
+    return None
+
+
+LEAKY_RELU_CHECK = Check((_leaky_relu_dtypes,) + _npu._lut_check("LEAKY_RELU").rules[2:] + (_tens_dims,),
+                         summary="LEAKY_RELU (8-bit by lookup table, int16 as TFLite's two-multiplier formula)")
+
+
+@rule("input and output are both int8, or both int16 with no clip (Vela's RSQRT: an 8-bit or an interpolating "
+      "16-bit lookup table)")
+def _rsqrt_dtypes(ctx):
+    a, b = ttype(ctx["core"].args[0]), ttype(ctx.root)
+    pair = (a.dtype if a else None, b.dtype if b else None)
+    if pair == ("int8", "int8") or (pair == ("int16", "int16") and ctx.get("clip") is None):
+        return None
+    return f"found {pair[0]} → {pair[1]}" + (" with a clip" if ctx.get("clip") is not None else "")
+
+
+RSQRT_CHECK = Check((_rsqrt_dtypes,
+                     per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
+                     clip_range_rule(), _tens_dims),
+                    summary="RSQRT by lookup table (LiteRT's fixed-point 1/√(q − zp))")
 
 
 def _gate_activation(what: str) -> Check:
@@ -752,7 +797,7 @@ def _raw_dtypes(op: str) -> Rule:
 
 
 def _raw_check(op: str, what: str) -> Check:
-    return Check((_raw_dtypes(op), _on_root_core(_npu._broadcast_shapes), _batch_one(root, "the output"), _tens_dims),
+    return Check((_raw_dtypes(op), _on_root_core(_npu._broadcast_shapes), _tens_dims),
                  summary=what)
 
 
@@ -772,7 +817,6 @@ def _qbinary_check(op: str, dtypes: tuple[str, ...], what: str, summary: str) ->
         return None if padded == tuple(to.shape) else f"found input {tuple(ti.shape)} → output {tuple(to.shape)}"
 
     rules = (types, _on_root_core(_npu._broadcast_shapes)) + ((alpha_over_input,) if op == "qnn.prelu" else ()) + (
-        _batch_one(root, "the output"),
         per_tensor_rule("scales and zero points", [lambda ctx, i=i: ctx.root.args[i] for i in range(2, 8)]),
         _tens_dims)
     return Check(rules, summary=summary)
@@ -794,6 +838,42 @@ _ETHOS_MOVE_CHECK = Check((_reworded(dtype_rule("input and output", [lambda ctx:
 # Unit-stride slices as copies of 8- or 16-bit values (an unrolled LSTM's time steps are int16 slices).
 _ETHOS_SLICE_CHECK = Check((dtype_rule("input", [lambda ctx: ctx.root.args[0]], allowed=("int8", "uint8", "int16")),
                             ) + _npu.SLICE_CHECK.rules[1:], summary=_npu.SLICE_CHECK.summary)
+@rule("output dtype is int8 or uint8, or int16 from an int16 input (TFLite's int16 → int16 QUANTIZE, which Vela "
+      "runs too)")
+def _requant_out_dtype(ctx):
+    ti, to = ttype(ctx["rq"].args[0]), ttype(ctx.root)
+    if to is not None and (to.dtype in QUANT_DTYPES or (to.dtype == "int16" and ti is not None
+                                                         and ti.dtype == "int16")):
+        return None
+    return f"found {ti.dtype if ti else None} → {to.dtype if to else None}"
+
+
+def _swap_rule(check: Check, description: str, new: Rule) -> tuple[Rule, ...]:
+    """``check``'s rules with the one described ``description`` replaced by ``new``."""
+    assert any(r.description == description for r in check.rules), description
+    return tuple(new if r.description == description else r for r in check.rules)
+
+
+_ETHOS_REQUANTIZE_CHECK = Check(_swap_rule(_npu.REQUANTIZE_CHECK, "output dtype is int8 or uint8", _requant_out_dtype)
+                                + (_tens_dims,), summary="QUANTIZE / requantization")
+
+
+@rule("the inputs and output are int8 or uint8, or all int16 (Vela's 16-bit concatenation; TFLite copies int16 "
+      "values, and byoc's importer writes a qnn.concatenate only for equal quantization)")
+def _concat_dtypes(ctx):
+    core = ctx["core"]
+    dts = [t.dtype if t else None for t in (ttype(f) for f in core.args[0].fields)] + [
+        ttype(ctx.root).dtype if ttype(ctx.root) else None]
+    if all(d in QUANT_DTYPES for d in dts) or set(dts) == {"int16"}:
+        return None
+    return f"found {', '.join(map(str, dts))}"
+
+
+# PAD / PADV2 of 8- or 16-bit values (Regor's PAD: any of its IFM types; int16 PADs in SEANet-style audio models)
+_ETHOS_PAD_CHECK = Check((_reworded(dtype_rule("input", [lambda ctx: ctx.root.args[0]],
+                                               allowed=("int8", "uint8", "int16")),
+                                    "input dtype is int8, uint8 or int16 (Vela pads 16-bit tensors too)"),
+                          ) + _npu.PAD_CHECK.rules[1:], summary=_npu.PAD_CHECK.summary)
 
 # An unrolled LSTM's initial hidden / cell state (byoc/frontend/tflite_ops_lstm.py): a zero-filled 8- or 16-bit
 # tensor, written by a copy as regor copies the variable state tensor before step 0.
@@ -841,7 +921,7 @@ QDQ_ELEMENTWISE_CHECK = Check((*_qdq.QDQ_ELEMENTWISE_CHECK.rules[:2], _hard_acti
 QDQ_RESIZE_CHECK = Check((*_qdq.QDQ_RESIZE_CHECK.rules, _same_quant, _on_resize(_resize_scale), _tens_dims),
                          summary="RESIZE_NEAREST_NEIGHBOR (ONNX's dequantize → Resize → quantize) on the integers")
 GLOBAL_AVG_POOL_CHECK = Check((_qdq.GLOBAL_AVG_POOL_CHECK.rules[0], dtype_rule("output", [root]),
-                               _batch_one(root, "the output"),
+                               _batch_one(root, "the output", vela=True),
                                per_tensor_rule("requantize scales and zero points",
                                                [input_of("rq", i) for i in range(1, 5)]),
                                fixed_point_rule("rq"), clip_range_rule(), _tens_dims),
@@ -883,8 +963,9 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_max_pool2d", max_pool, MAX_POOL_CHECK),
         CompositePattern(f"{t}.qnn_mean", quantized_mean(), on_integer_op(MEAN_CHECK)),
         CompositePattern(f"{t}.stack", stack, STACK_CHECK),
-        CompositePattern(f"{t}.qnn_concatenate", concat, Check(_npu.CONCAT_CHECK.rules + (_tens_dims,),
-                                                               summary="CONCATENATION")),
+        CompositePattern(f"{t}.qnn_concatenate", concat, Check(
+            _swap_rule(_npu.CONCAT_CHECK, "output dtype is int8 or uint8", _concat_dtypes) + (_tens_dims,),
+            summary="CONCATENATION")),
         CompositePattern(f"{t}.qnn_sigmoid", quantized_activation("sigmoid", "qnn.sigmoid"),
                          on_integer_op(_gate_activation("LOGISTIC"))),
         CompositePattern(f"{t}.qnn_tanh", quantized_activation("tanh", "qnn.tanh"),
@@ -892,12 +973,13 @@ def pattern_table() -> list[CompositePattern]:
         CompositePattern(f"{t}.qnn_hardswish", quantized_activation("hardswish", "qnn.hardswish"),
                          on_integer_op(_lut("HARD_SWISH"))),
         CompositePattern(f"{t}.qnn_leaky_relu", quantized_activation("nn.leaky_relu", "qnn.leaky_relu"),
-                         on_integer_op(_lut("LEAKY_RELU"))),
+                         on_integer_op(LEAKY_RELU_CHECK)),
+        CompositePattern(f"{t}.qnn_rsqrt", optional_clip(is_op("qnn.rsqrt")(
+            wildcard("data"), *[is_constant() for _ in range(4)]).named("core")), RSQRT_CHECK),
         CompositePattern(f"{t}.qnn_global_avg_pool", _qdq.global_avg_pool(), GLOBAL_AVG_POOL_CHECK),
         CompositePattern(f"{t}.qdq_resize", _qdq.qdq_resize(), QDQ_RESIZE_CHECK),
         CompositePattern(f"{t}.qdq_elementwise", _qdq.qdq_elementwise(), QDQ_ELEMENTWISE_CHECK),
-        CompositePattern(f"{t}.qnn_requantize", rq, Check(_npu.REQUANTIZE_CHECK.rules + (_tens_dims,),
-                                                          summary="QUANTIZE / requantization")),
+        CompositePattern(f"{t}.qnn_requantize", rq, _ETHOS_REQUANTIZE_CHECK),
         CompositePattern(f"{t}.qnn_clip", clip, Check(_npu.CLIP_CHECK.rules + (_tens_dims,),
                                                       summary="RELU / RELU6 / RELU_N1_TO_1")),
         CompositePattern(f"{t}.qnn_softmax", quantized_activation("nn.softmax", "qnn.softmax"),
@@ -913,7 +995,7 @@ ETHOS_U_LOWERING = {
     f"{TARGET}.qnn_subtract": "subtract", f"{TARGET}.qnn_mul": "mul",
     f"{TARGET}.qnn_avg_pool2d": "avg_pool2d", f"{TARGET}.qnn_max_pool2d": "max_pool2d",
     f"{TARGET}.qnn_mean": "mean", f"{TARGET}.qnn_concatenate": "concatenate", f"{TARGET}.qnn_sigmoid": "sigmoid",
-    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "lut",
+    f"{TARGET}.qnn_tanh": "tanh", f"{TARGET}.qnn_hardswish": "lut", f"{TARGET}.qnn_leaky_relu": "leaky_relu", f"{TARGET}.qnn_rsqrt": "rsqrt",
     f"{TARGET}.qnn_requantize": "requantize", f"{TARGET}.qnn_clip": "clip", f"{TARGET}.qnn_softmax": "softmax",
     f"{TARGET}.qnn_global_avg_pool": "global_avg_pool", f"{TARGET}.qdq_resize": "qdq_resize",
     f"{TARGET}.qdq_elementwise": "qdq_elementwise", f"{TARGET}.int16_mul": "int16_mul",
@@ -923,7 +1005,7 @@ ETHOS_U_LOWERING = {
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
 for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHECK),
                     ("expand_dims", _ETHOS_MOVE_CHECK),
-                    ("strided_slice", _ETHOS_SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _npu.PAD_CHECK),
+                    ("strided_slice", _ETHOS_SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _ETHOS_PAD_CHECK),
                     ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK), ("transpose", TRANSPOSE_CHECK),
                     ("image.resize2d", RESIZE_CHECK),
                     ("maximum", _raw_check("maximum", "MAXIMUM (raw values)")),

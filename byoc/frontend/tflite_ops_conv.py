@@ -48,13 +48,20 @@ def _matmul_operand(ctx: OpContext, i: int, batch: tuple, out_batch: tuple) -> E
 def convert_batch_matmul(ctx: OpContext) -> list[Expr]:
     ctx.check_arity(2)
     a_t, b_t, out_t = ctx.tensor(0), ctx.tensor(1), ctx.out_tensor()
-    if a_t.dtype != b_t.dtype:
+    w16x8 = (a_t.dtype, b_t.dtype) == ("int16", "int8")
+    if w16x8 and (b_t.quant is None or b_t.quant.scale.size != 1):
+        # LiteRT's kernel reads the per-tensor scale field, which is 0 for a per-channel tensor: all zeros
+        raise ctx.fail(f"int16 × int8 BATCH_MATMUL with a per-channel {b_t.label}: LiteRT's reference kernel returns "
+                       "zeros for it (it reads the per-tensor scale, 0 here), so there is no result to reproduce",
+                       hint="quantize the int8 operand per tensor")
+    if a_t.dtype != b_t.dtype and not w16x8:
         raise ctx.fail(f"operands {a_t.label} ({a_t.dtype}) and {b_t.label} ({b_t.dtype}) differ in dtype; hybrid "
                        "BATCH_MATMUL is not supported")
-    if a_t.dtype not in ("float32", "int8"):
-        why = ("LiteRT's BATCH_MATMUL takes float32, int8 or int16 (it refuses this model too)"
-               if a_t.dtype != "int16" else "int16 BATCH_MATMUL (an int64 accumulator) is not supported")
-        raise ctx.fail(f"operands are {a_t.dtype}; {why}")
+    if a_t.dtype not in ("float32", "int8", "int16"):
+        raise ctx.fail(f"operands are {a_t.dtype}; LiteRT's BATCH_MATMUL takes float32, int8 or int16 (it refuses "
+                       "this model too)")
+    if a_t.dtype == "int16":   # LiteRT's int16 kernel: zero points 0, an int64 accumulator
+        ctx.zero_points_zero(a_t, b_t, out_t)
     if out_t.dtype != a_t.dtype:
         raise ctx.fail(f"output {out_t.label} is {out_t.dtype}; only a {a_t.dtype} result is supported")
     ra, rb = len(a_t.shape), len(b_t.shape)
@@ -88,7 +95,7 @@ def convert_batch_matmul(ctx: OpContext) -> list[Expr]:
         s_out, zp_out = ctx.quant(out_t, "output")
         y = ctx.call("qnn.batch_matmul", [a, b, ctx.const(zp_a, "int32"), ctx.const(zp_b, "int32"),
                                           ctx.const(s_a, "float32"), ctx.const(s_b, "float32")],
-                     dict(attrs, out_dtype="int32"))
+                     dict(attrs, out_dtype="int64" if a_t.dtype == "int16" else "int32"))
         scale = conv_scale_products(s_a, np.array([s_b]))[0]
         y = ctx.call("qnn.requantize", [y, ctx.const(scale, "float64"), ctx.const(0, "int32"),
                                         ctx.const(s_out, "float32"), ctx.const(zp_out, "int32")],

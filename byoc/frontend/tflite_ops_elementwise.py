@@ -6,7 +6,7 @@ MAXIMUM / MINIMUM compare raw values (LiteRT does not rescale them), so quantize
 
 * SQUARED_DIFFERENCE: float32/int32 → ``d = subtract(a, b); multiply(d, d)`` (LiteRT's ``diff * diff``, exact);
   int8 → ``qnn.squared_difference``. LiteRT refuses uint8 and int16 outputs, and so does the importer.
-* RSQRT: float32 → ``rsqrt`` (1.f / sqrtf(x), exact); int8 → ``qnn.rsqrt``. int16 (a table) is not supported.
+* RSQRT: float32 → ``rsqrt`` (1.f / sqrtf(x), exact); int8 / int16 (zero points 0) → ``qnn.rsqrt``.
 * SQRT: float32 → ``sqrt`` (sqrtf, exact). LiteRT has no quantized SQRT.
 * FLOOR_DIV: float32 → ``floor_divide`` (floorf(a / b)); int32 → ``floor_divide`` (the quotient rounded toward
   −inf: LiteRT's floor of the double quotient, which is exact for int32; a zero divisor is an ExecutionError).
@@ -179,9 +179,10 @@ def convert_rsqrt(ctx: OpContext) -> list[Expr]:
     dtype = ctx.same_dtype(x_t, out_t)
     if dtype == "float32":
         return [ctx.call("rsqrt", [ctx.input(0)])]
-    if dtype != "int8":
-        raise ctx.fail(f"input {x_t.label} is {dtype}; RSQRT is supported for float32 and int8"
-                       + (" (int16's table is not implemented)" if dtype == "int16" else ""))
+    if dtype not in ("int8", "int16"):
+        raise ctx.fail(f"input {x_t.label} is {dtype}; RSQRT is supported for float32, int8 and int16")
+    if dtype == "int16":   # LiteRT's int16 kernel requires zero points 0
+        ctx.zero_points_zero(x_t, out_t)
     return [ctx.call("qnn.rsqrt", [ctx.input(0)] + ctx.quant_operands((x_t, "input")) + ctx.quant_operands((out_t, "output")))]
 
 

@@ -8,6 +8,7 @@ other's. The result is [B, M, N].
   product and sum rounded (no FMA) — LiteRT's reference kernel's order, so float results are bit-exact too.
 * integer: the products accumulate in wrapping int32; ``qnn.batch_matmul`` subtracts the (scalar) zero points
   first: Σ (x − zp_x)(y − zp_y). Its scales are carried for the requantize that follows (as in TVM).
+  ``out_dtype="int64"`` (int16 operands, LiteRT's int16 BATCH_MATMUL): the exact sum in int64.
 
 TVM's ``qnn.batch_matmul`` builder has no transpose arguments (its canonicalisation assumes transpose_b=True); the
 attributes are the same BatchMatmulAttrs, and here every combination is implemented.
@@ -75,11 +76,13 @@ def batch_matmul_float(a: np.ndarray, b: np.ndarray, attrs) -> np.ndarray:
     return acc
 
 
-def batch_matmul_int(a: np.ndarray, b: np.ndarray, attrs, zp_a: int = 0, zp_b: int = 0) -> np.ndarray:
-    """Exact Σ (a − zp_a)(b − zp_b), wrapped to int32."""
+def batch_matmul_int(a: np.ndarray, b: np.ndarray, attrs, zp_a: int = 0, zp_b: int = 0,
+                     wide: bool = False) -> np.ndarray:
+    """Exact Σ (a − zp_a)(b − zp_b), wrapped to int32 (``wide``: kept in int64)."""
     from .kernels import exact_int_matmul
     a, b = _operands(a, b, attrs)
-    return wrap32(exact_int_matmul(a.astype(np.int64) - zp_a, b.astype(np.int64) - zp_b))
+    total = exact_int_matmul(a.astype(np.int64) - zp_a, b.astype(np.int64) - zp_b)
+    return np.asarray(total, np.int64) if wide else wrap32(total)
 
 
 def _rel(types, attrs):
@@ -123,16 +126,17 @@ def _qrel(types, attrs):
     expect_dtype(name, "x_zero_point", types[2], "int32")
     expect_dtype(name, "y_zero_point", types[3], "int32")
     out_dtype = attrs.out_dtype or "int32"
-    if out_dtype != "int32":
-        raise fail(name, "out_dtype", "'int32'", repr(out_dtype))
+    if out_dtype not in ("int32", "int64"):
+        raise fail(name, "out_dtype", "'int32' or 'int64'", repr(out_dtype))
     return batch_matmul_out_type(name, x, y, attrs, out_dtype)
 
 
 def _qcompute(args, attrs):
     x, y, zp_x, zp_y = args[:4]
-    return batch_matmul_int(x, y, attrs, int(np.asarray(zp_x).reshape(-1)[0]),
-                            int(np.asarray(zp_y).reshape(-1)[0])).astype(np.int32)
+    wide = attrs.out_dtype == "int64"
+    return batch_matmul_int(x, y, attrs, int(np.asarray(zp_x).reshape(-1)[0]), int(np.asarray(zp_y).reshape(-1)[0]),
+                            wide).astype(np.int64 if wide else np.int32)
 
 
 register_op("qnn.batch_matmul", _Q_ARGS, attrs=BatchMatmulAttrs, rel=_qrel, fusion=FusionKind.OUT_ELEMWISE_FUSABLE,
-            compute=_qcompute, doc="Quantized batch_matmul: wrapping int32 Σ (x − zp_x)(y − zp_y) over K.")
+            compute=_qcompute, doc="Quantized batch_matmul: wrapping int32 Σ (x − zp_x)(y − zp_y) over K (int64: exact).")

@@ -9,7 +9,8 @@
   rescaled operands squared in int32 and rescaled by a third multiplier.
 * ``qnn.rsqrt`` (int8; TVM's ``qnn.rsqrt`` operands): LiteRT's GetInvSqrtQuantizedMultiplierExp Newton iteration
   per input value, then two MultiplyByQuantizedMultiplier steps. A value below the input zero point is an error,
-  as in LiteRT ("Rsqrt is only defined for positive values"); the zero point itself maps to 127.
+  as in LiteRT ("Rsqrt is only defined for positive values"); the zero point itself maps to 127. int16 (zero
+  points 0, as LiteRT requires): LiteRT's interpolated 513-entry table of 1/√x (``byoc.quant.interpolated_lut``).
 
 All multipliers come from byoc.quant.params; every executor calls these functions (the CPU backend tabulates the
 per-value parts at build time).
@@ -30,7 +31,7 @@ from .registry import FusionKind, register_op
 from .rel import broadcast_shapes, dtype_range, expect_dtype, expect_scalar_or_vector, fail, tensor_arg
 
 __all__ = ["QnnLogSoftmaxAttrs", "log_softmax_rows", "log_x_ge_1", "log_softmax_tables", "log_softmax_zero_point",
-           "squared_difference_int8", "rsqrt_table", "inv_sqrt_multiplier_exp"]
+           "squared_difference_int8", "rsqrt_table", "rsqrt16_values", "inv_sqrt_multiplier_exp"]
 
 _ACT_ARGS = ("data", "scale", "zero_point", "output_scale", "output_zero_point")
 _UNARY_ARGS = ("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point")
@@ -245,10 +246,18 @@ def rsqrt_table(input_scale, input_zero_point: int, output_scale, output_zero_po
     return np.clip(out, -128, 127).astype(np.int8)
 
 
+def rsqrt16_values(input_scale, input_zero_point: int, output_scale, output_zero_point: int) -> np.ndarray:
+    """LiteRT's int16 RSQRT for every input q in [−32768, 32767], indexed by q + 32768: its interpolated 513-entry
+    table (``byoc.quant.interpolated_lut``); entries below the input zero point are never used (those inputs are errors)."""
+    from ..quant.interpolated_lut import lookup16, rsqrt16_table
+    table = rsqrt16_table(input_scale, input_zero_point, output_scale, output_zero_point)
+    return lookup16(np.arange(-32768, 32768), table).astype(np.int16)
+
+
 def _rsqrt_rel(types, attrs):
     name = "qnn.rsqrt"
     data = _unary_operands(name, types, _UNARY_ARGS)
-    expect_dtype(name, "data", data, "int8")
+    expect_dtype(name, "data", data, ("int8", "int16"))
     return data
 
 
@@ -258,10 +267,12 @@ def _rsqrt_compute(args, attrs):
     if x.size and int(x.min()) < zp:
         raise ExecutionError(f"qnn.rsqrt: input {int(x.min())} is below the input zero point {zp} (a negative "
                              "value)", hint="LiteRT fails here too: Rsqrt is only defined for positive values")
+    if x.dtype == np.int16:
+        return rsqrt16_values(s_in, zp, s_out, _scalar_int(zp_out))[x.astype(np.int64) + 32768]
     table = rsqrt_table(s_in, zp, s_out, _scalar_int(zp_out))
     return table[x.astype(np.int64) + 128]
 
 
 register_op("qnn.rsqrt", _UNARY_ARGS, rel=_rsqrt_rel, fusion=FusionKind.ELEMWISE, compute=_rsqrt_compute,
-            doc="TFLite RSQRT (int8): LiteRT's fixed-point 1/√(q − zp) and output multiplier; negative inputs "
-                "are an error.")
+            doc="TFLite RSQRT: int8 LiteRT's fixed-point 1/√(q − zp) and output multiplier, int16 its interpolated "
+                "table; negative inputs are an error.")

@@ -403,7 +403,8 @@ def emit_batch_matmul(ctx, builder, node, a, b, zp_a: int, zp_b: int, out_dtype:
     out_shape = node.checked_type.shape
     K = a.shape[1] if at.transpose_a else a.shape[2]
     floating = is_float(a.dtype)
-    acc_ty = llvm_type(a.dtype) if floating else I32
+    wide = out_dtype == "int64" and not floating   # LiteRT's int16 BATCH_MATMUL: an int64 accumulator
+    acc_ty = llvm_type(a.dtype) if floating else (I64 if wide else I32)
     acc = alloca_once(builder, acc_ty, name="acc")
     zero = _c64(0)
     with out_loops(ctx, builder, out_shape) as oidx:
@@ -420,8 +421,10 @@ def emit_batch_matmul(ctx, builder, node, a, b, zp_a: int, zp_b: int, out_dtype:
             else:
                 xs = builder.sub(_ext32(builder, av, a.dtype), const_int(I32, zp_a))
                 ys = builder.sub(_ext32(builder, bv, b.dtype), const_int(I32, zp_b))
+                if wide:
+                    xs, ys = builder.sext(xs, I64), builder.sext(ys, I64)
                 builder.store(builder.add(cur, builder.mul(xs, ys)), acc)
-        res = emit_cast(builder, builder.load(acc), a.dtype if floating else "int32", out_dtype)
+        res = emit_cast(builder, builder.load(acc), a.dtype if floating else ("int64" if wide else "int32"), out_dtype)
         ctx.emit_output(builder, oidx, res)
 
 

@@ -4,7 +4,7 @@
   table of the shared gemmlowp exp indexed by max − x, as qnn.softmax's lowering does), TFLite's
   log_x_for_x_greater_than_or_equal_to_1 emitted in i32 fixed point, and the rescaled output.
 * qnn.squared_difference: i32 arithmetic per element (LiteRT's left-shift-7 scheme), broadcasting by index.
-* qnn.rsqrt: a 256-entry table of the op's per-value arithmetic (built with byoc.ops.qnn_math), and a
+* qnn.rsqrt: a 256-entry (int16: 65536-entry) table of the op's per-value arithmetic (byoc.ops.qnn_math), and a
   run-time error for inputs below the zero point, as the reference raises.
 """
 from __future__ import annotations
@@ -147,10 +147,12 @@ def _qnn_squared_difference(ctx, builder, node, args):
 
 @lower_element("qnn.rsqrt", const_args=(1, 2, 3, 4))
 def _qnn_rsqrt(ctx, builder, node, args):
-    from ...ops.qnn_math import rsqrt_table
+    from ...ops.qnn_math import rsqrt16_values, rsqrt_table
     x, s_in, zp_in, s_out, zp_out = args
     zp = scalar_int(zp_in)
-    ctx.kernel.fail_if(builder, builder.icmp_signed("<", x, const_int(x.type, max(zp, -128))), ERROR_RSQRT_NEGATIVE)
-    table = rsqrt_table(s_in, zp, s_out, scalar_int(zp_out))
-    idx = builder.add(builder.sext(x, I64), const_int(I64, 128))
+    lo = -32768 if x.type.width == 16 else -128
+    ctx.kernel.fail_if(builder, builder.icmp_signed("<", x, const_int(x.type, max(zp, lo))), ERROR_RSQRT_NEGATIVE)
+    # int16: LiteRT's interpolation tabulated over every input value (exact by construction)
+    table = (rsqrt16_values if lo == -32768 else rsqrt_table)(s_in, zp, s_out, scalar_int(zp_out))
+    idx = builder.add(builder.sext(x, I64), const_int(I64, -lo))
     return ctx.kernel.data(table).load(builder, [idx])

@@ -396,3 +396,52 @@ def test_npu_keeps_int16_compute_on_the_cpu_and_offloads_int16_quantize_bit_exac
         xi = _int16(rng, (1, 8, 8, 4))
         ref, _ = litert_run(data, [xi])
         assert np.array_equal(exe.run({name: xi})[0], ref[0])
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_batch_matmul_int16(case):
+    """LiteRT's int16 BATCH_MATMUL: zero points 0, an int64 accumulator, the int64 MultiplyByQuantizedMultiplier;
+    two variable operands (adjoints, broadcast batches) or a constant int16 right-hand side."""
+    rng = _rng("bmm16", case)
+    w = TFLiteWriter()
+    adj_x, adj_y = bool(case & 1), bool(case & 2)
+    a_shape = (2, 3, 24, 40) if not adj_x else (2, 3, 40, 24)
+    x = _x(w, rng, a_shape, "a")
+    k = 40
+    b_shape = (1, 3, 16, k) if adj_y else (1, 3, k, 16)
+    s_b = float(rng.uniform(1e-4, 1e-2))
+    if case == 3:
+        b = rng.integers(-32768, 32768, b_shape).astype(np.int16)   # a constant operand
+    else:
+        b = w.input("b", b_shape, "int16", scale=s_b, zero_point=0)
+    s_out = float(np.float32(x.scale[0]) * s_b * rng.uniform(20, 400))
+    y = w.batch_matmul(x, b, adj_x=adj_x, adj_y=adj_y, b_scale=s_b, b_zp=0, out_scale=s_out, out_zp=0)
+    w.output(y)
+    data = w.finish()
+    mod, _ = from_tflite(data)
+    assert "int64" in mod.astext() and "qnn.batch_matmul" in mod.astext()
+    check(data, rng)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_batch_matmul_int16_times_int8(per_channel):
+    """int16 × int8 (per-tensor) is the int16 kernel with an int8 operand: bit-exact. Per-channel int8 weights
+    (LiteRT's static_w8_a16 einsum test models) make LiteRT's kernel return zeros (it reads the per-tensor scale,
+    0 there): nothing to reproduce, so the importer refuses it and says why."""
+    w = TFLiteWriter()
+    x = w.input("x", (4, 32), "int16", scale=3e-5, zero_point=0)
+    wt = np.random.default_rng(0).integers(-127, 128, (32, 8)).astype(np.int8)
+    scale = np.linspace(1e-4, 3e-4, 8) if per_channel else 2e-4
+    ref = w.const("w", wt, "int8", scale=scale, zero_point=0, quantized_dimension=1) if per_channel else \
+        w.const("w", wt, "int8", scale=scale, zero_point=0)
+    y = w.tensor("y", (4, 8), "int16", scale=6e-6, zero_point=0)
+    w.op("BATCH_MATMUL", [x, ref], [y], "BatchMatMulOptions", dict(adj_x=False, adj_y=False))
+    w.output(y)
+    data = w.finish()
+    if not per_channel:
+        check(data, _rng("bmm16x8"))
+        return
+    xs = np.random.default_rng(1).integers(-3000, 3000, (4, 32)).astype(np.int16)
+    assert not np.any(litert_run(data, [xs])[0][0])
+    with pytest.raises(ModelError, match="returns zeros"):
+        from_tflite(data)
