@@ -13,7 +13,7 @@ from .isa import (DTYPE_BYTES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp,
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
-           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "argmax_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "argmax_cycles", "argmax_pool_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
