@@ -387,6 +387,10 @@ def test_ops_outside_the_rules_stay_on_the_cpu_with_each_failed_rule():
     assert "along the depth (last) axis" in why
     why = _cpu_reason(_model([(1, 4, 5, 6)], "int16", lambda w, x: w.arg_max(x, 3)), "argmax")
     assert "input dtype is int8 or uint8" in why and "int16" in why
+    # Regor's ARG_MAX rule wants the axes before H, W, C to be 1 (Vela 5.2 stops with "Non-passthrough
+    # operation (ArgMax) could not run on NPU" on a batch of 2)
+    why = _cpu_reason(_model([(2, 4, 4, 8)], "int8", lambda w, x: w.arg_max(x, 3)), "argmax")
+    assert "batch size 1" in why and "found batch 2" in why
     why = _cpu_reason(_model([(1, 4, 5, 6), (1, 4, 5, 6)], "int32", lambda w, x, y: w.maximum(x, y)), "maximum")
     assert "no 32-bit MAXIMUM/MINIMUM" in why and "found int32" in why
     why = _cpu_reason(_model([(1, 5, 6, 8)], "int8", _tconv((1, 5, 6, 8), (1, 9, 11, 4), (3, 3), (2, 2), "VALID")),
