@@ -350,7 +350,7 @@ def _ethos_u(name: str, ublock: tuple[int, int, int], shram_banks: int, ppu_scal
 
 _ETHOS_U = tuple(_ethos_u(*a) for a in (
     ("ethos-u55-32", (1, 1, 4), 16, 8.0), ("ethos-u55-64", (1, 1, 8), 16, 4.0),
-    ("ethos-u55-128", (2, 1, 8), 24, 2.0), ("ethos-u55-256", (2, 2, 8), 48, 1.0),
+    ("ethos-u55-128", (1, 2, 8), 24, 2.0), ("ethos-u55-256", (2, 2, 8), 48, 1.0),
     ("ethos-u65-256", (2, 2, 8), 48, 1.0, "dedicated"), ("ethos-u65-256-shared", (2, 2, 8), 48, 1.0, "shared"),
     # two 256-MAC cores (2x2x8 each) sharing every block's OFM depth, as Vela models them: a block's MAC cycles
     # divided by the core count, half the output cycles per element (regor s_EthosU65Configs / PerfInfo)

@@ -13,7 +13,7 @@ from .isa import (DTYPE_BYTES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp,
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
-           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "argmax_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "argmax_cycles", "argmax_pool_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -595,31 +595,97 @@ def binary_reread_cycles(cfg: NPUConfig, binary: tuple[int, int, int], oh: int, 
     return operand_reread_cycles(cfg, area - 1, oh * ow * _cdiv(oc, q) * q, elem_bytes, burst)
 
 
-# ARG_MAX along the channels, 8-bit input (Regor's sequence, its per-layer CSV): a 1x1 depthwise convolution
-# scaling every value by 2^7 into int16 and adding each channel's reversed index as its bias (streaming the IFM
-# in, the int16 map out in 16-deep bricks), max pools over the channels of a few rows each
-# (ARGMAX_POOL_ROWS: the largest shifted value per row), a 16-bit LUT turning the 7 low bits back into the index,
-# and casts to int32 (and int64) that stream their tensors once each.
-ARGMAX_POOL_ROWS = 4
+# ARG_MAX along the channels, 8-bit input, as Vela's Regor core lowers it (GraphIrOptimiser::RewriteArgmax) and
+# costs it (its per-layer CSV and debug database): a 1x1 depthwise convolution scaling every value by 2^7 into
+# an int16 NHWC map and adding each channel's reversed index as its bias; a max pool over the channels, the map
+# viewed as rows × channels × 1 (kernel channels × 1) writing one int16 per row; a 16-bit LUT turning the low 7
+# bits back into the index (a 1x1 pool over the deepened map, after the table's DMA into the SHRAM); a cast to
+# int32 (and one to int64).
+ARGMAX_POOL_ROWS = 4         # the pool's OFM block: every block height costs the same, so FindBlockConfig's tie
+                             # rule keeps the tallest up to 4 rows
+ARGMAX_MAX_DIM = 65536       # Regor's largest OFM dimension: a longer pool is cut into one op per OFM block
+ARGMAX_LUT_BYTES = 2048      # the 16-bit table: 512 32-bit entries
+ARGMAX_SPLIT_DEPTH = 16      # Regor's OFM block depth once a map is deeper than one micro-block (OFMSplitDepth)
+
+
+def _argmax_shift_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
+    """The 1x1 depthwise pass: the output stage over every element (or the MAC array's micro-blocks), or the
+    feature-map port when slower: the 8-bit NHWC IFM read and the int16 NHWC OFM written in bursts as long as
+    the block's depth allows (whole-pixel runs only when a pixel is exactly one block deep)."""
+    m, p = cfg.mac, cfg.ppu
+    _, burst, bpc, _ = _fm_constants(cfg)
+    depth = m.ublock_c if channels <= m.ublock_c else ARGMAX_SPLIT_DEPTH
+    ifm_run = burst if channels == depth else min(burst, depth)
+    ofm_run = burst if 2 * channels == depth else min(burst, 2 * depth)
+    memory = (rows * channels * burst / ifm_run + rows * channels * 2 * burst / ofm_run) / bpc
+    ublocks = _cdiv(rows, m.ublock_h * m.ublock_w) * _cdiv(channels, m.ublock_c)
+    compute = max(rows * channels * p.cost("requant"), ublocks * m.dw_cycles_per_ublock / m.cores)
+    return math.ceil(max(memory, compute))
+
+
+def _argmax_pool_op_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
+    """One Regor max pool op over ``rows`` int16 rows of ``channels`` (kernel channels × 1), Vela's cycle
+    estimate of an op on its own: blocks of ARGMAX_POOL_ROWS rows, each per 8-wide sub-kernel at least 4 steps
+    per OFM micro-block (16-bit: ``pool_tap_cycles`` × 2 cycles each, one step delay per sub-kernel when the
+    block is one micro-block), the output stage and a quarter of the block's serial work (the command issue
+    limit) beside it, and the first IFM block's read and last OFM block's write with their latencies. The
+    blocks are NHWC, ``ublock_c`` deep, so each read or write moves bursts of at most two bytes per channel."""
+    m, p, o = cfg.mac, cfg.ppu, cfg.overheads
+    a = cfg.memory_areas[_area(cfg, cfg.placement.feature_maps)]
+    block = min(rows, ARGMAX_POOL_ROWS)
+    n_ub = _cdiv(block, m.ublock_h)
+    wide = m.pool_tap_cycles * 2 if m.pool_tap_cycles > 1 else 1
+    subs = [min(8, channels - x) for x in range(0, channels, 8)]
+    mac = sum(max(4, s) for s in subs) * n_ub * wide
+    if n_ub == 1 and m.step_delay:
+        mac += m.step_delay * len(subs)
+    mac //= m.cores
+    blocks = _cdiv(rows, m.ublock_h) / n_ub
+    ao = math.ceil(p.cost("max_pool_tap") * block)
+    run = min(a.burst_bytes, 2 * m.ublock_c)
+    in_w = min(channels, _cdiv(m.ublock_w - 1 + min(channels, 8), m.ublock_w) * m.ublock_w)
+    ifm = a.read_latency + int(block * in_w * 2 * a.burst_bytes // run / a.bytes_per_cycle)
+    ofm = a.write_latency + int(block * 2 * a.burst_bytes // run / a.bytes_per_cycle)
+    cmd = ((abs(ofm - ifm) if blocks > 1 else 0) + mac + ao) / o.block_overlap if o.block_overlap else 0.0
+    bal_mac, bal_ao = max(mac, cmd), max(ao, cmd)
+    if bal_mac > bal_ao:
+        total = int(int(bal_mac * blocks) + bal_ao)
+    else:
+        total = int(bal_ao * blocks + bal_mac)
+    # ... or the port, when slower: each OFM block re-reads its IFM block once per sub-kernel
+    fetched = block * in_w * len(subs) * _cdiv(rows, ARGMAX_POOL_ROWS) + rows
+    return max(total + ifm + ofm, int(fetched * 2 * a.burst_bytes // run / a.bytes_per_cycle))
+
+
+def argmax_pool_cycles(cfg: NPUConfig, rows: int, channels: int) -> tuple[int, int]:
+    """(cycles of the whole max pool step, cycles of its last op): one op, or one per OFM block when the rows
+    exceed ARGMAX_MAX_DIM."""
+    if rows <= ARGMAX_MAX_DIM:
+        one = _argmax_pool_op_cycles(cfg, rows, channels)
+        return one, one
+    full, last = divmod(rows, ARGMAX_POOL_ROWS)
+    block = _argmax_pool_op_cycles(cfg, ARGMAX_POOL_ROWS, channels)
+    tail = _argmax_pool_op_cycles(cfg, last, channels) if last else block
+    return full * block + (tail if last else 0), tail
 
 
 def argmax_cycles(cfg: NPUConfig, rows: int, channels: int, out_bytes: int = 4) -> int:
     """Vela's ARG_MAX over ``rows`` rows of ``channels`` 8-bit values, writing ``out_bytes``-wide indices."""
-    p, m = cfg.ppu, cfg.mac
+    p = cfg.ppu
     issue = cfg.overheads.cmd_issue + p.command_overhead
+    shift = _argmax_shift_cycles(cfg, rows, channels)
+    pools, last_pool = argmax_pool_cycles(cfg, rows, channels)
+    # the table's DMA (from the weight area into the SHRAM at a byte per cycle) hides under the op before it
+    w = cfg.memory_areas[_area(cfg, cfg.placement.weights)]
+    table = max(ARGMAX_LUT_BYTES / w.bytes_per_cycle + w.read_latency, ARGMAX_LUT_BYTES)
+    h, wd, d = deepened_shape(rows, 1, 1)
+    lut = unary_pool_cycles(cfg, PpuOp.LUT, h, wd, d, in_bytes=2) + max(0, math.ceil(table) - last_pool)
     q = cfg.fm_channel_quantum
-    shift = issue + max(math.ceil(rows * _cdiv(channels, m.ublock_c) * m.ublock_c * p.cost("requant")),
-                        _stream(cfg, rows * channels) + _stream(cfg, rows * _cdiv(channels, q) * q * 2))
-    full, last = divmod(rows, ARGMAX_POOL_ROWS)
-    pools = full * pool_cycles(cfg, PpuOp.MAX_POOL, ARGMAX_POOL_ROWS, 1, 1, 1, channels, ARGMAX_POOL_ROWS,
-                               channels, 2)
-    if last:
-        pools += pool_cycles(cfg, PpuOp.MAX_POOL, last, 1, 1, 1, channels, last, channels, 2)
-    lut = issue + max(math.ceil(rows * p.cost("lut")), _stream(cfg, rows * 4))
-    casts = issue + _stream(cfg, rows * 6)                   # int16 → int32
+    # int16 → int32: an ADD of zero at its output rate, or the bricked int16 read and the NHWC int32 write
+    cast = max(math.ceil(rows * p.cost("add")), _stream(cfg, h * wd * _cdiv(d, q) * q * 2 + rows * 4))
     if out_bytes == 8:
-        casts += issue + _stream(cfg, rows * 12)             # int32 → int64
-    return shift + pools + lut + casts + 3 * _fm_latency(cfg)
+        cast += issue + _stream(cfg, rows * 12)             # int32 → int64
+    return 3 * issue + shift + pools + lut + cast
 
 
 # PRELU and SQUARED_DIFFERENCE (Regor's sequences, their per-layer CSVs): elementwise passes over the whole map,

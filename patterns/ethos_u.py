@@ -766,7 +766,8 @@ def _argmax_cast(ctx):
     return None if t is not None and t.dtype == "int64" else f"found a cast to {t.dtype if t else None}"
 
 
-ARGMAX_CHECK = Check((_argmax_dtypes, _argmax_axis, _argmax_depth, _argmax_cast, _tens_dims),
+ARGMAX_CHECK = Check((_argmax_dtypes, _argmax_axis, _argmax_depth, _argmax_cast,
+                      _batch_one(capture("data"), "the input"), _tens_dims),
                      summary="ARG_MAX, as Vela's depthwise convolution, max pools, LUT and casts")
 
 

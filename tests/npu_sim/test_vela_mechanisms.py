@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 import byoc
 import npu_sim
@@ -101,3 +102,15 @@ def test_u65_512_is_two_256_mac_cores_sharing_each_block():
     assert mac_cycles(u512, MacOp.CONV, 2, 4, 8, 64, 3, 3) == 4 + 2 + 288
     # an 8-channel tile uses both cores too (a 2x2x16 array would have left half of it idle)
     assert mac_cycles(u512, MacOp.CONV, 2, 4, 8, 256, 1, 1) == 4 + 2 + 8 * 32 // 2
+
+
+def test_ethos_u_micro_blocks_are_velas():
+    """Every Ethos-U preset's OFM micro-block is Vela's (its accelerator table: Block(width, height, depth)); the
+    U55-128's is 2 wide and 1 high, so a 4-row block of a one-wide map is 4 micro-blocks, not 2."""
+    pytest.importorskip("ethosu.vela")
+    from ethosu.vela.architecture_features import Accelerator, ArchitectureFeatures
+    for acc, cfg in ArchitectureFeatures.accelerator_configs.items():
+        ours = npu_sim.preset(acc.value).mac
+        u = cfg.ofm_ublock
+        assert (ours.ublock_h, ours.ublock_w, ours.ublock_c) == (u.height, u.width, u.depth), acc.value
+    assert Accelerator.Ethos_U55_128 in ArchitectureFeatures.accelerator_configs

@@ -387,6 +387,10 @@ def test_ops_outside_the_rules_stay_on_the_cpu_with_each_failed_rule():
     assert "along the depth (last) axis" in why
     why = _cpu_reason(_model([(1, 4, 5, 6)], "int16", lambda w, x: w.arg_max(x, 3)), "argmax")
     assert "input dtype is int8 or uint8" in why and "int16" in why
+    # Regor's ARG_MAX rule wants the axes before H, W, C to be 1 (Vela 5.2 stops with "Non-passthrough
+    # operation (ArgMax) could not run on NPU" on a batch of 2)
+    why = _cpu_reason(_model([(2, 4, 4, 8)], "int8", lambda w, x: w.arg_max(x, 3)), "argmax")
+    assert "batch size 1" in why and "found batch 2" in why
     why = _cpu_reason(_model([(1, 4, 5, 6), (1, 4, 5, 6)], "int32", lambda w, x, y: w.maximum(x, y)), "maximum")
     assert "no 32-bit MAXIMUM/MINIMUM" in why and "found int32" in why
     why = _cpu_reason(_model([(1, 5, 6, 8)], "int8", _tconv((1, 5, 6, 8), (1, 9, 11, 4), (3, 3), (2, 2), "VALID")),
@@ -424,6 +428,38 @@ def test_argmax_cycles_grow_with_the_tensor_and_add_up_over_tiles():
     assert whole <= halves <= whole + 1
 
 
+def _vela_rows(model: Path, out: Path, accelerator: str = "ethos-u55-256") -> list[dict]:
+    import csv
+    import subprocess
+    subprocess.run([vela_executable(), str(model), "--accelerator-config", accelerator, "--output-dir",
+                    str(out), "--verbose-performance"], check=True, capture_output=True, timeout=600)
+    with open(out / f"{model.stem}_per-layer.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("shape,accelerator", [
+    ((1, 64, 64, 21), "ethos-u55-256"),    # one pool op of 4096 rows, MAC-bound
+    ((1, 64, 64, 21), "ethos-u55-32"),     # the same op bound by re-reading its IFM blocks per sub-kernel
+    ((1, 257, 257, 7), "ethos-u55-256"),   # 66049 rows: past Regor's 65536, one op per 4-row block (+ a 1-row one)
+    ((1, 300, 300, 3), "ethos-u55-64"),
+])
+def test_argmax_max_pool_step_matches_vela(shape, accelerator, tmp_path):
+    """The max pool step of Regor's ARG_MAX lowering, against the MaxPool rows of Vela's per-layer CSV."""
+    if vela_executable() is None:
+        pytest.skip("vela (ethos-u-vela) is not installed")
+    from npu_sim import PRESETS
+    from npu_sim.cost import argmax_pool_cycles
+    path = tmp_path / "argmax.tflite"
+    path.write_bytes(_model([shape], "int8", lambda w, x: w.arg_max(x, 3)))
+    pools = [int(float(r["Op Cycles"])) for r in _vela_rows(path, tmp_path, accelerator)
+             if r["NNG Operator"] == "MaxPool"]
+    rows = shape[1] * shape[2]
+    assert len(pools) == (1 if rows <= 65536 else -(-rows // 4))
+    ours, last = argmax_pool_cycles(PRESETS[accelerator], rows, shape[3])
+    assert abs(ours / sum(pools) - 1) <= 0.02, (ours, sum(pools))
+    assert abs(last / pools[-1] - 1) <= 0.02, (last, pools[-1])
+
+
 def _vela_cycles(model: Path, out: Path) -> int:
     import csv
     import subprocess
@@ -440,6 +476,8 @@ def _vela_cycles(model: Path, out: Path) -> int:
     ("transpose_conv_4x4", [(1, 8, 8, 64)], "int8", _tconv((1, 8, 8, 64), (1, 16, 16, 32), (4, 4), (2, 2), "SAME"),
      0.2),
     ("argmax_int64", [(1, 32, 40, 100)], "int8", lambda w, x: w.arg_max(x, 3, output_type="int64"), 0.1),
+    # 66049 rows: Regor cuts the max pool into 16513 ops, each paying its block latencies (was 0.78 of Vela)
+    ("argmax_past_max_dim", [(1, 257, 257, 7)], "int8", lambda w, x: w.arg_max(x, 3), 0.05),
     ("maximum_int16", [(1, 32, 32, 16), (1, 32, 32, 16)], "int16", lambda w, x, y: w.maximum(x, y), 0.2),
     ("prelu_alpha_at_most_1", [(1, 64, 64, 16)], "int8", _prelu((1, 1, 16)), 0.1),
     ("prelu_alpha_above_1", [(1, 32, 32, 32)], "int8", _prelu((1, 1, 32), high=True), 0.1),
