@@ -143,3 +143,20 @@ def test_u65_512_is_two_256_mac_cores_sharing_each_block():
     assert mac_cycles(u512, MacOp.CONV, 2, 4, 8, 64, 3, 3) == 4 + 2 + 288
     # an 8-channel tile uses both cores too (a 2x2x16 array would have left half of it idle)
     assert mac_cycles(u512, MacOp.CONV, 2, 4, 8, 256, 1, 1) == 4 + 2 + 8 * 32 // 2
+
+
+def test_a_channel_of_a_map_under_one_brick_deep_moves_whole_brick_rows():
+    """PACK of two 17-element vectors into a 1x17x2 map (MoveNet's keypoint stack): each input is a 1x17x1 window
+    of the output. The map is one 16-deep brick per pixel and a row's bricks are contiguous, so the window's
+    write moves 17 bricks of 16 B in 272-byte runs, whole 32-byte SRAM bursts: 272 B / 8 B per cycle = 34
+    cycles plus the 32-cycle write latency (Vela charges such a copy about 220 cycles in all; one-byte bursts
+    were 17 x 16 x 32 / 8 = 1088 port cycles)."""
+    from npu_sim.cost import dma_command_cost
+    from npu_sim.isa import dtype_code
+    cfg = npu_sim.preset("ethos-u55-256")
+    store = Store(0, 0, 0, 0, dtype_code("int8"), 0, 1, 17, 2, 0, 0, 1, 1, 17, 1, 0, 0)
+    assert dma_command_cost(cfg, store) == (17, 34, 32)
+    # a map deeper than a brick keeps per-pixel runs: channel 1 of a 1x17x32 map is 17 one-byte runs, each
+    # charged a whole brick (16 B) at one byte per 32-byte burst: 17 x 16 x 32 / 8
+    deep = Store(0, 0, 0, 0, dtype_code("int8"), 0, 1, 17, 32, 0, 0, 1, 1, 17, 1, 0, 0)
+    assert dma_command_cost(cfg, deep)[1] == 17 * 16 * 32 // 8
