@@ -7,6 +7,7 @@ commands (double-buffered slots) → dependencies from the hazard tracker → to
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -16,8 +17,9 @@ from .config import NPUConfig, preset
 from .cost import binary_timing, mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
-from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LUT16_INTERP, lut_table_bytes, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
-                  Ppu, PpuOp, Rounding, Store, TileKind, dtype_code, src1_tile_shape)
+from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_CONTINUE, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LUT16_INTERP,
+                  N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac, Ppu, PpuOp, Rounding, Store, TileKind, dtype_code,
+                  lut_table_bytes, src1_tile_shape)
 from .lower import ConvLayer, Graph, PpuLayer, lower_function
 from .program import LayerInfo, Program, Region, TensorBinding
 from .vela_access import access_floor
@@ -212,6 +214,7 @@ class _Codegen:
         self.plans: list[TilePlan] = []
         self.consts: list[dict] = []
         self.prefetched: dict[int, tuple] = {}   # layer → (its slots, its first (weight, table) slots)
+        self.prefetch_queue: list[Load] = []     # pieces of the next layer's first weights still to queue
         self.ratios: dict[tuple[int, int], float] = {}   # (layer, slice depth) → encoded / raw weight bytes
         self.search_memo: dict = {}   # the tile search's work per workload, shared by this compile's layers
 
@@ -222,11 +225,16 @@ class _Codegen:
         self.weight_busy = {b: end for b, end in s.weight_end.items()}
         return s
 
-    def prefetch_next(self, em: "_Emitter", li: int, cur: _Slots) -> None:
+    def prefetch_next(self, em: "_Emitter", li: int, cur: _Slots, parts: int = 1) -> None:
         """Queue the next layer's first weights now, so their transfer overlaps this layer's compute (as Vela
         buffers layer N+1's weights during layer N). Only when the next layer is a convolution whose weight and
         table slots sit in buffers holding nothing else and do not overlap this layer's slots. A fully connected
-        layer streams its weights while it runs, never ahead (Vela never buffers FULLY_CONNECTED weights)."""
+        layer streams its weights while it runs, never ahead (Vela never buffers FULLY_CONNECTED weights).
+        ``parts``: how many of this layer's channel slices are left to hide the transfer under. Vela counts the
+        first weight DMA hidden under the whole previous operation (regor's slackBufferingCycles), however
+        that operation uses the weight port; here the load is cut into that many pieces by output channel, one
+        queued per slice (``prefetch_step``), so it fills the port's idle time between this layer's own
+        weight loads instead of holding them back."""
         nxt = li + 1
         if nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer) \
                 or self.graph.layers[nxt].kind == "dense":
@@ -251,9 +259,50 @@ class _Codegen:
         tc = min(plan.bc, self.graph.tensors[L.ofm].hwc[2])
         w_per_oc = int(np.prod(L.weights.shape[1:]))
         ws, ts = s.take("weight"), s.take("table")
-        em.emit(self.load_const(nxt, TileKind.WEIGHT, self.consts[nxt]["weights"], 0, tc * w_per_oc, ws))
-        em.emit(self.load_const(nxt, TileKind.TABLE, self.consts[nxt]["table"], 0, tc * 10, ts))
+        w_const = self.consts[nxt]["weights"]
+        per = _cdiv(tc, max(1, min(parts, tc)))
+        self.prefetch_queue = [self.load_const(nxt, TileKind.WEIGHT, w_const, c * w_per_oc,
+                                               min(per, tc - c) * w_per_oc, (ws[0], ws[1] + c * w_per_oc),
+                                               LOAD_CONTINUE if c else 0)
+                               for c in range(0, tc, per)]
+        self.prefetch_queue.insert(1, self.load_const(nxt, TileKind.TABLE, self.consts[nxt]["table"], 0, tc * 10,
+                                                      ts))
+        self.prefetch_step(em)
         self.prefetched[nxt] = (s, (ws, ts))
+
+    def prefetch_slices(self, li: int, L: ConvLayer, plan: TilePlan, n: int) -> int:
+        """Over how many of layer ``li``'s last channel slices (of ``n``) the next layer's first weights stream
+        in: as many as the weight port's idle time under them (a slice's estimated cycles less its own weight
+        and scale transfer) needs to hide the transfer; one (the last slice) when even all ``n`` cannot."""
+        nxt = li + 1
+        if n <= 1 or nxt >= len(self.graph.layers) or not isinstance(self.graph.layers[nxt], ConvLayer):
+            return 1
+        N = self.graph.layers[nxt]
+        area = self.cfg.memory_areas[self.w_area]
+        lat = 2 * (area.read_latency + self.cfg.overheads.cmd_issue)
+
+        def transfer(layer, depth, tc):
+            nbytes = tc * (int(np.prod(layer.weights.shape[1:])) + 10)
+            return nbytes * self.weight_ratio(layer, depth) / area.bytes_per_cycle + lat
+
+        tc = min(plan.bc, self.graph.tensors[L.ofm].hwc[2])
+        idle = plan.estimate / n - transfer(L, plan.bc, tc)
+        nplan = self.plans[nxt]
+        need = transfer(N, nplan.bc, min(nplan.bc, self.graph.tensors[N.ofm].hwc[2]))
+        if idle <= 0 or need > idle * n:
+            return 1
+        return min(n, max(1, math.ceil(need / idle)))
+
+    def prefetch_step(self, em: "_Emitter", flush: bool = False) -> None:
+        """Queue the next piece of the next layer's first weights (with the first piece, its scales too); every
+        piece left with ``flush`` (this layer's last command is emitted)."""
+        q = self.prefetch_queue
+        while q:
+            em.emit(q.pop(0))
+            if q and q[0].kind == TileKind.TABLE:
+                em.emit(q.pop(0))
+            if not flush:
+                break
 
     def region_of(self, tid: int) -> Region:
         t = self.graph.tensors[tid]
@@ -448,9 +497,9 @@ class _Codegen:
         return Load(0, 0, li, int(kind), r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, pad | up,
                     int(pad_value) if pad or up else 0, slot[0], slot[1])
 
-    def load_const(self, li, kind, region: Region, start: int, count: int, slot) -> Load:
+    def load_const(self, li, kind, region: Region, start: int, count: int, slot, flags: int = 0) -> Load:
         return Load(0, 0, li, int(kind), region.area, 1, region.base, 1, 1, region.size, 0, 0, start, 1, 1, count,
-                    0, 0, slot[0], slot[1])
+                    flags, 0, slot[0], slot[1])
 
     def store(self, li, tid, y0, x0, c0, h, w, c, slot) -> Store:
         t = self.graph.tensors[tid]
@@ -523,6 +572,16 @@ class _Codegen:
                         out[0], out[1], th, tw, tc, th, tw, tc, ppu_params))
             em.emit(self.store(li, L.ofm, y, x, c0, th, tw, tc, out))
 
+        spread = self.prefetch_slices(li, L, plan, len(chans))
+
+        def next_weights(k):
+            # the next layer's first weights stream in under this layer's last ``spread`` channel slices, a
+            # piece per slice
+            if k == len(chans) - spread:
+                self.prefetch_next(em, li, slots, spread)
+            elif k > len(chans) - spread:
+                self.prefetch_step(em)
+
         if plan.order == "depth_outer" or dw_op:
             # Weights of the next channel slice are queued right after the first IFM tile of this slice, so
             # their (slow) transfer overlaps this slice's compute: double-buffered weights.
@@ -541,19 +600,19 @@ class _Codegen:
                             dc = min(plan.ic_slice, ic - d0)
                             s = slots.take("ifm")
                             em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, d0, ih, iw, dc, L.pad_value, s))
-                            if j == 0 and d0 == 0 and k + 1 < len(chans):
-                                pending = weights(*chans[k + 1])
-                            elif j == 0 and d0 == 0:
-                                self.prefetch_next(em, li, slots)
+                            if j == 0 and d0 == 0:
+                                if k + 1 < len(chans):
+                                    pending = weights(*chans[k + 1])
+                                next_weights(k)
                             mac(y, x, th, tw, tc, s, dc, ws, acc, d0, ic)
                         finish(y, x, th, tw, c0, tc, acc, ts)
                         continue
                     s = slots.take("ifm")
                     em.emit(self.load(li, TileKind.IFM, L.ifm, y0, x0, ic0, ih, iw, ic, L.pad_value, s, L.upscale))
-                    if j == 0 and k + 1 < len(chans):
-                        pending = weights(*chans[k + 1])
-                    elif j == 0 and k + 1 == len(chans):
-                        self.prefetch_next(em, li, slots)
+                    if j == 0:
+                        if k + 1 < len(chans):
+                            pending = weights(*chans[k + 1])
+                        next_weights(k)
                     compute(y, x, th, tw, c0, tc, s, ic, ws, ts)
         else:
             resident = None
@@ -567,6 +626,7 @@ class _Codegen:
                     compute(y, x, th, tw, c0, tc, s, ifm.hwc[2], *resident)
                 if y == 0 and x == 0:
                     self.prefetch_next(em, li, slots)
+        self.prefetch_step(em, flush=True)
 
     def emit_window_op(self, em: _Emitter, li: int, L: PpuLayer, op: PpuOp, slots: _Slots,
                        at: tuple[int, int, int], size: tuple[int, int, int]) -> None:

@@ -361,8 +361,19 @@ def dma_command_cost(cfg: NPUConfig, c: Load | Store, weight_ratio: float = 1.0,
             # an 8-bit scalar operand: Ethos-U takes it from the command's registers, no memory read
             # (Vela's MeasureElementAccess counts no IFM2 access for it)
             return nbytes, 0, 0
-        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear, read=True), a.read_latency
-    return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, run, c.c, elem, linear), a.write_latency
+        return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, _brick_row_run(cfg, c, run, linear), c.c, elem,
+                                          linear, read=True), a.read_latency
+    return nbytes, fm_transfer_cycles(cfg, c.area, nbytes, _brick_row_run(cfg, c, run, linear), c.c, elem, linear), \
+        a.write_latency
+
+
+def _brick_row_run(cfg: NPUConfig, c: Load | Store, run: int, linear: bool) -> int:
+    """The contiguous run of a window of some channels of a bricked map at most one brick deep: each pixel is
+    one brick and a row's bricks are contiguous, so the window moves whole brick rows (Vela's NHCWB16 burst, 16
+    elements x the block width)."""
+    if linear or not c.c < c.img_c <= cfg.fm_channel_quantum:
+        return run
+    return max(run, min(c.w, c.img_w) * cfg.fm_channel_quantum * DTYPE_BYTES[c.dtype])
 
 
 # -- ops Vela lowers to a sequence of NPU operations ------------------------------------------------------------

@@ -25,8 +25,8 @@ from byoc.quant.params import SoftmaxParams
 
 from .deps import RegionIndex
 from .int16_layers import requant_int64
-from .isa import (DTYPES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LUT16_INTERP, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store,
-                  disassemble_command, load_source_window, src1_tile_shape)
+from .isa import (DTYPES, LOAD_CONTINUE, LOAD_PAD, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LUT16_INTERP, Load, Mac, MacOp, Ppu,
+                  PpuOp, Rounding, Store, disassemble_command, load_source_window, src1_tile_shape)
 from .program import Program
 
 __all__ = ["Machine", "run_functional"]
@@ -66,6 +66,7 @@ class Machine:
             if not shared[r.area]:
                 self.mem[r.area][r.base:r.base + r.size] = np.frombuffer(data, np.uint8)
         self.local: dict[tuple[int, int], np.ndarray] = {}
+        self.const_ends: dict[tuple[int, int], int] = {}   # (buffer, end) of a 1-D constant tile → its offset
         self.tables: dict[tuple[int, int], tuple] = {}   # decoded requant tables, keyed by the tile they came from
         self.weights: dict[tuple[int, int], tuple] = {}  # float64 weight matrices, keyed likewise
         self.views: dict[tuple, np.ndarray] = {}          # (area, base, h, w, c, dtype) → that tensor's array
@@ -159,7 +160,7 @@ class Machine:
             if sh and sw:
                 t[sy * fy - c.y0:(sy + sh - 1) * fy - c.y0 + 1:fy, sx * fx - c.x0:(sx + sw - 1) * fx - c.x0 + 1:fx] = \
                     src[sy:sy + sh, sx:sx + sw, c.c0:c.c0 + c.c]
-        elif c.pad:
+        elif c.pad & LOAD_PAD:
             t = np.full((c.h, c.w, c.c), c.pad_value, _NP[c.dtype])
             ya, yb = max(c.y0, 0), min(c.y0 + c.h, c.img_h)
             xa, xb = max(c.x0, 0), min(c.x0 + c.w, c.img_w)
@@ -167,6 +168,20 @@ class Machine:
                 t[ya - c.y0:yb - c.y0, xa - c.x0:xb - c.x0] = src[ya:yb, xa:xb, c.c0:c.c0 + c.c]
         else:
             t = src[c.y0:c.y0 + c.h, c.x0:c.x0 + c.w, c.c0:c.c0 + c.c].copy()
+        end = c.off + t.nbytes
+        if c.pad & LOAD_CONTINUE:
+            # a later piece of a constant tile: appended to the tile ending where it lands
+            start = self.const_ends.pop((c.buf, c.off), None)
+            if start is None:
+                raise NPUError(f"command #{i} ({disassemble_command(c)}) continues a constant tile, but none ends at "
+                               f"local buffer {c.buf} offset {c.off:#x}",
+                               hint="the program is corrupt: a continued load follows the load it extends")
+            head = self.tile(c.buf, start, i)
+            self.local[(c.buf, start)] = np.concatenate([head.reshape(-1), t.reshape(-1)]).reshape(1, 1, -1)
+            self.const_ends[(c.buf, end)] = start
+            return
+        if c.img_h == c.img_w == 1:
+            self.const_ends[(c.buf, end)] = c.off
         self.local[(c.buf, c.off)] = t
 
     def store(self, i: int, c: Store) -> None:

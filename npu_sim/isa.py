@@ -21,7 +21,7 @@ from byoc.errors import NPUError
 __all__ = ["Engine", "TileKind", "MacOp", "PpuOp", "Rounding", "DTYPES", "dtype_code", "Load", "Store", "Mac",
            "Ppu", "Command", "COMMAND_TYPES", "encode_command", "decode_command", "disassemble_command",
            "PPU_PARAM_NAMES", "N_PPU_PARAMS", "RAW_FUNCTIONS", "BINARY_OPS", "LUT16_INTERP", "lut_table_bytes",
-           "LOAD_PAD", "LOAD_UPSCALE_H", "LOAD_UPSCALE_W", "LOAD_PAD_BITS", "load_source_window", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
+           "LOAD_PAD", "LOAD_UPSCALE_H", "LOAD_UPSCALE_W", "LOAD_CONTINUE", "LOAD_PAD_BITS", "load_source_window", "BCAST_H", "BCAST_W", "BCAST_C", "BCAST_ALL", "src1_tile_shape"]
 
 
 class Engine(enum.IntEnum):
@@ -104,9 +104,11 @@ def src1_tile_shape(ih: int, iw: int, ic: int, bcast: int) -> tuple[int, int, in
 
 # Load.pad bits: LOAD_PAD, the window may leave the image (pad_value fills it); LOAD_UPSCALE_H / _W, the window is
 # in the coordinates of the image upscaled 2x along height / width with pad_value after every source row / column
-# (Ethos-U's zero-inserting IFM upscaling, which runs a TRANSPOSE_CONV as a stride-1 convolution)
-LOAD_PAD, LOAD_UPSCALE_H, LOAD_UPSCALE_W = 1, 2, 4
-LOAD_PAD_BITS = LOAD_PAD | LOAD_UPSCALE_H | LOAD_UPSCALE_W
+# (Ethos-U's zero-inserting IFM upscaling, which runs a TRANSPOSE_CONV as a stride-1 convolution); LOAD_CONTINUE,
+# a 1-D constant load (weights, tables) whose bytes continue the constant tile ending where it lands (a weight tile
+# streamed in pieces)
+LOAD_PAD, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LOAD_CONTINUE = 1, 2, 4, 8
+LOAD_PAD_BITS = LOAD_PAD | LOAD_UPSCALE_H | LOAD_UPSCALE_W | LOAD_CONTINUE
 
 
 def load_source_window(cmd) -> tuple[int, int, int, int]:
@@ -418,8 +420,9 @@ def disassemble_command(cmd: Command) -> str:
         kind = KIND_NAMES[cmd.kind] if cmd.kind < len(KIND_NAMES) else f"?{cmd.kind}"
         return (f"{head} {kind} area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x{cmd.img_c} "
                 f"win=({cmd.y0},{cmd.x0},{cmd.c0})+{cmd.h}x{cmd.w}x{cmd.c} {_dt(cmd.dtype)}"
-                + (f" pad={cmd.pad_value}" if cmd.pad else "")
+                + (f" pad={cmd.pad_value}" if cmd.pad & ~LOAD_CONTINUE else "")
                 + "".join(f" up2{a}" for a, bit in (("h", LOAD_UPSCALE_H), ("w", LOAD_UPSCALE_W)) if cmd.pad & bit)
+                + (" cont" if cmd.pad & LOAD_CONTINUE else "")
                 + f" -> buf{cmd.buf}+{cmd.off:#x}")
     if isinstance(cmd, Store):
         return (f"{head} buf{cmd.buf}+{cmd.off:#x} -> area{cmd.area}@{cmd.base:#x} img={cmd.img_h}x{cmd.img_w}x"

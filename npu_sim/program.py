@@ -23,7 +23,7 @@ from byoc.errors import ConfigError, NPUError
 from .config import NPUConfig, config_from_dict
 from .deps import HazardTracker, RegionIndex, check_tokens, command_accesses, mac_weight_bytes, ppu_src1_bytes, \
     ppu_table_bytes, tile_bytes
-from .isa import (BCAST_ALL, BINARY_OPS, DTYPE_BYTES, LOAD_PAD, LOAD_PAD_BITS, LOAD_UPSCALE_H, LOAD_UPSCALE_W,
+from .isa import (BCAST_ALL, BINARY_OPS, DTYPE_BYTES, LOAD_CONTINUE, LOAD_PAD, LOAD_PAD_BITS, LOAD_UPSCALE_H, LOAD_UPSCALE_W,
                   RAW_FUNCTIONS, DTYPES, Command, Load, Mac, MacOp, Ppu, PpuOp, Rounding, Store, TileKind,
                   decode_command, disassemble_command, encode_command)
 
@@ -309,6 +309,8 @@ def _static_problems(prog: Program, check_commands: bool = True) -> list[str]:
                         continue
                     if c.pad & ~LOAD_PAD_BITS:
                         out.append(f"#{i}: unknown pad flags {c.pad:#x}")
+                    if c.pad & LOAD_CONTINUE and (c.img_h, c.img_w, c.h, c.w) != (1, 1, 1, 1):
+                        out.append(f"#{i}: only a 1-D constant load continues a tile")
                     up_h, up_w = (c.img_h * (2 if c.pad & LOAD_UPSCALE_H else 1),
                                   c.img_w * (2 if c.pad & LOAD_UPSCALE_W else 1))   # the image the window is in
                     if not c.pad & LOAD_PAD and (c.y0 < 0 or c.x0 < 0 or c.y0 + c.h > up_h or c.x0 + c.w > up_w):

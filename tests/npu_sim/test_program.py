@@ -170,3 +170,21 @@ def test_compiled_programs_pass_the_full_validator(target, preset):
                 assert prog.validate(check_hazards=True, check_deadlock=True) is prog
                 n += 1
     assert n >= 3
+
+
+def test_continued_constant_loads_are_checked(case):
+    """LOAD_CONTINUE (a piece of a constant tile) is for 1-D constant loads only, and needs the tile it extends."""
+    from npu_sim.isa import LOAD_CONTINUE, TileKind
+    prog, inputs = case
+    cmds = list(prog.commands)
+    i = next(k for k, c in enumerate(cmds) if isinstance(c, Load) and c.kind == TileKind.IFM)
+    cmds[i] = dataclasses.replace(cmds[i], pad=cmds[i].pad | LOAD_CONTINUE)
+    with pytest.raises(NPUError, match=r"#%d: only a 1-D constant load continues a tile" % i):
+        Program.from_bytes(_rebuild(prog, cmds))
+    cmds = list(prog.commands)
+    j = next(k for k, c in enumerate(cmds) if isinstance(c, Load) and c.kind == TileKind.WEIGHT)
+    cmds[j] = dataclasses.replace(cmds[j], pad=LOAD_CONTINUE)
+    bad = Program.from_bytes(_rebuild(prog, cmds))
+    assert "cont" in npu_sim.isa.disassemble_command(bad.commands[j])
+    with pytest.raises(NPUError, match="continues a constant tile, but none ends"):
+        npu_sim.simulate(bad, inputs)

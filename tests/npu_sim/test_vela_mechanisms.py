@@ -12,7 +12,7 @@ import byoc
 import npu_sim
 from npu_builders import conv_composite, partition
 from npu_sim.cost import block_floor, brick_ratio, mac_cycles, pool_cycles, ppu_cycles
-from npu_sim.isa import Load, Mac, MacOp, PpuOp, TileKind
+from npu_sim.isa import LOAD_CONTINUE, Load, Mac, MacOp, PpuOp, Store, TileKind
 
 
 def test_pooling_costs_max_of_four_and_taps_per_micro_block_per_sub_kernel():
@@ -90,6 +90,48 @@ def test_next_layers_weights_are_queued_while_the_current_layer_computes_and_res
     assert s.start[w2_cmd[0]] < max(s.end[i] for i, c in enumerate(cmds) if c.layer == 0)
 
 
+def _depthwise_then_project():
+    """MobileNetV2's 14x14 inverted-residual tail: a 3x3 depthwise over 384 channels (many channel slices, little
+    weight traffic of its own), then a 1x1 projection to 64 channels (24 KiB of weights on 1 B/cycle flash)."""
+    rng = np.random.default_rng(7)
+    wd = rng.integers(-127, 128, size=(3, 3, 1, 384)).astype(np.int8)
+    wp = rng.integers(-127, 128, size=(64, 1, 1, 384)).astype(np.int8)
+    p1, c1 = conv_composite((1, 14, 14, 384), wd, depthwise=True, padding=(1, 1, 1, 1))
+    _, c2 = conv_composite((1, 14, 14, 384), wp)
+    return partition([p1], c2.replace(args=(c1,))), p1
+
+
+def test_next_layers_first_weights_stream_in_pieces_under_the_current_layers_slices():
+    """Vela (regor) counts the next operation's first weight DMA hidden under the whole previous operation
+    (slackBufferingCycles). The depthwise layer's weight port is mostly idle, so the projection's first weight
+    tile is queued in pieces over several of its channel slices (each piece continuing the tile), not all at its
+    last slice, where it would hold the projection's first block back."""
+    fn, p = _depthwise_then_project()
+    prog = npu_sim.compile(fn, "ethos-u55-256")
+    cmds = prog.commands
+    assert len(prog.layers) == 2 and prog.layers[0].kind == "depthwise"
+    pieces = [i for i, c in enumerate(cmds) if isinstance(c, Load) and c.layer == 1 and c.kind == TileKind.WEIGHT
+              and i < max(j for j, d in enumerate(cmds) if isinstance(d, Mac) and d.layer == 0)]
+    assert len(pieces) > 1
+    assert cmds[pieces[0]].pad & LOAD_CONTINUE == 0
+    assert all(cmds[i].pad & LOAD_CONTINUE for i in pieces[1:])
+    # the pieces are spread: the first is queued before the depthwise's last channel slice starts
+    dw_macs = [i for i, c in enumerate(cmds) if isinstance(c, Mac) and c.layer == 0]
+    per_slice = sum(1 for c in cmds if isinstance(c, Store) and c.layer == 0 and c.c0 == 0)
+    assert len(dw_macs) > per_slice   # several channel slices
+    assert pieces[0] < dw_macs[-per_slice]
+    x = np.random.default_rng(8).integers(-128, 128, size=(1, 14, 14, 384)).astype(np.int8)
+    outs, stats = npu_sim.simulate(prog, {prog.inputs[0].name: x})
+    assert np.array_equal(outs[0], byoc.evaluate(fn, {prog.inputs[0].name: x})[0])
+    # Its first weight tile (32 x 384 B, ~12 300 cycles on the 1 B/cycle flash) is in place when the depthwise
+    # ends: the first projection block waits only for its IFM window (2x14x384 = 10 752 B at 8 B/cycle, ~1 350
+    # cycles, plus latency), not for the weights.
+    s = stats._schedule
+    dw_end = max(s.end[i] for i in dw_macs)
+    first_pw = min(s.start[i] for i, c in enumerate(cmds) if isinstance(c, Mac) and c.layer == 1)
+    assert first_pw - dw_end < 2500
+
+
 def test_u65_512_is_two_256_mac_cores_sharing_each_block():
     """Vela's Ethos-U65-512: two cores with the 256-MAC 2x2x8 micro-block; a block's MAC (and pooling) cycles
     are divided by the core count and the output stage is twice as fast (regor s_EthosU65Configs / PerfInfo)."""
@@ -114,3 +156,20 @@ def test_ethos_u_micro_blocks_are_velas():
         u = cfg.ofm_ublock
         assert (ours.ublock_h, ours.ublock_w, ours.ublock_c) == (u.height, u.width, u.depth), acc.value
     assert Accelerator.Ethos_U55_128 in ArchitectureFeatures.accelerator_configs
+
+
+def test_a_channel_of_a_map_under_one_brick_deep_moves_whole_brick_rows():
+    """PACK of two 17-element vectors into a 1x17x2 map (MoveNet's keypoint stack): each input is a 1x17x1 window
+    of the output. The map is one 16-deep brick per pixel and a row's bricks are contiguous, so the window's
+    write moves 17 bricks of 16 B in 272-byte runs, whole 32-byte SRAM bursts: 272 B / 8 B per cycle = 34
+    cycles plus the 32-cycle write latency (Vela charges such a copy about 220 cycles in all; one-byte bursts
+    were 17 x 16 x 32 / 8 = 1088 port cycles)."""
+    from npu_sim.cost import dma_command_cost
+    from npu_sim.isa import dtype_code
+    cfg = npu_sim.preset("ethos-u55-256")
+    store = Store(0, 0, 0, 0, dtype_code("int8"), 0, 1, 17, 2, 0, 0, 1, 1, 17, 1, 0, 0)
+    assert dma_command_cost(cfg, store) == (17, 34, 32)
+    # a map deeper than a brick keeps per-pixel runs: channel 1 of a 1x17x32 map is 17 one-byte runs, each
+    # charged a whole brick (16 B) at one byte per 32-byte burst: 17 x 16 x 32 / 8
+    deep = Store(0, 0, 0, 0, dtype_code("int8"), 0, 1, 17, 32, 0, 0, 1, 1, 17, 1, 0, 0)
+    assert dma_command_cost(cfg, deep)[1] == 17 * 16 * 32 // 8
