@@ -334,7 +334,8 @@ MAX_POOL_CHECK = Check((dtype_rule("input and output", [input_of("pool", 0), roo
 
 
 @rule(f"it reduces height and width (axes 1 and 2) of a 4-D tensor (Vela also reduces other axes; byoc's "
-      f"simulator lowers only this one); the reduced area is at most 2^24 (int8) / 2^23 (uint8) and the width "
+      f"simulator lowers only this one); the reduced area is at most 2^24 (int8) / 2^23 (uint8) / 2^16 (int16) and "
+      f"the width "
       f"at most {MEAN_AXIS_MAX}")
 def _mean_axes(ctx):
     t, problem = hw_mean_input(ctx)
@@ -345,7 +346,7 @@ def _mean_axes(ctx):
     return None
 
 
-MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
+MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root], _POOL_DTYPES),
                     _batch_one(root, "the output", vela=True),
                      per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
                     clip_range_rule()), summary="MEAN")

@@ -267,16 +267,17 @@ def test_int16_quantize_and_concatenation_around_an_int16_batch_matmul_run_on_th
     np.testing.assert_array_equal(exe.run(dict(zip(("a", "b", "c"), feeds)))[0], want)
 
 
-# -- int16 pools and SPLIT (Regor pools and splits 16-bit tensors) ----------------------------------------------
+# -- int16 pools, MEAN and SPLIT (Regor pools, reduces and splits 16-bit tensors) ----------------------------------------------
 
 @pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
-def test_int16_pools_and_split_run_on_the_npu_bit_exact_under_every_preset(preset):
+def test_int16_pools_mean_and_split_run_on_the_npu_bit_exact_under_every_preset(preset):
     shape = (1, 9, 10, 16)
     cases = [
         (lambda w, x: w.max_pool2d(x, (3, 3), (2, 2), "SAME"), ["max_pool"]),
         (lambda w, x: w.average_pool2d(x, (3, 2), (1, 2), "SAME"), ["avg_pool"]),
         (lambda w, x: w.average_pool2d(x, (2, 2), (2, 2), "VALID"), ["avg_pool"]),
         (lambda w, x: w.split(x, 2, 3), ["copy", "copy"]),
+        (lambda w, x: w.mean(x, (1, 2), out_scale=0.0037, out_zp=0), ["mean"]),
     ]
     for build, kinds in cases:
         data = _model(shape, "int16", build)
