@@ -702,8 +702,9 @@ def _pool_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     ifm = body.tensor(chain[0].args[0], "data")
     in_t, out_t = _tensor_type(chain[0].args[0]), _tensor_type(body.call)
     _check_batch_one(body, in_t, "the input")
-    if out_t.dtype != in_t.dtype or in_t.dtype not in ("int8", "uint8"):
-        raise body.fail(f"pooling {in_t.dtype} → {out_t.dtype} is not supported", hint="int8 or uint8 in and out")
+    if out_t.dtype != in_t.dtype or in_t.dtype not in ("int8", "uint8", "int16"):
+        raise body.fail(f"pooling {in_t.dtype} → {out_t.dtype} is not supported",
+                        hint="int8, uint8 or int16 in and out")
     lo, hi = _clamp(body, ops, out_t.dtype)
     params = dict(act_min=lo, act_max=hi, kh=a.pool_size[0], kw=a.pool_size[1], sh=a.strides[0], sw=a.strides[1],
                   dh=a.dilation[0], dw=a.dilation[1], padding=tuple(a.padding),

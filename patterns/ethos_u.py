@@ -324,16 +324,18 @@ def _plain_pool(ctx):
     return None
 
 
-AVG_POOL_CHECK = Check((_npu._avg_casts, dtype_rule("input and output", [input_of("cast_in", 0), root]),
+_POOL_DTYPES = ("int8", "uint8", "int16")   # Regor pools 16-bit tensors too (TFLite's int16 pools: the 8-bit kernels)
+AVG_POOL_CHECK = Check((_npu._avg_casts, dtype_rule("input and output", [input_of("cast_in", 0), root], _POOL_DTYPES),
                         layout_rule("pool", "layout", ("NHWC",)), _batch_one(root, "the output"), _avg_window,
                         _plain_pool, clip_range_rule(), _tens_dims), summary="AVERAGE_POOL_2D")
-MAX_POOL_CHECK = Check((dtype_rule("input and output", [input_of("pool", 0), root]),
+MAX_POOL_CHECK = Check((dtype_rule("input and output", [input_of("pool", 0), root], _POOL_DTYPES),
                         layout_rule("pool", "layout", ("NHWC",)), _batch_one(root, "the output"), _max_window,
                         _plain_pool, clip_range_rule(), _tens_dims), summary="MAX_POOL_2D")
 
 
 @rule(f"it reduces height and width (axes 1 and 2) of a 4-D tensor (Vela also reduces other axes; byoc's "
-      f"simulator lowers only this one); the reduced area is at most 2^24 (int8) / 2^23 (uint8) and the width "
+      f"simulator lowers only this one); the reduced area is at most 2^24 (int8) / 2^23 (uint8) / 2^16 (int16) and "
+      f"the width "
       f"at most {MEAN_AXIS_MAX}")
 def _mean_axes(ctx):
     t, problem = hw_mean_input(ctx)
@@ -344,7 +346,7 @@ def _mean_axes(ctx):
     return None
 
 
-MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root]),
+MEAN_CHECK = Check((_mean_axes, dtype_rule("input and output", [input_of("core", 0), root], _POOL_DTYPES),
                     _batch_one(root, "the output", vela=True),
                      per_tensor_rule("scales and zero points", [input_of("core", i) for i in range(1, 5)]),
                     clip_range_rule()), summary="MEAN")
@@ -870,6 +872,10 @@ def _concat_dtypes(ctx):
     return f"found {', '.join(map(str, dts))}"
 
 
+# SPLIT / SPLIT_V of 8- or 16-bit values (one copy per piece)
+_ETHOS_SPLIT_CHECK = Check(_swap_rule(_npu.SPLIT_CHECK, "input dtype is int8 or uint8", _reworded(
+    dtype_rule("input", [lambda ctx: ctx.root.args[0]], allowed=("int8", "uint8", "int16")),
+    "input dtype is int8, uint8 or int16 (Vela splits 16-bit tensors too)")), summary=_npu.SPLIT_CHECK.summary)
 # PAD / PADV2 of 8- or 16-bit values (Regor's PAD: any of its IFM types; int16 PADs in SEANet-style audio models)
 _ETHOS_PAD_CHECK = Check((_reworded(dtype_rule("input", [lambda ctx: ctx.root.args[0]],
                                                allowed=("int8", "uint8", "int16")),
@@ -1006,7 +1012,7 @@ ETHOS_U_LOWERING = {
 # Memory-only ops and copies: the simulator runs them as aliases / copies (npu_sim/lower_move.py).
 for _op, _check in (("reshape", _ETHOS_MOVE_CHECK), ("squeeze", _ETHOS_MOVE_CHECK),
                     ("expand_dims", _ETHOS_MOVE_CHECK),
-                    ("strided_slice", _ETHOS_SLICE_CHECK), ("split", _npu.SPLIT_CHECK), ("nn.pad", _ETHOS_PAD_CHECK),
+                    ("strided_slice", _ETHOS_SLICE_CHECK), ("split", _ETHOS_SPLIT_CHECK), ("nn.pad", _ETHOS_PAD_CHECK),
                     ("nn.depth_to_space", _npu.DEPTH_TO_SPACE_CHECK), ("transpose", TRANSPOSE_CHECK),
                     ("image.resize2d", RESIZE_CHECK),
                     ("maximum", _raw_check("maximum", "MAXIMUM (raw values)")),

@@ -29,7 +29,8 @@ UNSEEN = Path("/work/ext/unseen/misc")
 def _model(shape, dtype, build, scale=0.01, zp=0) -> bytes:
     w = TFLiteWriter()
     x = w.input("x", shape, dtype, scale=scale, zero_point=zp)
-    w.output(build(w, x))
+    out = build(w, x)
+    w.output(*(out if isinstance(out, list) else [out]))
     return w.finish()
 
 
@@ -264,3 +265,29 @@ def test_int16_quantize_and_concatenation_around_an_int16_batch_matmul_run_on_th
                                                                             (1, 1, 24, 8))]
     want = litert_run(data, feeds)[0][0]
     np.testing.assert_array_equal(exe.run(dict(zip(("a", "b", "c"), feeds)))[0], want)
+
+
+# -- int16 pools, MEAN and SPLIT (Regor pools, reduces and splits 16-bit tensors) ----------------------------------------------
+
+@pytest.mark.parametrize("preset", ETHOS_U_PRESETS)
+def test_int16_pools_mean_and_split_run_on_the_npu_bit_exact_under_every_preset(preset):
+    shape = (1, 9, 10, 16)
+    cases = [
+        (lambda w, x: w.max_pool2d(x, (3, 3), (2, 2), "SAME"), ["max_pool"]),
+        (lambda w, x: w.average_pool2d(x, (3, 2), (1, 2), "SAME"), ["avg_pool"]),
+        (lambda w, x: w.average_pool2d(x, (2, 2), (2, 2), "VALID"), ["avg_pool"]),
+        (lambda w, x: w.split(x, 2, 3), ["copy", "copy"]),
+        (lambda w, x: w.mean(x, (1, 2), out_scale=0.0037, out_zp=0), ["mean"]),
+    ]
+    for build, kinds in cases:
+        data = _model(shape, "int16", build)
+        mod, report, exe, got_kinds = _offload(data, preset)
+        assert not report.cpu_ops(), [(n.op, n.reason) for n in report.cpu_ops()]
+        assert got_kinds == kinds, got_kinds
+        for x in _int16(shape):
+            want = litert_run(data, [x])[0]
+            got = exe.run({"x": x})
+            for wv, gv in zip(want, got):
+                np.testing.assert_array_equal(gv, wv)
+            if kinds[0] != "copy":
+                np.testing.assert_array_equal(tflm_run(data, [x])[0], want[0])
