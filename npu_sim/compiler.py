@@ -13,7 +13,7 @@ import numpy as np
 from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
-from .cost import binary_timing, mac_op, window_traffic
+from .cost import binary_timing, constant_operand_timing, mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
 from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_UPSCALE_H, LOAD_UPSCALE_W, N_PPU_PARAMS, PPU_PARAM_NAMES, Load, Mac,
@@ -309,12 +309,14 @@ class _Codegen:
         if len(layer.inputs) > 1:
             in2 = dict(in2_bcast=int(p.get("bcast", 0)),
                        in2_in_weights=self.region_of(layer.inputs[1]).area != self.fm_area)
-            if layer.op in ("add", "mul"):
-                r1 = self.region_of(layer.inputs[1])
+            if layer.op in ("add", "mul") or (layer.op == "raw_binary" and p.get("bcast")):
+                r0, r1 = self.region_of(layer.inputs[0]), self.region_of(layer.inputs[1])
                 nhwc = ("input", "output", "linear", "constant")
                 in2["binary"] = binary_timing(self.cfg, out_hwc, T[layer.inputs[1]].hwc, r1.area, r1.kind in nhwc,
-                                              self.region_of(layer.inputs[0]).kind in nhwc,
-                                              self.region_of(layer.ofm).kind in nhwc, np.dtype(src.dtype).itemsize)
+                                              r0.kind in nhwc, self.region_of(layer.ofm).kind in nhwc,
+                                              np.dtype(src.dtype).itemsize)
+                if layer.op == "raw_binary" and r0.kind == "constant":
+                    in2["in0"] = constant_operand_timing(self.cfg, out_hwc, r0.area, np.dtype(src.dtype).itemsize)
         if layer.op == "softmax":
             in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
         elif layer.op == "transpose":
@@ -658,6 +660,7 @@ class _Codegen:
                         srcs.append(s)
                     values = dict(p, y0=y0, x0=x0, img_h=H, img_w=W)
                     values.update(zip(("in2_area", "in2_burst", "nhwc"), g.binary))
+                    values.update(zip(("in0_area", "in0_burst"), g.in0))
                     out = slots.take("ofm")
                     s1 = srcs[1] if len(srcs) > 1 else (0, 0)
                     ts = table_slot or (0, 0)

@@ -13,7 +13,7 @@ from .isa import (DTYPE_BYTES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp,
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
-           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "argmax_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "constant_operand_timing", "binary_reread_cycles", "argmax_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -144,10 +144,11 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
                taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1), in_bytes: int = 1,
                out_bytes: int = 1, perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1,
                bilinear: bool = False, half_pixel: bool = False, whole: tuple[int, ...] = (),
-               binary: tuple[int, int, int] = (0, 0, 0)) -> int:
+               binary: tuple[int, int, int] = (0, 0, 0), in0: tuple[int, int] = (0, 0)) -> int:
     """Cycles of one PPU command (its output stage; with ``overheads.block_overlap`` at least the block floor).
     SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``).
-    ``binary``: an ADD / MUL's (in2_area, in2_burst, nhwc) timing parameters (``binary_timing``)."""
+    ``binary``: an ADD / MUL's (in2_area, in2_burst, nhwc) timing parameters (``binary_timing``); a RAW_BINARY's
+    too, and ``in0``: its constant src0's (area + 1, burst) (``constant_operand_timing``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
     if op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):   # Vela's elementwise sequences (below); src1 taken full size
@@ -172,6 +173,7 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
         # Vela's output rates: MAXIMUM / MINIMUM at its 'other elementwise' rate (the requantize rate on every
         # Ethos-U preset), 32-bit operands at about its add rate (both mostly bound by their memory traffic)
         work = out_elems * p.cost("add" if in_bytes == 4 else "requant")
+        work = max(work, _raw_binary_port_cycles(cfg, binary, in0, oh, ow, oc, in_bytes))
     elif op == PpuOp.MUL:
         work = max(out_elems * p.cost("mul"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
     elif op == PpuOp.MAX_POOL:
@@ -257,7 +259,9 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           whole=(c.param("rows"),))
     if c.op == PpuOp.RAW_BINARY:   # int32 operands are feature maps here, not a MAC's accumulators
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, in_bytes=DTYPE_BYTES[c.in_dtype],
-                          out_bytes=DTYPE_BYTES[c.out_dtype])
+                          out_bytes=DTYPE_BYTES[c.out_dtype],
+                          binary=(c.param("in2_area"), c.param("in2_burst"), c.param("nhwc")),
+                          in0=(c.param("in0_area"), c.param("in0_burst")))
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
     binary = (c.param("in2_area"), c.param("in2_burst"), c.param("nhwc")) if c.op in (PpuOp.ADD, PpuOp.MUL) \
@@ -577,6 +581,29 @@ def binary_timing(cfg: NPUConfig, out_hwc: tuple[int, int, int], in2_hwc: tuple[
         return 0, 0, nhwc
     block = elementwise_block(cfg, *out_hwc, elem_bytes)
     return in2_area + 1, operand_read_burst(block, in2_hwc[1], in2_hwc[2], elem_bytes, in2_nhwc), nhwc
+
+
+def constant_operand_timing(cfg: NPUConfig, out_hwc: tuple[int, int, int], area: int,
+                            elem_bytes: int = 1) -> tuple[int, int]:
+    """(area + 1, burst bytes) of an OFM-sized NHWC constant first operand of an elementwise op: regor
+    materialises one operand of a both-broadcast op as an ADD of an OFM-sized zero constant (from the weight area)
+    and that operand broadcast (``ReplaceBroadcastWithAdd``), and reads the constant in the bursts its NHWC rows
+    and the op's block give (``operand_read_burst``): a 48x48x17 one costs 8 flash cycles a byte in 16-byte bursts."""
+    block = elementwise_block(cfg, *out_hwc, elem_bytes)
+    return area + 1, operand_read_burst(block, out_hwc[1], out_hwc[2], elem_bytes, True)
+
+
+def _raw_binary_port_cycles(cfg: NPUConfig, binary: tuple[int, int, int], in0: tuple[int, int], oh: int, ow: int,
+                            oc: int, elem_bytes: int) -> int:
+    """The busiest port's cycles for a RAW_BINARY tile's per-element operand reads (a broadcast src1, a constant
+    src0): both on one port add up."""
+    ports: dict[int, int] = {}
+    if binary[0]:
+        ports[binary[0]] = binary_reread_cycles(cfg, binary, oh, ow, oc, elem_bytes)
+    if in0[0]:
+        ports[in0[0]] = ports.get(in0[0], 0) + operand_reread_cycles(cfg, in0[0] - 1, oh * ow * oc, elem_bytes,
+                                                                     in0[1])
+    return max(ports.values(), default=0)
 
 
 def binary_reread_cycles(cfg: NPUConfig, binary: tuple[int, int, int], oh: int, ow: int, oc: int,

@@ -158,7 +158,9 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox", "channels"),
     PpuOp.ARGMAX: ("rows",),   # rows: of the whole tensor (timing)
     # fn: RAW_FUNCTIONS index (sub: src0 − src1, rsub: src1 − src0, the first operand broadcast as src1)
-    PpuOp.RAW_BINARY: ("fn",),
+    # in2_area, in2_burst, nhwc as ADD's; in0_area, in0_burst (timing): a constant src0 (the OFM-sized zero
+    # of a materialised broadcast, regor ReplaceBroadcastWithAdd) read from its area in its bursts
+    PpuOp.RAW_BINARY: ("fn", "in2_area", "in2_burst", "nhwc", "in0_area", "in0_burst"),
     # above_one: some alpha exceeds 1 (timing only: Vela's four-pass sequence instead of MAXIMUM(x, alpha·x))
     PpuOp.PRELU: ("zp_in", "zp_alpha", "zp_out", "act_min", "act_max", "m_id", "shift_id", "m_alpha", "shift_alpha",
                   "above_one"),
