@@ -407,7 +407,11 @@ def softmax_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
     row_pass = [issue + max(math.ceil(_cdiv(rows, q) * q * p.cost(u)), _stream(cfg, rows * 12))
                 for u in SOFTMAX_ROW_PASSES]
     scale = issue + _stream(cfg, full * 12)                                                   # 2 reads, 1 write
-    rounding = issue + max(_stream(cfg, full * 4, cfg.placement.weights), _stream(cfg, full * 8))
+    # the rounding ADD's OFM-sized int32 constant, read from the weight area in its NHWC bursts (a row of 16
+    # channels is a 64-byte burst: twice a 128-byte flash burst's cycles)
+    burst = operand_read_burst(elementwise_block(cfg, 1, rows, channels, 4), rows, channels, 4, True)
+    rounding = issue + max(operand_reread_cycles(cfg, _area(cfg, cfg.placement.weights), full, 4, burst),
+                           _stream(cfg, full * 8))
     to_out = issue + max(math.ceil(full * p.cost("lut")), _stream(cfg, full * 5))
     return (max_pool + exp_lut + shift12 + reduce_sum + sum(row_pass) + scale + rounding + to_out
             + SOFTMAX_FULL_PASSES * _fm_latency(cfg))
