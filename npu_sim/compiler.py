@@ -247,6 +247,15 @@ class _Codegen:
         # A transpose writes its OFM in linear NHWC (its strided writes need it; Vela's force_linear_format).
         linear = {g.tensors[x.ofm].alias_of if g.tensors[x.ofm].alias_of is not None else x.ofm
                   for x in g.layers if isinstance(x, PpuLayer) and x.op == "transpose"}
+        # A map read through a window of other width or depth (a strided slice / split piece) is kept NHWC, as
+        # regor keeps a tensor whose readers' width×channels differ from its writers' (its brick format needs
+        # them equal; scheduler UpdateSchedulerTensor)
+        for x in g.layers:
+            if isinstance(x, PpuLayer) and x.op == "copy" and x.in_origin is not None and x.block is not None \
+                    and x.out_origin is None:
+                src = g.tensors[x.inputs[0]]
+                if tuple(x.block[1:]) != tuple(src.hwc[1:]) and min(x.in_origin) >= 0:
+                    linear.add(src.alias_of if src.alias_of is not None else src.id)
         for t in g.tensors:
             if t.alias_of is not None:
                 continue

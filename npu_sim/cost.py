@@ -333,7 +333,10 @@ def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, c
         q = cfg.mac.dot_depth
         if run > channels * elem and channels % q == 0 and (read or channels * elem <= 16):
             return transfer_cycles(cfg, area_index, nbytes, run)
-        return transfer_cycles(cfg, area_index, nbytes, min(run, _cdiv(channels, q) * q * elem))
+        burst = _cdiv(channels, q) * q * elem
+        if not read:   # an NHWC write goes out at most 16 elements per core a burst (64 bytes at most)
+            burst = min(burst, 16 * elem * cfg.mac.cores, 64)
+        return transfer_cycles(cfg, area_index, nbytes, min(run, burst))
     q = min(cfg.fm_channel_quantum, channels)
     return transfer_cycles(cfg, area_index, nbytes, max(run, q * elem), brick_ratio(cfg, channels))
 
