@@ -108,7 +108,8 @@ def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path, accelerator: str 
                               "--verbose-performance"] + mode, check=True, capture_output=True, cwd=out_dir)
     from byoc.frontend.tflite_context import tensor_name
     from byoc.frontend.tflite_reader import read_model
-    model_tensors = {tensor_name(t) for t in read_model(model.read_bytes()).tensors}
+    tfl = read_model(model.read_bytes())
+    model_tensors = {tensor_name(t) for t in tfl.tensors}
     # Keyed (OFM name, Original Operator): a producer regor writes straight into a concatenation's output carries
     # the concatenation's OFM name, as do the concatenation's own copies of its other inputs.
     found: dict[tuple[str, str], dict] = {}
@@ -140,11 +141,42 @@ def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path, accelerator: str 
             add(name, op, run + [row])
             run.clear()
     flush()
+    _join_input_named_rows(found, tfl)
     ops_of: dict[str, int] = {}
     for name, _ in found:
         ops_of[name] = ops_of.get(name, 0) + 1
     layers = {(name if ops_of[name] == 1 else f"{name} ({op})"): d for (name, op), d in found.items()}
     return layers, total
+
+
+def _join_input_named_rows(found: dict[tuple[str, str], dict], tfl) -> None:
+    """Rows regor names after an operator's input (RESIZE_BILINEAR's edge-padding copies write a padded copy of
+    its input under the input's name) are that operator's: moved to the row of the operator's output. Vela's
+    operator names are the opcodes in CamelCase (RESIZE_BILINEAR: ResizeBilinear)."""
+    from byoc.frontend.tflite_context import tensor_name
+    outputs: set[tuple[str, str]] = set()
+    readers: dict[tuple[str, str], list[str]] = {}
+    concats: set[str] = set()   # producers write into these (their rows are matched by _concat_producers)
+    for o in tfl.operators:
+        if not o.outputs:
+            continue
+        kind = o.opcode.replace("_", "").lower()
+        out = tensor_name(tfl.tensors[o.outputs[0]])
+        outputs.add((kind, out))
+        if o.opcode == "CONCATENATION":
+            concats.add(out)
+        for i in o.inputs:
+            if i >= 0:
+                readers.setdefault((kind, tensor_name(tfl.tensors[i])), []).append(out)
+    for (name, op) in list(found):
+        kind = op.lower()
+        dest = readers.get((kind, name), [])
+        if (kind, name) in outputs or len(dest) != 1 or name in concats:
+            continue
+        d = found.pop((name, op))
+        t = found.setdefault((dest[0], op), {"cycles": 0, "macs": 0, "op": op, "name": dest[0]})
+        t["cycles"] += d["cycles"]
+        t["macs"] += d["macs"]
 
 
 # --- Building the NPU partition by hand (until the pattern partitioner is wired in) -------------------------

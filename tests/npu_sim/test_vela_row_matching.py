@@ -7,7 +7,9 @@ where regor names a row after a tensor another operator writes:
 * an activation whose input has no other reader runs as its producer's output stage: the producer's row carries
   the activation's name, the activation's own row is 0 cycles (traffic_model's ADD + uint8 LOGISTIC);
 * SOFTMAX is a sequence of rows writing intermediates the model does not hold: all of them are the one layer
-  (before, only the last row was compared with byoc's whole softmax: YOLOv8n's 1.77M cycles against 151k).
+  (before, only the last row was compared with byoc's whole softmax: YOLOv8n's 1.77M cycles against 151k);
+* a half-pixel RESIZE_BILINEAR's edge-padding copies carry its input's name: they are the resize's (before, they
+  were compared with the convolution writing that input: MoveNet's 0.35-0.59x "convolutions").
 
 The expected cycles are Vela's own CSV rows, read here independently of the code under test."""
 from __future__ import annotations
@@ -34,7 +36,8 @@ def _model() -> bytes:
     c = conv(cat, 32, 16, "conv_c")
     d = w.add(c, x, out_scale=0.3, out_zp=2, name="sum")
     e = w.logistic(d, name="gate")
-    w.output(w.softmax(e, name="probs"))
+    up = w.resize_bilinear(conv(x, 16, 16, "pre_up"), (32, 32), half_pixel_centers=True, name="up")
+    w.output(w.softmax(e, name="probs"), up)
     return w.finish()
 
 
@@ -92,3 +95,12 @@ def test_all_of_a_softmax_sequence_is_one_layer(rows):
     assert len(seq) > 5
     assert got["probs"]["vela"] == sum(int(float(r["Op Cycles"])) for r in seq)
     assert not [n for n in got if "_softmax_" in n]
+
+
+def test_a_bilinear_resizes_padding_copies_are_the_resizes(rows):
+    csv_rows, got = rows
+    copies = [r for r in csv_rows if r["Original Operator"] == "ResizeBilinear" and r["Name"] == "pre_up"]
+    assert copies, "regor no longer names the resize's padding copies after its input"
+    everything = sum(int(float(r["Op Cycles"])) for r in csv_rows if r["Original Operator"] == "ResizeBilinear")
+    assert got["up"]["vela"] == everything
+    assert got["pre_up"]["op"] == "Conv2D" and "pre_up (ResizeBilinear)" not in got
