@@ -464,8 +464,11 @@ def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int
     rate = 2 * p.cost("requant") + p.cost("copy") / 2
     if bilinear and half_pixel:
         quarter = _cdiv(oh, 2) * _cdiv(ow, 2) * channels
-        edges = 2 * (ih + iw) * channels
-        copies = issue + math.ceil(ih * iw * channels * rate) + 4 * issue + math.ceil(edges * 10 * rate)
+        # the input copied into a one-pixel border, then the top/bottom rows and the left/right columns (corners
+        # included) copied out into the border: MemoryCopy ops, each a 1x1 average pool as Vela runs a copy
+        copies = (unary_pool_cycles(cfg, PpuOp.COPY, ih, iw, channels)
+                  + 2 * unary_pool_cycles(cfg, PpuOp.COPY, 1, iw, channels)
+                  + 2 * unary_pool_cycles(cfg, PpuOp.COPY, ih + 2, 1, channels))
         dw = issue + max(mac_cycles(cfg, MacOp.DEPTHWISE, _cdiv(oh, 2), _cdiv(ow, 2), channels, channels, 2, 2),
                          _stream(cfg, quarter * (4 + cfg.fm_channel_quantum)))
         return copies + 4 * dw + 9 * _fm_latency(cfg)
