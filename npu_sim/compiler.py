@@ -250,6 +250,7 @@ class _Codegen:
         # A map read through a window of other width or depth (a strided slice / split piece) is kept NHWC, as
         # regor keeps a tensor whose readers' width×channels differ from its writers' (its brick format needs
         # them equal; scheduler UpdateSchedulerTensor)
+        linear.update(t.alias_of for t in g.tensors if t.c_offset is not None)   # read through channel windows
         for x in g.layers:
             if isinstance(x, PpuLayer) and x.op == "copy" and x.in_origin is not None and x.block is not None \
                     and x.out_origin is None:
@@ -429,6 +430,9 @@ class _Codegen:
         t = self.graph.tensors[tid]
         r = self.region_of(tid)
         H, W, C = t.hwc
+        if t.c_offset is not None:   # a channel window: the root's image, from its channel
+            c0 += t.c_offset
+            C = self.graph.tensors[t.alias_of].hwc[2]
         uh, uw = H * upscale[0], W * upscale[1]   # the window's image: upscaled for a TRANSPOSE_CONV's IFM
         pad = int(y0 < 0 or x0 < 0 or y0 + h > uh or x0 + w > uw)
         up = (LOAD_UPSCALE_H if upscale[0] == 2 else 0) | (LOAD_UPSCALE_W if upscale[1] == 2 else 0)
@@ -441,6 +445,7 @@ class _Codegen:
 
     def store(self, li, tid, y0, x0, c0, h, w, c, slot) -> Store:
         t = self.graph.tensors[tid]
+        assert t.c_offset is None, f"{t.name}: a channel window is read-only"
         r = self.region_of(tid)
         H, W, C = t.hwc
         return Store(0, 0, li, r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, slot[0], slot[1])

@@ -41,6 +41,9 @@ class TensorInfo:
     dtype: str
     data: np.ndarray | None = None    # constants only
     alias_of: int | None = None       # reshape views share their source's memory
+    # a channel window of ``alias_of`` (its whole height and width) from this channel on: a strided slice or split
+    # piece its readers load in place, as regor reads a slice through its IFM's offset (no copy)
+    c_offset: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,6 +150,7 @@ class _Lowerer:
         self.value: dict[int, int] = {}    # id(expr) → tensor id
         self.tuple_values: dict[int, list[int]] = {}  # id(tuple-valued call, e.g. split) → field tensor ids
         self.problems: list[str] = []
+        self.window_copies: dict[int, int] = {}   # channel window → its copy (``contiguous``)
 
     # -------------------------------------------------------------------------------------------- tensors
     def new_tensor(self, name: str, t: TensorType, data: np.ndarray | None = None,
@@ -204,7 +208,7 @@ class _Lowerer:
                                      f"{type(o).__name__}")
             elif not self.problems:
                 self.problems.append(f"output {_describe(o)} is not produced by a supported layer")
-        outputs = [self.copy_if_input_view(tid, inputs) for tid in outputs]
+        outputs = [self.copy_if_input_view(self.contiguous(tid), inputs) for tid in outputs]
         if self.problems:
             raise NPUError(f"NPU compiler cannot build {self.name!r}: {len(self.problems)} unsupported "
                            f"construct(s)", notes=tuple("  - " + p for p in self.problems),
@@ -271,11 +275,40 @@ class _Lowerer:
                                     dict(act_min=int(info.min), act_max=int(info.max))))
         return out
 
+    def window(self, src: int, name: str, t: TensorType, c0: int) -> int:
+        """A channel window of ``src`` (its whole height and width, ``t``'s channels from ``c0``): no layer."""
+        base = self.tensors[src]
+        if base.c_offset is not None:
+            c0 += base.c_offset
+        root = base.alias_of if base.alias_of is not None else src
+        tid = len(self.tensors)
+        self.tensors.append(TensorInfo(tid, name, tuple(t.shape), _hwc(tuple(t.shape), name), t.dtype, None, root,
+                                       c0))
+        return tid
+
+    def contiguous(self, tid: int) -> int:
+        """``tid`` itself, or for a channel window its copy (one COPY layer, made once): what aliases, outputs and
+        other whole-memory uses need."""
+        t = self.tensors[tid]
+        if t.c_offset is None:
+            return tid
+        if tid in self.window_copies:
+            return self.window_copies[tid]
+        info = np.iinfo(t.dtype)
+        out = self.new_tensor(f"{t.name}.copy", TensorType(t.shape, t.dtype))
+        self.layers.append(PpuLayer(t.name, "copy", "copy", (t.alias_of,), out,
+                                    dict(act_min=int(info.min), act_max=int(info.max)),
+                                    in_origin=(0, 0, t.c_offset), block=t.hwc))
+        self.window_copies[tid] = out
+        return out
+
     def view_as(self, tid: int, shape: tuple[int, ...]) -> int:
         """``tid`` seen with another shape of the same size (a memory alias, like reshape)."""
         base = self.tensors[tid]
         if tuple(base.shape) == tuple(shape):
             return tid
+        tid = self.contiguous(tid)
+        base = self.tensors[tid]
         root = base.alias_of if base.alias_of is not None else tid
         return self.new_tensor(f"{base.name}.view", TensorType(tuple(shape), base.dtype), base.data, alias_of=root)
 
@@ -990,7 +1023,7 @@ class _BareBody(_Body):
 
 
 def _bare_alias(low: _Lowerer, call: Call) -> None:
-    src = low.tensor_of(call.args[0], call.op.name)  # type: ignore[union-attr]
+    src = low.contiguous(low.tensor_of(call.args[0], call.op.name))  # type: ignore[union-attr]
     t = _tensor_type(call)
     base = low.tensors[src]
     root = base.alias_of if base.alias_of is not None else src

@@ -98,6 +98,7 @@ def _transpose(low: _Lowerer, call: Call) -> None:
     in3, perm3 = view
     src = body.tensor(call.args[0], "data")
     if perm3 == (0, 1, 2):  # only unit axes move: the same bytes
+        src = low.contiguous(src)
         base = low.tensors[src]
         root = base.alias_of if base.alias_of is not None else src
         low.value[id(call)] = low.new_tensor(f"{base.name}.transpose", out_t, base.data, alias_of=root)
