@@ -433,6 +433,7 @@ class _Codegen:
         if t.c_offset is not None:   # a channel window: the root's image, from its channel
             c0 += t.c_offset
             C = self.graph.tensors[t.alias_of].hwc[2]
+        assert t.origin is None, f"{t.name}: a block written into a concatenation is write-only"
         uh, uw = H * upscale[0], W * upscale[1]   # the window's image: upscaled for a TRANSPOSE_CONV's IFM
         pad = int(y0 < 0 or x0 < 0 or y0 + h > uh or x0 + w > uw)
         up = (LOAD_UPSCALE_H if upscale[0] == 2 else 0) | (LOAD_UPSCALE_W if upscale[1] == 2 else 0)
@@ -446,6 +447,9 @@ class _Codegen:
     def store(self, li, tid, y0, x0, c0, h, w, c, slot) -> Store:
         t = self.graph.tensors[tid]
         assert t.c_offset is None, f"{t.name}: a channel window is read-only"
+        if t.origin is not None:   # a concatenation input written straight into its block of the output
+            y0, x0, c0 = y0 + t.origin[0], x0 + t.origin[1], c0 + t.origin[2]
+            t = self.graph.tensors[t.alias_of]
         r = self.region_of(tid)
         H, W, C = t.hwc
         return Store(0, 0, li, r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, slot[0], slot[1])

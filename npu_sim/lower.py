@@ -44,6 +44,9 @@ class TensorInfo:
     # a channel window of ``alias_of`` (its whole height and width) from this channel on: a strided slice or split
     # piece its readers load in place, as regor reads a slice through its IFM's offset (no copy)
     c_offset: int | None = None
+    # the block of ``alias_of`` at this (y, x, c) that a concatenation input's producer writes straight into
+    # (regor MoveConcatSliceToProducer): written only, by that one layer
+    origin: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,6 +154,7 @@ class _Lowerer:
         self.tuple_values: dict[int, list[int]] = {}  # id(tuple-valued call, e.g. split) → field tensor ids
         self.problems: list[str] = []
         self.window_copies: dict[int, int] = {}   # channel window → its copy (``contiguous``)
+        self.uses: dict[int, int] = {}            # id(expr) → how many calls / tuples / outputs read it
 
     # -------------------------------------------------------------------------------------------- tensors
     def new_tensor(self, name: str, t: TensorType, data: np.ndarray | None = None,
@@ -183,7 +187,15 @@ class _Lowerer:
                 continue
             self.value[id(p)] = tid
             inputs.append(tid)
-        for node in post_order(self.func.body, enter_functions=False):
+        order = post_order(self.func.body, enter_functions=False)
+        for node in order:
+            reads = node.args if isinstance(node, Call) else node.fields if isinstance(node, Tuple) else \
+                (node.tuple_value,) if isinstance(node, TupleGetItem) else ()
+            for a in reads:
+                self.uses[id(a)] = self.uses.get(id(a), 0) + 1
+        for o in (self.func.body.fields if isinstance(self.func.body, Tuple) else (self.func.body,)):
+            self.uses[id(o)] = self.uses.get(id(o), 0) + 1
+        for node in order:
             if isinstance(node, Call):
                 try:
                     self.lower_call(node)
@@ -917,19 +929,52 @@ def _concat_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     s_out, zp_out = body.const(core.args[3], "output_scale"), body.const(core.args[4], "output_zero_point")
     lo, hi = _clamp(body, ops, out_t.dtype)
     layers = []
+    ofm = low.out_tensor(body.call, body.name)
+    full = (lo, hi) == (int(np.iinfo(out_t.dtype).min), int(np.iinfo(out_t.dtype).max))
     for i, (d, s, z) in enumerate(zip(data.fields, scales.fields, zps.fields)):
         q, table = _concat_table(body, core, i, types[i], (body.const(s, f"input_scale {i}"),
                                                              body.const(z, f"input_zero_point {i}"), s_out, zp_out))
         name = f"{body.name}/{i}"
         src = body.tensor(d, f"input {i}")
+        if full and np.array_equal(table, q) and _write_into(low, body.binding.get(id(d)), src, ofm, origins[i]):
+            continue
         if np.array_equal(table, q):
             layers.append(PpuLayer(name, comp, "copy", (src,), -1, dict(act_min=lo, act_max=hi),
                                    out_origin=origins[i]))
         else:
             layers.append(PpuLayer(name, comp, "lut", (src,), -1, dict(qmin=int(q[0])),
                                    table=np.clip(table, lo, hi).astype(out_t.dtype), out_origin=origins[i]))
-    ofm = low.out_tensor(body.call, body.name)
     low.layers.extend(dataclasses.replace(layer, ofm=ofm) for layer in layers)
+
+
+# The layers whose OFM a concatenation input's producer may write straight into its block of the output (regor
+# MoveConcatSliceToProducer: not a reshape, data-layout op (TRANSPOSE) or copy, nor a write that is one already).
+_DIRECT_WRITERS = ("add", "mul", "max_pool", "avg_pool", "lut", "requant", "resize", "raw_binary", "mean")
+
+
+def _write_into(low: _Lowerer, outer: Expr | None, src: int, ofm: int, origin: tuple[int, int, int]) -> bool:
+    """Let ``src``'s producer write its block of the concatenation's output ``ofm`` at ``origin`` instead of
+    a copy layer doing it, when the concatenation is ``src``'s only reader (not a partition output either), the
+    input passes through unchanged, and one layer of a kind that can writes ``src``."""
+    t = low.tensors[src]
+    if outer is None or low.uses.get(id(outer), 0) != 1 or t.alias_of is not None or t.data is not None:
+        return False
+    writers = [k for k, x in enumerate(low.layers) if x.ofm == src]
+    if len(writers) != 1:
+        return False
+    layer = low.layers[writers[0]]
+    if isinstance(layer, ConvLayer):
+        ok = layer.kind in ("conv", "depthwise")
+    else:
+        ok = (layer.op in _DIRECT_WRITERS and layer.out_origin is None and layer.block is None
+              and layer.in_origin is None)
+    if not ok or any(src in (x.inputs if isinstance(x, PpuLayer) else (x.ifm,)) for x in low.layers):
+        return False
+    base = low.tensors[ofm]
+    tid = len(low.tensors)
+    low.tensors.append(TensorInfo(tid, f"{t.name}@{base.name}", t.shape, t.hwc, t.dtype, None, ofm, None, origin))
+    low.layers[writers[0]] = dataclasses.replace(layer, ofm=tid)
+    return True
 
 
 def _concat_table(body: _Body, core: Call, i: int, t: TensorType, quant: tuple) -> tuple[np.ndarray, np.ndarray]:

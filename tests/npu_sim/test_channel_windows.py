@@ -1,8 +1,9 @@
 """Channel slices read in place: a STRIDED_SLICE / SPLIT piece that takes whole rows of some channels of a computed
 map (YOLOv8n's C2f split) is no COPY layer; its readers load that channel window of the map, as regor reads a
 slice through its IFM's offset (Vela has no row for these slices; byoc charged ~0.3M cycles of copies on YOLOv8n).
-A window that must be contiguous (a partition output, a reshape of it) is copied once. Results are LiteRT
-BUILTIN_REF's bit for bit."""
+A window that must be contiguous (a partition output, a reshape of it) is copied once. And a concatenation input
+whose only reader is the concatenation is written by its producer straight into its block of the output (regor
+MoveConcatSliceToProducer; ~0.5M cycles of copies on YOLOv8n). Results are LiteRT BUILTIN_REF's bit for bit."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,9 +48,10 @@ def test_channel_slices_are_read_in_place_and_exact():
     pmod = partition_for("ethos-u", mod, params)
     layers = [s for p in profile_partitions(pmod, "ethos-u", PRESET) for s in p.stats.per_layer]
     names = [s.name for s in layers]
-    # the split pieces are loaded in place; the concatenation still copies them (Vela's MemoryCopy rows)
+    # the split pieces are loaded in place; the concatenation still copies them (Vela's MemoryCopy rows), while
+    # the convolution m, its third input's only writer, writes its block of the output itself (no "cat/2")
     assert not any(n.startswith("part_a") or n.startswith("part_b") for n in names), names
-    assert sum(1 for s in layers if s.kind == "copy" and s.name.startswith("cat/")) == 3
+    assert sorted(s.name for s in layers if s.kind == "copy" and s.name.startswith("cat/")) == ["cat/0", "cat/1"]
     # the two slices returned by the partition are copied once each
     assert sum(1 for n in names if n in ("tail", "last")) == 2, names
     x = np.random.default_rng(4).integers(-128, 128, size=(1, 12, 10, 8)).astype(np.int8)
