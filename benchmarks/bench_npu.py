@@ -388,7 +388,7 @@ def run() -> list[dict]:
 
 # Our layer kinds for Vela's original operators when one is matched by what it writes rather than by its name.
 _PRODUCER_KINDS = {**_VELA_KINDS, "ResizeNearestNeighbor": ("resize",), "ResizeBilinear": ("resize",),
-                   "Sigmoid": ("lut",), "Tanh": ("lut",), "Concat": ("copy",)}
+                   "Sigmoid": ("lut",), "Tanh": ("lut",), "Quantize": ("requant",), "Concat": ("copy",)}
 
 
 _FUSED_ACTIVATIONS = {"LOGISTIC": "Sigmoid", "TANH": "Tanh"}   # TFLite opcode → Vela's name of it
