@@ -450,16 +450,18 @@ def _merged(layers: list[dict]) -> dict:
 def _model_rows(stem: str, path: pathlib.Path, cache: pathlib.Path, preset: str = PRESET,
                 accelerator: str = "ethos-u55-256", memory_mode: str | None = None) -> dict | None:
     """Per-layer ours vs Vela for one model partitioned with the ``ethos-u`` pattern table."""
+    from byoc.cli.common import load_model
     from byoc.cli.summary import profile_partitions
-    from byoc.frontend import from_tflite
     from byoc.partition import partition_for
 
     vela = vela_per_layer(path, cache, accelerator, memory_mode) if path.exists() else None
     if vela is None:
         return None
     per_layer, vela_total = vela
-    mod, params = from_tflite(str(path), semantics="tflm")
-    pmod = partition_for(TARGET, mod, params)
+    # imported as `byoc` commands import it for the target: TFLite Micro's semantics, LiteRT's for a model Micro
+    # cannot run (a uint8 LOGISTIC)
+    m = load_model(str(path), "auto", target=TARGET)
+    pmod = partition_for(TARGET, m.mod, m.params)
     ours: dict[str, dict] = {}
     for prof in profile_partitions(pmod, TARGET, preset):
         for s in prof.stats.per_layer:

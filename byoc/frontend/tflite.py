@@ -7,8 +7,7 @@ Usage::
 
 * ``semantics="litert"`` reproduces ai-edge-litert's reference kernels (FULLY_CONNECTED requantizes in double,
   LOGISTIC/TANH use the float32 lookup table); ``"tflm"`` reproduces TFLite Micro (fixed-point FC multiplier from
-  the float32 scale product, fixed-point int8 LOGISTIC/TANH; Micro has no uint8 LOGISTIC/TANH kernel, so those
-  are LiteRT's table in both). Every other op is the same in both.
+  the float32 scale product, fixed-point LOGISTIC/TANH). Every other op is the same in both.
 * ``main``'s parameters are the model's inputs, named after their tensors (sanitised to ``[A-Za-z_][\\w.]*``).
   Weights, biases, scales and zero points are bound as constants in the IR; the returned ``params`` is always an
   empty dict (kept for TVM's ``(mod, params)`` calling convention).
