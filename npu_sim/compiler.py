@@ -328,7 +328,7 @@ class _Codegen:
                 if layer.op == "raw_binary" and r0.kind == "constant":
                     in2["in0"] = constant_operand_timing(self.cfg, out_hwc, r0.area, np.dtype(src.dtype).itemsize)
         if layer.op == "softmax":
-            in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
+            in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1], out_hwc[1]))
         elif layer.op == "transpose":
             in2["perm"] = tuple(p["perm"])
         elif layer.op == "argmax":

@@ -249,7 +249,7 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           half_pixel=c.param("ctm") == 2,
                           whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w", "channels")))
     if c.op == PpuOp.SOFTMAX:
-        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"), c.param("width")))
     if c.op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):
         h2, w2, c2 = src1_tile_shape(c.ih, c.iw, c.ic, c.src1_bcast)
         general = c.op == PpuOp.PRELU and bool(c.param("above_one"))
@@ -396,8 +396,9 @@ SOFTMAX_ROW_PASSES = (("add",) * 12) + (("mul",) * 11)
 SOFTMAX_FULL_PASSES = 5   # full-size passes that pay a memory round trip (the rest pipeline)
 
 
-def softmax_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
-    """Vela's 8-bit SOFTMAX over ``rows`` rows of ``channels`` values (its 30 NPU operations)."""
+def softmax_cycles(cfg: NPUConfig, rows: int, channels: int, width: int = 0) -> int:
+    """Vela's 8-bit SOFTMAX over ``rows`` rows of ``channels`` values (its 30 NPU operations), ``width`` of them
+    a row of the map (its blocks; default: all)."""
     p, m = cfg.ppu, cfg.mac
     issue = cfg.overheads.cmd_issue + p.command_overhead
     q = p.elementwise_quantum or p.channel_quantum
@@ -412,7 +413,9 @@ def softmax_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
     scale = issue + _stream(cfg, full * 12)                                                   # 2 reads, 1 write
     # the rounding ADD's OFM-sized int32 constant, read from the weight area in its NHWC bursts (a row of 16
     # channels is a 64-byte burst: twice a 128-byte flash burst's cycles)
-    burst = operand_read_burst(elementwise_block(cfg, 1, rows, channels, 4), rows, channels, 4, True)
+    width = width if 0 < width <= rows else rows
+    block = elementwise_block(cfg, _cdiv(rows, width), width, channels, 4)
+    burst = operand_read_burst(block, width, channels, 4, True)
     rounding = issue + max(operand_reread_cycles(cfg, _area(cfg, cfg.placement.weights), full, 4, burst),
                            _stream(cfg, full * 8))
     to_out = issue + max(math.ceil(full * p.cost("lut")), _stream(cfg, full * 5))
@@ -492,7 +495,8 @@ def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, perm: 
         return transpose_cycles(cfg, oh * ow * oc, elem_bytes, perm)
     if op == PpuOp.SOFTMAX:
         rows = whole[0] if whole else oh * ow
-        return _cdiv(softmax_cycles(cfg, rows, oc) * oh * ow, max(rows, 1))
+        width = whole[1] if len(whole) > 1 and whole[1] else ow
+        return _cdiv(softmax_cycles(cfg, rows, oc, width) * oh * ow, max(rows, 1))
     in_h, in_w, out_h, out_w = whole[:4] if whole else (oh, ow, oh, ow)
     channels = whole[4] if len(whole) > 4 and whole[4] else oc   # the whole tensor's depth (Vela's bursts)
     total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), channels, bilinear, half_pixel)

@@ -151,7 +151,8 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     # times in_mult, rounded right by in_shift; Vela's LSTM gates) with no table
     PpuOp.LUT: ("qmin", "fn16", "in_mult", "in_shift"),
     PpuOp.COPY: ("act_min", "act_max"),
-    PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
+    # rows, width: of the whole tensor (timing: Vela's sequence and its blocks)
+    PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows", "width"),
     PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),
     # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
     # origin and (oy, ox) the dst tile's, in image coordinates; channels: the OFM's depth (timing)

@@ -68,7 +68,8 @@ def _softmax(low: _Lowerer, body: _Body, comp: str) -> None:
     ofm = low.out_tensor(body.call, body.name)
     low.layers.append(PpuLayer(body.name, comp, "softmax", (ifm,), ofm,
                                dict(multiplier=p.input_multiplier, left_shift=p.input_left_shift,
-                                    diff_min=p.diff_min, rows=low.tensors[ifm].hwc[0] * low.tensors[ifm].hwc[1])))
+                                    diff_min=p.diff_min, rows=low.tensors[ifm].hwc[0] * low.tensors[ifm].hwc[1],
+                                    width=low.tensors[ifm].hwc[1])))
 
 
 def transpose_view(shape: tuple[int, ...], axes) -> tuple[tuple[int, int, int], tuple[int, int, int]] | str:
