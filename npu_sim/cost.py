@@ -495,7 +495,7 @@ def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, perm: 
         return transpose_cycles(cfg, oh * ow * oc, elem_bytes, perm)
     if op == PpuOp.SOFTMAX:
         rows = whole[0] if whole else oh * ow
-        width = whole[1] if len(whole) > 1 and whole[1] else ow
+        width = whole[1] if len(whole) > 1 else 0
         return _cdiv(softmax_cycles(cfg, rows, oc, width) * oh * ow, max(rows, 1))
     in_h, in_w, out_h, out_w = whole[:4] if whole else (oh, ow, oh, ow)
     channels = whole[4] if len(whole) > 4 and whole[4] else oc   # the whole tensor's depth (Vela's bursts)
