@@ -129,32 +129,81 @@ def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path, accelerator: str 
         mode = ["--memory-mode", memory_mode] if memory_mode else []
         subprocess.run(exe + [str(model), "--accelerator-config", accelerator, "--output-dir", str(out_dir),
                               "--verbose-performance"] + mode, check=True, capture_output=True, cwd=out_dir)
-    layers: dict[str, dict] = {}
+    from byoc.frontend.tflite_context import tensor_name
+    from byoc.frontend.tflite_reader import read_model
+    tfl = read_model(model.read_bytes())
+    model_tensors = {tensor_name(t) for t in tfl.tensors}
+    # Keyed (OFM name, Original Operator): a producer regor writes straight into a concatenation's output carries
+    # the concatenation's OFM name, as do the concatenation's own copies of its other inputs.
+    found: dict[tuple[str, str], dict] = {}
     total = 0
     # Vela's rows without an original operator ("N/A": an ARG_MAX's depthwise, max pools, LUT and casts) come in a
-    # run whose last row writes the op's OFM: the run is one layer under that row's name.
+    # run whose last row writes the op's OFM: the run is one layer under that row's name. So are the rows of an
+    # operator regor decomposes (SOFTMAX, a 5-D TRANSPOSE) that write intermediates, tensors the model does not
+    # hold: they belong to the next row of the same operator, the one writing the model's tensor.
     run: list[dict] = []
+
+    def add(name: str, op: str, rows: list[dict]) -> None:
+        d = found.setdefault((name, op), {"cycles": 0, "macs": 0, "op": op, "name": name})
+        d["cycles"] += sum(int(float(r["Op Cycles"])) for r in rows)
+        d["macs"] += sum(int(float(r["MAC Count"])) for r in rows)
 
     def flush():
         if run:
-            d = layers.setdefault(run[-1]["Name"], {"cycles": 0, "macs": 0, "op": "N/A"})
-            d["cycles"] += sum(int(float(r["Op Cycles"])) for r in run)
-            d["macs"] += sum(int(float(r["MAC Count"])) for r in run)
+            add(run[-1]["Name"].removesuffix("_intermediate"), run[-1]["Original Operator"], run)
             run.clear()
     with open(csv_path, newline="") as f:
         for row in csv.DictReader(f):
             total += int(float(row["Op Cycles"]))
-            if row["Original Operator"] == "N/A":
+            op, name = row["Original Operator"], row["Name"].removesuffix("_intermediate")
+            if op in _DECOMPOSED:   # one row per operation of regor's LSTM, named after its own tensors
+                flush()
+                add(name, row["NNG Operator"], [row])
+                continue
+            if run and run[-1]["Original Operator"] != op:
+                flush()
+            if op == "N/A" or name not in model_tensors:
                 run.append(row)
                 continue
-            flush()
-            name = row["Name"].removesuffix("_intermediate")
-            op = row["NNG Operator"] if row["Original Operator"] in _DECOMPOSED else row["Original Operator"]
-            d = layers.setdefault(name, {"cycles": 0, "macs": 0, "op": op})
-            d["cycles"] += int(float(row["Op Cycles"]))
-            d["macs"] += int(float(row["MAC Count"]))
+            add(name, op, run + [row])
+            run.clear()
     flush()
+    _join_input_named_rows(found, tfl)
+    ops_of: dict[str, int] = {}
+    for name, _ in found:
+        ops_of[name] = ops_of.get(name, 0) + 1
+    layers = {(name if ops_of[name] == 1 else f"{name} ({op})"): d for (name, op), d in found.items()}
     return layers, total
+
+
+def _join_input_named_rows(found: dict[tuple[str, str], dict], tfl) -> None:
+    """Rows regor names after an operator's input (RESIZE_BILINEAR's edge-padding copies write a padded copy of
+    its input under the input's name) are that operator's: moved to the row of the operator's output. Vela's
+    operator names are the opcodes in CamelCase (RESIZE_BILINEAR: ResizeBilinear)."""
+    from byoc.frontend.tflite_context import tensor_name
+    outputs: set[tuple[str, str]] = set()
+    readers: dict[tuple[str, str], list[str]] = {}
+    concats: set[str] = set()   # producers write into these (their rows are matched by _concat_producers)
+    for o in tfl.operators:
+        if not o.outputs:
+            continue
+        kind = o.opcode.replace("_", "").lower()
+        out = tensor_name(tfl.tensors[o.outputs[0]])
+        outputs.add((kind, out))
+        if o.opcode == "CONCATENATION":
+            concats.add(out)
+        for i in o.inputs:
+            if i >= 0:
+                readers.setdefault((kind, tensor_name(tfl.tensors[i])), []).append(out)
+    for (name, op) in list(found):
+        kind = op.lower()
+        dest = readers.get((kind, name), [])
+        if (kind, name) in outputs or len(dest) != 1 or name in concats:
+            continue
+        d = found.pop((name, op))
+        t = found.setdefault((dest[0], op), {"cycles": 0, "macs": 0, "op": op, "name": dest[0]})
+        t["cycles"] += d["cycles"]
+        t["macs"] += d["macs"]
 
 
 # --- Building the NPU partition by hand (until the pattern partitioner is wired in) -------------------------
@@ -364,31 +413,102 @@ def run() -> list[dict]:
     return rows_out
 
 
+# Our layer kinds for Vela's original operators when one is matched by what it writes rather than by its name.
+_PRODUCER_KINDS = {**_VELA_KINDS, "ResizeNearestNeighbor": ("resize",), "ResizeBilinear": ("resize",),
+                   "Sigmoid": ("lut",), "Tanh": ("lut",), "Quantize": ("requant",), "Concat": ("copy",)}
+
+
+_FUSED_ACTIVATIONS = {"LOGISTIC": "Sigmoid", "TANH": "Tanh"}   # TFLite opcode → Vela's name of it
+
+
+def _concat_producers(path: pathlib.Path, per_layer: dict[str, dict], ours: dict[str, dict]) -> dict:
+    """{(OFM name, Vela operator): our layers' sum, or None: counted with another row} for Vela's rows named after
+    a tensor another operator writes. An activation fused into its producer (below); a CONCATENATION's output: regor lets an input's producer write straight into its slice of the output (the row then carries the
+    output's name) and copies the other inputs (its "Concat" rows). Such a producer row is compared to our
+    layers of the same kind that write the concatenation's inputs and that Vela does not time under their own
+    names; the "Concat" rows to our copies of the remaining inputs (our layers ``<name>/<input index>``)."""
+    from byoc.frontend.tflite_context import tensor_name
+    from byoc.frontend.tflite_reader import read_model
+    model = read_model(path.read_bytes())
+    vela_names = {v["name"] for v in per_layer.values()}
+    by_name: dict[str, list[str]] = {}
+    for v in per_layer.values():
+        by_name.setdefault(v["name"], []).append(v["op"])
+    out: dict[tuple[str, str], dict | None] = {}
+    for op in model.operators:
+        if op.opcode in _FUSED_ACTIVATIONS and op.outputs and op.inputs:
+            # regor runs an activation whose input has no other reader as the producer's own output stage: the
+            # producer's row carries the activation's OFM name, the activation's own row (0 cycles) goes with it
+            name = tensor_name(model.tensors[op.outputs[0]])
+            src = tensor_name(model.tensors[op.inputs[0]])
+            act = _FUSED_ACTIVATIONS[op.opcode]
+            for vop in by_name.get(name, ()):
+                kinds = set(_PRODUCER_KINDS.get(vop, ()))
+                if vop != act and kinds and src in ours and src not in vela_names and ours[src]["kinds"] & kinds \
+                        and name in ours:
+                    out[(name, vop)] = _merged([ours[src], ours[name]])
+                    out[(name, act)] = None
+            continue
+        if op.opcode != "CONCATENATION" or not op.outputs:
+            continue
+        name = tensor_name(model.tensors[op.outputs[0]])
+        inputs = [tensor_name(model.tensors[i]) for i in op.inputs]
+        direct: set[int] = set()
+        for vop in by_name.get(name, ()):
+            kinds = set(_PRODUCER_KINDS.get(vop, ()))
+            if vop == "Concat" or not kinds:
+                continue
+            idx = [j for j, t in enumerate(inputs) if t in ours and t not in vela_names and ours[t]["kinds"] & kinds]
+            if idx:
+                direct.update(idx)
+                out[(name, vop)] = _merged([ours[inputs[j]] for j in idx])
+        if "Concat" in by_name.get(name, ()):
+            copies = [ours[f"{name}/{j}"] for j in range(len(inputs)) if j not in direct and f"{name}/{j}" in ours]
+            if copies:
+                out[(name, "Concat")] = _merged(copies)
+    return out
+
+
+def _merged(layers: list[dict]) -> dict:
+    return {"cycles": sum(d["cycles"] for d in layers), "kinds": set().union(*(d["kinds"] for d in layers)),
+            "bound": layers[0]["bound"], "tile": layers[0]["tile"]}
+
+
 def _model_rows(stem: str, path: pathlib.Path, cache: pathlib.Path, preset: str = PRESET,
                 accelerator: str = "ethos-u55-256", memory_mode: str | None = None) -> dict | None:
     """Per-layer ours vs Vela for one model partitioned with the ``ethos-u`` pattern table."""
+    from byoc.cli.common import load_model
     from byoc.cli.summary import profile_partitions
-    from byoc.frontend import from_tflite
     from byoc.partition import partition_for
 
     vela = vela_per_layer(path, cache, accelerator, memory_mode) if path.exists() else None
     if vela is None:
         return None
     per_layer, vela_total = vela
-    mod, params = from_tflite(str(path), semantics="tflm")
-    pmod = partition_for(TARGET, mod, params)
+    # imported as `byoc` commands import it for the target: TFLite Micro's semantics, LiteRT's for a model Micro
+    # cannot run (a uint8 LOGISTIC)
+    m = load_model(str(path), "auto", target=TARGET)
+    pmod = partition_for(TARGET, m.mod, m.params)
     ours: dict[str, dict] = {}
     for prof in profile_partitions(pmod, TARGET, preset):
         for s in prof.stats.per_layer:
-            d = ours.setdefault(s.name, {"cycles": 0, "kinds": set(), "bound": s.bound, "tile": s.tile})
+            # a both-broadcast op's materialised operand is part of that op (Vela's "<operand>_broadcasted" row
+            # joins the op's own row in vela_per_layer)
+            d = ours.setdefault(s.name.removesuffix("/materialise"),
+                                {"cycles": 0, "kinds": set(), "bound": s.bound, "tile": s.tile})
             d["cycles"] += s.exclusive_cycles
             d["kinds"].add(s.kind)
+    producers = _concat_producers(path, per_layer, ours)
     rows = []
-    for name, v in per_layer.items():
+    for key, v in per_layer.items():
+        name = v["name"]
         o = ours.get(name)
         kinds = _VELA_KINDS.get(v["op"])
         matched = o is not None and (kinds is None or bool(o["kinds"] & set(kinds)))
-        rows.append({"name": name, "op": v["op"], "vela": v["cycles"], "ours": o["cycles"] if matched else None,
+        if (name, v["op"]) in producers and (producers[(name, v["op"])] is None or not matched):
+            o = producers[(name, v["op"])]
+            matched = o is not None
+        rows.append({"name": key, "op": v["op"], "vela": v["cycles"], "ours": o["cycles"] if matched else None,
                      "ratio": o["cycles"] / v["cycles"] if matched and v["cycles"] else None,
                      "bound": o["bound"] if matched else "cpu", "compute": kinds is not None})
     m = [r for r in rows if r["ours"] is not None]
@@ -396,6 +516,7 @@ def _model_rows(stem: str, path: pathlib.Path, cache: pathlib.Path, preset: str 
     scored = [r for r in m if r["compute"] and r["vela"] >= BIG_LAYER]
     ratios = sorted(r["ratio"] for r in scored)
     out = {"model": stem, "rows": rows, "ours": ours_t, "vela": vela_t, "vela_total": vela_total,
+           "ours_total": sum(d["cycles"] for d in ours.values()),
            "ratio": ours_t / vela_t if vela_t else float("nan"), "scored": len(scored), "ratios": ratios}
     for tol in (10, 20, 30, 50):
         out[f"within{tol}"] = sum(1 for r in scored if abs(r["ratio"] - 1) <= tol / 100)

@@ -14,7 +14,7 @@ import numpy as np
 from byoc.errors import NPUError
 
 from .config import NPUConfig, preset
-from .cost import binary_timing, mac_op, window_traffic
+from .cost import binary_timing, constant_operand_timing, mac_op, window_traffic
 from .execute import RESIZE_MODES
 from .deps import HazardTracker, RegionIndex, assign_tokens, command_accesses
 from .isa import (BCAST_C, BCAST_H, BCAST_W, LOAD_CONTINUE, LOAD_UPSCALE_H, LOAD_UPSCALE_W, LUT16_INTERP,
@@ -315,6 +315,16 @@ class _Codegen:
         # A transpose writes its OFM in linear NHWC (its strided writes need it; Vela's force_linear_format).
         linear = {g.tensors[x.ofm].alias_of if g.tensors[x.ofm].alias_of is not None else x.ofm
                   for x in g.layers if isinstance(x, PpuLayer) and x.op == "transpose"}
+        # A map read through a window of other width or depth (a strided slice / split piece) is kept NHWC, as
+        # regor keeps a tensor whose readers' width×channels differ from its writers' (its brick format needs
+        # them equal; scheduler UpdateSchedulerTensor)
+        linear.update(t.alias_of for t in g.tensors if t.c_offset is not None)   # read through channel windows
+        for x in g.layers:
+            if isinstance(x, PpuLayer) and x.op == "copy" and x.in_origin is not None and x.block is not None \
+                    and x.out_origin is None:
+                src = g.tensors[x.inputs[0]]
+                if tuple(x.block[1:]) != tuple(src.hwc[1:]) and min(x.in_origin) >= 0:
+                    linear.add(src.alias_of if src.alias_of is not None else src.id)
         for t in g.tensors:
             if t.alias_of is not None:
                 continue
@@ -377,14 +387,16 @@ class _Codegen:
         if len(layer.inputs) > 1:
             in2 = dict(in2_bcast=int(p.get("bcast", 0)),
                        in2_in_weights=self.region_of(layer.inputs[1]).area != self.fm_area)
-            if layer.op in ("add", "mul"):
-                r1 = self.region_of(layer.inputs[1])
+            if layer.op in ("add", "mul") or (layer.op == "raw_binary" and p.get("bcast")):
+                r0, r1 = self.region_of(layer.inputs[0]), self.region_of(layer.inputs[1])
                 nhwc = ("input", "output", "linear", "constant")
                 in2["binary"] = binary_timing(self.cfg, out_hwc, T[layer.inputs[1]].hwc, r1.area, r1.kind in nhwc,
-                                              self.region_of(layer.inputs[0]).kind in nhwc,
-                                              self.region_of(layer.ofm).kind in nhwc, np.dtype(src.dtype).itemsize)
+                                              r0.kind in nhwc, self.region_of(layer.ofm).kind in nhwc,
+                                              np.dtype(src.dtype).itemsize)
+                if layer.op == "raw_binary" and r0.kind == "constant":
+                    in2["in0"] = constant_operand_timing(self.cfg, out_hwc, r0.area, np.dtype(src.dtype).itemsize)
         if layer.op == "softmax":
-            in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1],))
+            in2.update(whole_channels=True, whole=(out_hwc[0] * out_hwc[1], out_hwc[1]))
         elif layer.op == "transpose":
             in2["perm"] = tuple(p["perm"])
         elif layer.op == "argmax":
@@ -487,6 +499,10 @@ class _Codegen:
         t = self.graph.tensors[tid]
         r = self.region_of(tid)
         H, W, C = t.hwc
+        if t.c_offset is not None:   # a channel window: the root's image, from its channel
+            c0 += t.c_offset
+            C = self.graph.tensors[t.alias_of].hwc[2]
+        assert t.origin is None, f"{t.name}: a block written into a concatenation is write-only"
         uh, uw = H * upscale[0], W * upscale[1]   # the window's image: upscaled for a TRANSPOSE_CONV's IFM
         pad = int(y0 < 0 or x0 < 0 or y0 + h > uh or x0 + w > uw)
         if t.window is not None:   # a slice read in place (lower.read_slices_in_place): its window of the source
@@ -503,6 +519,10 @@ class _Codegen:
 
     def store(self, li, tid, y0, x0, c0, h, w, c, slot) -> Store:
         t = self.graph.tensors[tid]
+        assert t.c_offset is None, f"{t.name}: a channel window is read-only"
+        if t.origin is not None:   # a concatenation input written straight into its block of the output
+            y0, x0, c0 = y0 + t.origin[0], x0 + t.origin[1], c0 + t.origin[2]
+            t = self.graph.tensors[t.alias_of]
         r = self.region_of(tid)
         H, W, C = t.hwc
         return Store(0, 0, li, r.area, dtype_code(t.dtype), r.base, H, W, C, y0, x0, c0, h, w, c, slot[0], slot[1])
@@ -743,6 +763,7 @@ class _Codegen:
                         srcs.append(s)
                     values = dict(p, y0=y0, x0=x0, img_h=H, img_w=W)
                     values.update(zip(("in2_area", "in2_burst", "nhwc"), g.binary))
+                    values.update(zip(("in0_area", "in0_burst"), g.in0))
                     out = slots.take("ofm")
                     s1 = srcs[1] if len(srcs) > 1 else (0, 0)
                     ts = table_slot or (0, 0)

@@ -13,7 +13,7 @@ from .isa import (DTYPE_BYTES, LOAD_UPSCALE_H, LOAD_UPSCALE_W, Load, Mac, MacOp,
 
 __all__ = ["mac_op", "mac_cycles", "ppu_cycles", "pool_cycles", "unary_pool_cycles", "deepened_shape", "block_floor", "block_memory_cycles", "softmax_cycles",
            "transpose_cycles", "resize_cycles", "elementwise_block", "operand_read_burst",
-           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "binary_reread_cycles", "argmax_cycles", "argmax_pool_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
+           "operand_reread_cycles", "broadcast_resize_cycles", "binary_timing", "constant_operand_timing", "binary_reread_cycles", "argmax_cycles", "argmax_pool_cycles", "quantized_binary_cycles", "transfer_cycles", "weight_transfer_cycles", "fm_transfer_cycles", "brick_ratio", "window_traffic",
            "dma_command_cost"]
 
 
@@ -144,10 +144,11 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
                taps: int = 1, from_mac: bool = False, kernel: tuple[int, int] = (1, 1), in_bytes: int = 1,
                out_bytes: int = 1, perm: tuple[int, int, int] = (0, 1, 2), elem_bytes: int = 1,
                bilinear: bool = False, half_pixel: bool = False, whole: tuple[int, ...] = (),
-               binary: tuple[int, int, int] = (0, 0, 0)) -> int:
+               binary: tuple[int, int, int] = (0, 0, 0), in0: tuple[int, int] = (0, 0)) -> int:
     """Cycles of one PPU command (its output stage; with ``overheads.block_overlap`` at least the block floor).
     SOFTMAX / TRANSPOSE / RESIZE are charged their share of Vela's operation sequence (``lowered_op_cycles``).
-    ``binary``: an ADD / MUL's (in2_area, in2_burst, nhwc) timing parameters (``binary_timing``)."""
+    ``binary``: an ADD / MUL's (in2_area, in2_burst, nhwc) timing parameters (``binary_timing``); a RAW_BINARY's
+    too, and ``in0``: its constant src0's (area + 1, burst) (``constant_operand_timing``)."""
     if op in (PpuOp.SOFTMAX, PpuOp.TRANSPOSE, PpuOp.RESIZE):   # Vela's multi-operation lowerings (below)
         return lowered_op_cycles(cfg, op, oh, ow, oc, perm, elem_bytes, bilinear, half_pixel, whole)
     if op in (PpuOp.PRELU, PpuOp.SQUARED_DIFF):   # Vela's elementwise sequences (below); src1 taken full size
@@ -174,6 +175,7 @@ def ppu_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, ih: int, iw: 
         # Vela's output rates: MAXIMUM / MINIMUM at its 'other elementwise' rate (the requantize rate on every
         # Ethos-U preset), 32-bit operands at about its add rate (both mostly bound by their memory traffic)
         work = out_elems * p.cost("add" if in_bytes == 4 else "requant")
+        work = max(work, _raw_binary_port_cycles(cfg, binary, in0, oh, ow, oc, in_bytes))
     elif op == PpuOp.MUL:
         work = max(out_elems * p.cost("mul"), binary_reread_cycles(cfg, binary, oh, ow, oc, in_bytes))
     elif op == PpuOp.MAX_POOL:
@@ -249,7 +251,7 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           half_pixel=c.param("ctm") == 2,
                           whole=tuple(c.param(k) for k in ("in_h", "in_w", "out_h", "out_w", "channels")))
     if c.op == PpuOp.SOFTMAX:
-        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"),))
+        return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, whole=(c.param("rows"), c.param("width")))
     if c.op == PpuOp.PRELU and DTYPE_BYTES[c.in_dtype] == 2:   # an int16 LEAKY_RELU (its alpha operand a constant)
         identity = (c.param("m_id"), c.param("shift_id")) == (1 << 30, 1)
         return leaky_relu16_cycles(cfg, c.oh * c.ow * c.oc, identity, bool(c.param("above_one")))
@@ -262,7 +264,9 @@ def ppu_command_cycles(cfg: NPUConfig, c: Ppu) -> int:
                           whole=(c.param("rows"),))
     if c.op == PpuOp.RAW_BINARY:   # int32 operands are feature maps here, not a MAC's accumulators
         return ppu_cycles(cfg, c.op, c.oh, c.ow, c.oc, c.ih, c.iw, c.ic, in_bytes=DTYPE_BYTES[c.in_dtype],
-                          out_bytes=DTYPE_BYTES[c.out_dtype])
+                          out_bytes=DTYPE_BYTES[c.out_dtype],
+                          binary=(c.param("in2_area"), c.param("in2_burst"), c.param("nhwc")),
+                          in0=(c.param("in0_area"), c.param("in0_burst")))
     pool = c.op in (PpuOp.MAX_POOL, PpuOp.AVG_POOL)
     kernel = (c.param("kh"), c.param("kw")) if pool else (1, 1)
     binary = (c.param("in2_area"), c.param("in2_burst"), c.param("nhwc")) if c.op in (PpuOp.ADD, PpuOp.MUL) \
@@ -334,7 +338,10 @@ def fm_transfer_cycles(cfg: NPUConfig, area_index: int, nbytes: int, run: int, c
         q = cfg.mac.dot_depth
         if run > channels * elem and channels % q == 0 and (read or channels * elem <= 16):
             return transfer_cycles(cfg, area_index, nbytes, run)
-        return transfer_cycles(cfg, area_index, nbytes, min(run, _cdiv(channels, q) * q * elem))
+        burst = _cdiv(channels, q) * q * elem
+        if not read:   # an NHWC write goes out at most 16 elements per core a burst (64 bytes at most)
+            burst = min(burst, 16 * elem * cfg.mac.cores, 64)
+        return transfer_cycles(cfg, area_index, nbytes, min(run, burst))
     q = min(cfg.fm_channel_quantum, channels)
     return transfer_cycles(cfg, area_index, nbytes, max(run, q * elem), brick_ratio(cfg, channels))
 
@@ -405,8 +412,9 @@ SOFTMAX_ROW_PASSES = (("add",) * 12) + (("mul",) * 11)
 SOFTMAX_FULL_PASSES = 5   # full-size passes that pay a memory round trip (the rest pipeline)
 
 
-def softmax_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
-    """Vela's 8-bit SOFTMAX over ``rows`` rows of ``channels`` values (its 30 NPU operations)."""
+def softmax_cycles(cfg: NPUConfig, rows: int, channels: int, width: int = 0) -> int:
+    """Vela's 8-bit SOFTMAX over ``rows`` rows of ``channels`` values (its 30 NPU operations), ``width`` of them
+    a row of the map (its blocks; default: all)."""
     p, m = cfg.ppu, cfg.mac
     issue = cfg.overheads.cmd_issue + p.command_overhead
     q = p.elementwise_quantum or p.channel_quantum
@@ -419,7 +427,13 @@ def softmax_cycles(cfg: NPUConfig, rows: int, channels: int) -> int:
     row_pass = [issue + max(math.ceil(_cdiv(rows, q) * q * p.cost(u)), _stream(cfg, rows * 12))
                 for u in SOFTMAX_ROW_PASSES]
     scale = issue + _stream(cfg, full * 12)                                                   # 2 reads, 1 write
-    rounding = issue + max(_stream(cfg, full * 4, cfg.placement.weights), _stream(cfg, full * 8))
+    # the rounding ADD's OFM-sized int32 constant, read from the weight area in its NHWC bursts (a row of 16
+    # channels is a 64-byte burst: twice a 128-byte flash burst's cycles)
+    width = width if 0 < width <= rows else rows
+    block = elementwise_block(cfg, _cdiv(rows, width), width, channels, 4)
+    burst = operand_read_burst(block, width, channels, 4, True)
+    rounding = issue + max(operand_reread_cycles(cfg, _area(cfg, cfg.placement.weights), full, 4, burst),
+                           _stream(cfg, full * 8))
     to_out = issue + max(math.ceil(full * p.cost("lut")), _stream(cfg, full * 5))
     return (max_pool + exp_lut + shift12 + reduce_sum + sum(row_pass) + scale + rounding + to_out
             + SOFTMAX_FULL_PASSES * _fm_latency(cfg))
@@ -469,8 +483,11 @@ def resize_cycles(cfg: NPUConfig, in_hw: tuple[int, int], out_hw: tuple[int, int
     rate = 2 * p.cost("requant") + p.cost("copy") / 2
     if bilinear and half_pixel:
         quarter = _cdiv(oh, 2) * _cdiv(ow, 2) * channels
-        edges = 2 * (ih + iw) * channels
-        copies = issue + math.ceil(ih * iw * channels * rate) + 4 * issue + math.ceil(edges * 10 * rate)
+        # the input copied into a one-pixel border, then the top/bottom rows and the left/right columns (corners
+        # included) copied out into the border: MemoryCopy ops, each a 1x1 average pool as Vela runs a copy
+        copies = (unary_pool_cycles(cfg, PpuOp.COPY, ih, iw, channels)
+                  + 2 * unary_pool_cycles(cfg, PpuOp.COPY, 1, iw, channels)
+                  + 2 * unary_pool_cycles(cfg, PpuOp.COPY, ih + 2, 1, channels))
         dw = issue + max(mac_cycles(cfg, MacOp.DEPTHWISE, _cdiv(oh, 2), _cdiv(ow, 2), channels, channels, 2, 2),
                          _stream(cfg, quarter * (4 + cfg.fm_channel_quantum)))
         return copies + 4 * dw + 9 * _fm_latency(cfg)
@@ -494,7 +511,8 @@ def lowered_op_cycles(cfg: NPUConfig, op: int, oh: int, ow: int, oc: int, perm: 
         return transpose_cycles(cfg, oh * ow * oc, elem_bytes, perm)
     if op == PpuOp.SOFTMAX:
         rows = whole[0] if whole else oh * ow
-        return _cdiv(softmax_cycles(cfg, rows, oc) * oh * ow, max(rows, 1))
+        width = whole[1] if len(whole) > 1 else 0
+        return _cdiv(softmax_cycles(cfg, rows, oc, width) * oh * ow, max(rows, 1))
     in_h, in_w, out_h, out_w = whole[:4] if whole else (oh, ow, oh, ow)
     channels = whole[4] if len(whole) > 4 and whole[4] else oc   # the whole tensor's depth (Vela's bursts)
     total = resize_cycles(cfg, (in_h, in_w), (out_h, out_w), channels, bilinear, half_pixel)
@@ -593,6 +611,29 @@ def binary_timing(cfg: NPUConfig, out_hwc: tuple[int, int, int], in2_hwc: tuple[
         return 0, 0, nhwc
     block = elementwise_block(cfg, *out_hwc, elem_bytes)
     return in2_area + 1, operand_read_burst(block, in2_hwc[1], in2_hwc[2], elem_bytes, in2_nhwc), nhwc
+
+
+def constant_operand_timing(cfg: NPUConfig, out_hwc: tuple[int, int, int], area: int,
+                            elem_bytes: int = 1) -> tuple[int, int]:
+    """(area + 1, burst bytes) of an OFM-sized NHWC constant first operand of an elementwise op: regor
+    materialises one operand of a both-broadcast op as an ADD of an OFM-sized zero constant (from the weight area)
+    and that operand broadcast (``ReplaceBroadcastWithAdd``), and reads the constant in the bursts its NHWC rows
+    and the op's block give (``operand_read_burst``): a 48x48x17 one costs 8 flash cycles a byte in 16-byte bursts."""
+    block = elementwise_block(cfg, *out_hwc, elem_bytes)
+    return area + 1, operand_read_burst(block, out_hwc[1], out_hwc[2], elem_bytes, True)
+
+
+def _raw_binary_port_cycles(cfg: NPUConfig, binary: tuple[int, int, int], in0: tuple[int, int], oh: int, ow: int,
+                            oc: int, elem_bytes: int) -> int:
+    """The busiest port's cycles for a RAW_BINARY tile's per-element operand reads (a broadcast src1, a constant
+    src0): both on one port add up."""
+    ports: dict[int, int] = {}
+    if binary[0]:
+        ports[binary[0]] = binary_reread_cycles(cfg, binary, oh, ow, oc, elem_bytes)
+    if in0[0]:
+        ports[in0[0]] = ports.get(in0[0], 0) + operand_reread_cycles(cfg, in0[0] - 1, oh * ow * oc, elem_bytes,
+                                                                     in0[1])
+    return max(ports.values(), default=0)
 
 
 def binary_reread_cycles(cfg: NPUConfig, binary: tuple[int, int, int], oh: int, ow: int, oc: int,

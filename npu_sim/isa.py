@@ -158,14 +158,17 @@ PPU_PARAM_NAMES: dict[PpuOp, tuple[str, ...]] = {
     # the simulator refuses them as the CPU build does (the hardware would read the table's entry)
     PpuOp.LUT: ("qmin", "fn16", "in_mult", "in_shift", "guard", "guard_min"),
     PpuOp.COPY: ("act_min", "act_max"),
-    PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows"),   # rows: of the whole tensor (timing)
+    # rows, width: of the whole tensor (timing: Vela's sequence and its blocks)
+    PpuOp.SOFTMAX: ("multiplier", "left_shift", "diff_min", "rows", "width"),
     PpuOp.TRANSPOSE: ("perm0", "perm1", "perm2"),
     # bilinear: 0 nearest, 1 bilinear; ctm: 0 asymmetric, 1 align_corners, 2 half_pixel; (y0, x0) the src window's
     # origin and (oy, ox) the dst tile's, in image coordinates; channels: the OFM's depth (timing)
     PpuOp.RESIZE: ("bilinear", "ctm", "in_h", "in_w", "out_h", "out_w", "y0", "x0", "oy", "ox", "channels"),
     PpuOp.ARGMAX: ("rows",),   # rows: of the whole tensor (timing)
     # fn: RAW_FUNCTIONS index (sub: src0 − src1, rsub: src1 − src0, the first operand broadcast as src1)
-    PpuOp.RAW_BINARY: ("fn",),
+    # in2_area, in2_burst, nhwc as ADD's; in0_area, in0_burst (timing): a constant src0 (the OFM-sized zero
+    # of a materialised broadcast, regor ReplaceBroadcastWithAdd) read from its area in its bursts
+    PpuOp.RAW_BINARY: ("fn", "in2_area", "in2_burst", "nhwc", "in0_area", "in0_burst"),
     # above_one: some alpha exceeds 1 (timing only: Vela's four-pass sequence instead of MAXIMUM(x, alpha·x))
     PpuOp.PRELU: ("zp_in", "zp_alpha", "zp_out", "act_min", "act_max", "m_id", "shift_id", "m_alpha", "shift_alpha",
                   "above_one"),

@@ -43,6 +43,12 @@ class TensorInfo:
     alias_of: int | None = None       # reshape views share their source's memory
     # a window of another tensor, read in place: (that tensor, origin (y, x, c) in its height×width×channels view)
     window: tuple[int, tuple[int, int, int]] | None = None
+    # a channel window of ``alias_of`` (its whole height and width) from this channel on: a strided slice or split
+    # piece its readers load in place, as regor reads a slice through its IFM's offset (no copy)
+    c_offset: int | None = None
+    # the block of ``alias_of`` at this (y, x, c) that a concatenation input's producer writes straight into
+    # (regor MoveConcatSliceToProducer): written only, by that one layer
+    origin: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,6 +155,8 @@ class _Lowerer:
         self.value: dict[int, int] = {}    # id(expr) → tensor id
         self.tuple_values: dict[int, list[int]] = {}  # id(tuple-valued call, e.g. split) → field tensor ids
         self.problems: list[str] = []
+        self.window_copies: dict[int, int] = {}   # channel window → its copy (``contiguous``)
+        self.uses: dict[int, int] = {}            # id(expr) → how many calls / tuples / outputs read it
 
     # -------------------------------------------------------------------------------------------- tensors
     def new_tensor(self, name: str, t: TensorType, data: np.ndarray | None = None,
@@ -181,7 +189,15 @@ class _Lowerer:
                 continue
             self.value[id(p)] = tid
             inputs.append(tid)
-        for node in post_order(self.func.body, enter_functions=False):
+        order = post_order(self.func.body, enter_functions=False)
+        for node in order:
+            reads = node.args if isinstance(node, Call) else node.fields if isinstance(node, Tuple) else \
+                (node.tuple_value,) if isinstance(node, TupleGetItem) else ()
+            for a in reads:
+                self.uses[id(a)] = self.uses.get(id(a), 0) + 1
+        for o in (self.func.body.fields if isinstance(self.func.body, Tuple) else (self.func.body,)):
+            self.uses[id(o)] = self.uses.get(id(o), 0) + 1
+        for node in order:
             if isinstance(node, Call):
                 try:
                     self.lower_call(node)
@@ -206,7 +222,7 @@ class _Lowerer:
                                      f"{type(o).__name__}")
             elif not self.problems:
                 self.problems.append(f"output {_describe(o)} is not produced by a supported layer")
-        outputs = [self.copy_if_input_view(tid, inputs) for tid in outputs]
+        outputs = [self.copy_if_input_view(self.contiguous(tid), inputs) for tid in outputs]
         self.read_slices_in_place(outputs)
         self.fuse_gate_activations(outputs)
         if self.problems:
@@ -291,6 +307,9 @@ class _Lowerer:
                     and x.ofm not in viewed and readers.get(x.ofm)
                     and all(isinstance(r, ConvLayer) and r.kind == "dense" for r in readers[x.ofm])):
                 src = self.tensors[x.inputs[0]]
+                if src.c_offset is not None or src.origin is not None:   # a window of a window: keep the copy
+                    keep.append(x)
+                    continue
                 root = src.alias_of if src.alias_of is not None else src.id
                 self.tensors[x.ofm] = dataclasses.replace(self.tensors[x.ofm], alias_of=root,
                                                           window=(src.id, x.in_origin))
@@ -326,11 +345,40 @@ class _Lowerer:
             dropped.add(id(a))
         self.layers = [fused.get(id(x), x) for x in self.layers if id(x) not in dropped]
 
+    def window(self, src: int, name: str, t: TensorType, c0: int) -> int:
+        """A channel window of ``src`` (its whole height and width, ``t``'s channels from ``c0``): no layer."""
+        base = self.tensors[src]
+        if base.c_offset is not None:
+            c0 += base.c_offset
+        root = base.alias_of if base.alias_of is not None else src
+        tid = len(self.tensors)
+        self.tensors.append(TensorInfo(tid, name, tuple(t.shape), _hwc(tuple(t.shape), name), t.dtype, None, root,
+                                       c_offset=c0))
+        return tid
+
+    def contiguous(self, tid: int) -> int:
+        """``tid`` itself, or for a channel window its copy (one COPY layer, made once): what aliases, outputs and
+        other whole-memory uses need."""
+        t = self.tensors[tid]
+        if t.c_offset is None:
+            return tid
+        if tid in self.window_copies:
+            return self.window_copies[tid]
+        info = np.iinfo(t.dtype)
+        out = self.new_tensor(f"{t.name}.copy", TensorType(t.shape, t.dtype))
+        self.layers.append(PpuLayer(t.name, "copy", "copy", (t.alias_of,), out,
+                                    dict(act_min=int(info.min), act_max=int(info.max)),
+                                    in_origin=(0, 0, t.c_offset), block=t.hwc))
+        self.window_copies[tid] = out
+        return out
+
     def view_as(self, tid: int, shape: tuple[int, ...]) -> int:
         """``tid`` seen with another shape of the same size (a memory alias, like reshape)."""
         base = self.tensors[tid]
         if tuple(base.shape) == tuple(shape):
             return tid
+        tid = self.contiguous(tid)
+        base = self.tensors[tid]
         root = base.alias_of if base.alias_of is not None else tid
         return self.new_tensor(f"{base.name}.view", TensorType(tuple(shape), base.dtype), base.data, alias_of=root)
 
@@ -942,6 +990,8 @@ def _concat_composite(low: _Lowerer, body: _Body, comp: str) -> None:
     s_out, zp_out = body.const(core.args[3], "output_scale"), body.const(core.args[4], "output_zero_point")
     lo, hi = _clamp(body, ops, out_t.dtype)
     layers = []
+    ofm = low.out_tensor(body.call, body.name)
+    full = (lo, hi) == (int(np.iinfo(out_t.dtype).min), int(np.iinfo(out_t.dtype).max))
     for i, (d, s, z) in enumerate(zip(data.fields, scales.fields, zps.fields)):
         if types[i].dtype == "int16":   # TFLite copies int16 values whatever the quantization
             layers.append(PpuLayer(f"{body.name}/{i}", comp, "copy", (body.tensor(d, f"input {i}"),), -1,
@@ -951,14 +1001,45 @@ def _concat_composite(low: _Lowerer, body: _Body, comp: str) -> None:
                                                              body.const(z, f"input_zero_point {i}"), s_out, zp_out))
         name = f"{body.name}/{i}"
         src = body.tensor(d, f"input {i}")
+        if full and np.array_equal(table, q) and _write_into(low, body.binding.get(id(d)), src, ofm, origins[i]):
+            continue
         if np.array_equal(table, q):
             layers.append(PpuLayer(name, comp, "copy", (src,), -1, dict(act_min=lo, act_max=hi),
                                    out_origin=origins[i]))
         else:
             layers.append(PpuLayer(name, comp, "lut", (src,), -1, dict(qmin=int(q[0])),
                                    table=np.clip(table, lo, hi).astype(out_t.dtype), out_origin=origins[i]))
-    ofm = low.out_tensor(body.call, body.name)
     low.layers.extend(dataclasses.replace(layer, ofm=ofm) for layer in layers)
+
+
+# The layers whose OFM a concatenation input's producer may write straight into its block of the output (regor
+# MoveConcatSliceToProducer: not a reshape, data-layout op (TRANSPOSE) or copy, nor a write that is one already).
+_DIRECT_WRITERS = ("add", "mul", "max_pool", "avg_pool", "lut", "requant", "resize", "raw_binary", "mean")
+
+
+def _write_into(low: _Lowerer, outer: Expr | None, src: int, ofm: int, origin: tuple[int, int, int]) -> bool:
+    """Let ``src``'s producer write its block of the concatenation's output ``ofm`` at ``origin`` instead of
+    a copy layer doing it, when the concatenation is ``src``'s only reader (not a partition output either), the
+    input passes through unchanged, and one layer of a kind that can writes ``src``."""
+    t = low.tensors[src]
+    if outer is None or low.uses.get(id(outer), 0) != 1 or t.alias_of is not None or t.data is not None:
+        return False
+    writers = [k for k, x in enumerate(low.layers) if x.ofm == src]
+    if len(writers) != 1:
+        return False
+    layer = low.layers[writers[0]]
+    if isinstance(layer, ConvLayer):
+        ok = layer.kind in ("conv", "depthwise")
+    else:
+        ok = (layer.op in _DIRECT_WRITERS and layer.out_origin is None and layer.block is None
+              and layer.in_origin is None)
+    if not ok or any(src in (x.inputs if isinstance(x, PpuLayer) else (x.ifm,)) for x in low.layers):
+        return False
+    base = low.tensors[ofm]
+    tid = len(low.tensors)
+    low.tensors.append(TensorInfo(tid, f"{t.name}@{base.name}", t.shape, t.hwc, t.dtype, None, ofm, origin=origin))
+    low.layers[writers[0]] = dataclasses.replace(layer, ofm=tid)
+    return True
 
 
 def _concat_table(body: _Body, core: Call, i: int, t: TensorType, quant: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -1052,7 +1133,7 @@ class _BareBody(_Body):
 
 
 def _bare_alias(low: _Lowerer, call: Call) -> None:
-    src = low.tensor_of(call.args[0], call.op.name)  # type: ignore[union-attr]
+    src = low.contiguous(low.tensor_of(call.args[0], call.op.name))  # type: ignore[union-attr]
     t = _tensor_type(call)
     base = low.tensors[src]
     root = base.alias_of if base.alias_of is not None else src

@@ -61,6 +61,19 @@ def _full_range(dtype: str) -> dict:
     return dict(act_min=int(info.min), act_max=int(info.max))
 
 
+def _in_place_window(low: _Lowerer, src: int, in_shape: tuple[int, ...], starts, sizes) -> int | None:
+    """The channel offset when the slice is a channel window of a computed map (its whole height and width):
+    its readers load it in place, as regor reads a strided slice through its IFM's offset; else None."""
+    win = hwc_window(tuple(in_shape), tuple(starts), tuple(sizes))
+    t = low.tensors[src]
+    if isinstance(win, str) or t.data is not None or len(in_shape) != 4 or in_shape[0] != 1:
+        return None
+    (y0, x0, c0), (h, w, c) = win
+    if (y0, x0) != (0, 0) or (h, w) != tuple(t.hwc[:2]) or c == t.hwc[2]:
+        return None
+    return c0
+
+
 def _window_copy(low: _Lowerer, body: _BareBody, src: int, in_shape: tuple[int, ...], starts, sizes, ofm: int,
                  name: str) -> None:
     win = hwc_window(tuple(in_shape), tuple(starts), tuple(sizes))
@@ -68,6 +81,7 @@ def _window_copy(low: _Lowerer, body: _BareBody, src: int, in_shape: tuple[int, 
         raise body.fail(f"slicing {tuple(sizes)} at {tuple(starts)} of {tuple(in_shape)}: {win}",
                         hint="the NPU copies one block of a tensor's height×width×channels view")
     origin, block = win
+    src = low.contiguous(src)
     dtype = low.tensors[src].dtype
     low.layers.append(PpuLayer(name, body.comp, "copy", (src,), ofm, _full_range(dtype), in_origin=origin,
                                block=block))
@@ -85,6 +99,10 @@ def _strided_slice(low: _Lowerer, call: Call) -> None:
             raise body.fail(f"stride {step} on axis {k} is not supported", hint="the NPU slices with unit strides")
         starts.append(start)
     src = body.tensor(call.args[0], "data")
+    c0 = _in_place_window(low, src, tuple(in_t.shape), starts, tuple(out_t.shape))
+    if c0 is not None:
+        low.value[id(call)] = low.window(src, body.name, out_t, c0)
+        return
     ofm = low.out_tensor(call, body.name)
     _window_copy(low, body, src, tuple(in_t.shape), starts, tuple(out_t.shape), ofm, body.name)
 
@@ -102,9 +120,13 @@ def _split(low: _Lowerer, call: Call) -> None:
     tids = []
     for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
         name = f"{body.name}/{i}"
-        tid = low.new_tensor(name, out_tt.fields[i])
         starts = [0] * len(in_t.shape)
         starts[axis] = lo
+        c0 = _in_place_window(low, src, tuple(in_t.shape), starts, tuple(out_tt.fields[i].shape))
+        if c0 is not None:
+            tids.append(low.window(src, name, out_tt.fields[i], c0))
+            continue
+        tid = low.new_tensor(name, out_tt.fields[i])
         _window_copy(low, body, src, tuple(in_t.shape), starts, tuple(out_tt.fields[i].shape), tid, name)
         tids.append(tid)
     low.tuple_values[id(call)] = tids

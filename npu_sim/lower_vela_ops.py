@@ -72,7 +72,8 @@ def _softmax(low: _Lowerer, body: _Body, comp: str) -> None:
     ofm = low.out_tensor(body.call, body.name)
     low.layers.append(PpuLayer(body.name, comp, "softmax", (ifm,), ofm,
                                dict(multiplier=p.input_multiplier, left_shift=p.input_left_shift,
-                                    diff_min=p.diff_min, rows=low.tensors[ifm].hwc[0] * low.tensors[ifm].hwc[1])))
+                                    diff_min=p.diff_min, rows=low.tensors[ifm].hwc[0] * low.tensors[ifm].hwc[1],
+                                    width=low.tensors[ifm].hwc[1])))
 
 
 def transpose_view(shape: tuple[int, ...], axes) -> tuple[tuple[int, int, int], tuple[int, int, int]] | str:
@@ -102,6 +103,7 @@ def _transpose(low: _Lowerer, call: Call) -> None:
     in3, perm3 = view
     src = body.tensor(call.args[0], "data")
     if perm3 == (0, 1, 2):  # only unit axes move: the same bytes
+        src = low.contiguous(src)
         base = low.tensors[src]
         root = base.alias_of if base.alias_of is not None else src
         low.value[id(call)] = low.new_tensor(f"{base.name}.transpose", out_t, base.data, alias_of=root)

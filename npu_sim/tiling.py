@@ -63,6 +63,7 @@ class Geometry:
     half_pixel: bool = False
     whole: tuple[int, ...] = ()  # SOFTMAX (rows,), RESIZE (in_h, in_w, out_h, out_w, channels): the sizes Vela's sequence runs on
     binary: tuple[int, int, int] = (0, 0, 0)  # ADD / MUL: (in2_area, in2_burst, nhwc), cost.binary_timing
+    in0: tuple[int, int] = (0, 0)   # RAW_BINARY: (src0's area + 1, burst bytes) of a constant src0 read per element
     all_in_channels: bool = False  # ARG_MAX: an IFM tile holds every channel of its rows; its OFM tile is one deep
     in_area: int = -1           # memory area of the IFM / OFM (-1: the feature-map area)
     out_area: int = -1
@@ -188,7 +189,7 @@ def _tile_costs(cfg: NPUConfig, g: Geometry, th: int, tw: int, tc: int) -> tuple
     p = ppu_cycles(cfg, g.ppu_op, th, tw, tc, ih, iw, g.in_channels(tc), taps,
                    from_mac=g.kind != "ppu", kernel=g.kernel, in_bytes=g.in_bytes, out_bytes=g.out_bytes,
                    perm=g.perm, elem_bytes=g.in_bytes, bilinear=g.bilinear, half_pixel=g.half_pixel, whole=g.whole,
-                   binary=g.binary)
+                   binary=g.binary, in0=g.in0)
     return m, p, ih, iw
 
 

@@ -82,6 +82,10 @@ def convert_softmax(ctx: OpContext) -> list[Expr]:
 def _lut_activation(ctx: OpContext, qop: str, fop: str) -> list[Expr]:
     x_t, out_t, x = _unary_quant_args(ctx)
     if x_t.dtype in QUANT_DTYPES:
+        if ctx.semantics == "tflm" and x_t.dtype == "uint8":
+            raise ctx.fail(f"TFLite Micro has no uint8 {ctx.op.opcode} kernel (int8, int16 and float32 only)",
+                           hint="import with semantics='litert' (LiteRT's uint8 table); `byoc` commands do so "
+                                "for a model TFLite Micro cannot run")
         rounding = "TFLM" if ctx.semantics == "tflm" else "TFLITE"
         y = ctx.call(fop, [_dequantized(ctx, x, x_t)])
         return [_quantized(ctx, y, out_t, qop, rounding)]
