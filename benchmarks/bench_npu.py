@@ -142,6 +142,7 @@ def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path, accelerator: str 
     # operator regor decomposes (SOFTMAX, a 5-D TRANSPOSE) that write intermediates, tensors the model does not
     # hold: they belong to the next row of the same operator, the one writing the model's tensor.
     run: list[dict] = []
+    decomposed: dict[str, str] = {}
 
     def add(name: str, op: str, rows: list[dict]) -> None:
         d = found.setdefault((name, op), {"cycles": 0, "macs": 0, "op": op, "name": name})
@@ -156,9 +157,9 @@ def vela_per_layer(model: pathlib.Path, out_dir: pathlib.Path, accelerator: str 
         for row in csv.DictReader(f):
             total += int(float(row["Op Cycles"]))
             op, name = row["Original Operator"], row["Name"].removesuffix("_intermediate")
-            if op in _DECOMPOSED:   # one row per operation of regor's LSTM, named after its own tensors
-                flush()
-                add(name, row["NNG Operator"], [row])
+            if op in _DECOMPOSED:   # regor's LSTM rows, named after its own tensors: one layer per name, of
+                flush()             # the kind of that name's first operation (an FC, or the gate's Add)
+                add(name, decomposed.setdefault(name, row["NNG Operator"]), [row])
                 continue
             if run and run[-1]["Original Operator"] != op:
                 flush()
