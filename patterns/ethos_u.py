@@ -400,18 +400,27 @@ def _lut(what: str) -> Check:
     return Check(c.rules + (_tens_dims,), summary=c.summary)
 
 
-@rule("input and output are both int8 or both uint8, or both int16 with rounding TFLM (TFLite Micro's "
-      "interpolated int16 kernel: a power-of-two input scale, a Q0.15 output, zero points 0, no clip; Vela's LSTM "
-      "gate and cell activations)")
-def _gate_activation_dtypes(ctx):
-    core = ctx["core"]
-    a, b = ttype(core.args[0]), ttype(ctx.root)
+def _eight_bit_or_int16(ctx) -> str | None:
+    """None when the core op's input and the output are both int8 or both uint8, "int16" when both are int16
+    (the caller's int16 conditions follow), else the failure."""
+    a, b = ttype(ctx["core"].args[0]), ttype(ctx.root)
     if a is None or b is None:
         return "found a non-tensor"
     if a.dtype == b.dtype and a.dtype in QUANT_DTYPES:
         return None
     if (a.dtype, b.dtype) != ("int16", "int16"):
         return f"found {a.dtype}, {b.dtype}"
+    return "int16"
+
+
+@rule("input and output are both int8 or both uint8, or both int16 with rounding TFLM (TFLite Micro's "
+      "interpolated int16 kernel: a power-of-two input scale, a Q0.15 output, zero points 0, no clip; Vela's LSTM "
+      "gate and cell activations)")
+def _gate_activation_dtypes(ctx):
+    core = ctx["core"]
+    pair = _eight_bit_or_int16(ctx)
+    if pair != "int16":
+        return pair
     if core.attrs.rounding != "TFLM" or ctx.get("clip") is not None:
         return f"found int16 with rounding {core.attrs.rounding!r}" + (" and a clip" if ctx.get("clip") else "")
     from byoc.errors import ByocError
@@ -457,13 +466,9 @@ INT16_MUL_CHECK = Check((_int16_product, per_tensor_rule("output zero point", [i
       "equal, else MUL by alpha, the identity MUL and MAXIMUM)")
 def _leaky_relu_dtypes(ctx):
     core = ctx["core"]
-    a, b = ttype(core.args[0]), ttype(ctx.root)
-    if a is None or b is None:
-        return "found a non-tensor"
-    if a.dtype == b.dtype and a.dtype in QUANT_DTYPES:
-        return None
-    if (a.dtype, b.dtype) != ("int16", "int16"):
-        return f"found {a.dtype}, {b.dtype}"
+    pair = _eight_bit_or_int16(ctx)
+    if pair != "int16":
+        return pair
     if core.attrs.rounding != "TFLITE":
         return f"found int16 with rounding {core.attrs.rounding!r}"
     if float(core.attrs.alpha) < 0:
