@@ -434,7 +434,9 @@ class _Codegen:
         key = (id(layer), slice_depth)
         if key not in self.ratios:
             m = self.cfg.mac
-            enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth)
+            ifm_bits = 8 * np.dtype(self.graph.tensors[layer.ifm].dtype).itemsize   # sets the IFM block depth
+            enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth,
+                                       ifm_bits)
             self.ratios[key] = enc / raw
         return self.ratios[key]
 
