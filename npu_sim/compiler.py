@@ -416,9 +416,9 @@ class _Codegen:
                                 out_linear=self.region_of(layer.ofm).kind in ("output", "linear"),
                                 in_area=self.region_of(src).area, out_area=self.region_of(layer.ofm).area)
         if isinstance(layer, ConvLayer):
-            # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
-            # give the ratio the simulator charges (layer_info).
-            g = dataclasses.replace(g, weight_ratio=self.weight_ratio(layer, 2 * self.cfg.mac.ublock_c))
+            # Vela (regor) encodes a layer's weights as one full-depth stream (its reported encoded totals match
+            # that within 0.5%): the search and the simulator charge that stream's ratio.
+            g = dataclasses.replace(g, weight_ratio=self.weight_ratio(layer, len(layer.bias)))
         chooser = tuning.current()   # tuning records (npu_sim/tuning.py); None: the default heuristic alone
         if chooser is not None:
             out_dtype = layer.out_dtype if isinstance(layer, ConvLayer) else self.graph.tensors[layer.ofm].dtype
@@ -472,7 +472,7 @@ class _Codegen:
         out = T[layer.ofm]
         out_elems = int(np.prod(self.geometry(layer).out_hwc))
         traffic[self.region_of(layer.ofm).area] += out_elems * np.dtype(out.dtype).itemsize
-        ratio = self.weight_ratio(layer, plan.bc) if isinstance(layer, ConvLayer) else 1.0
+        ratio = self.weight_ratio(layer, len(layer.bias)) if isinstance(layer, ConvLayer) else 1.0   # full depth
         for key, r in const.items():
             traffic[r.area] += int(round(r.size * ratio))
         kind = layer.kind if isinstance(layer, ConvLayer) else layer.op
