@@ -281,14 +281,14 @@ class _Codegen:
         area = self.cfg.memory_areas[self.w_area]
         lat = 2 * (area.read_latency + self.cfg.overheads.cmd_issue)
 
-        def transfer(layer, depth, tc):
+        def transfer(layer, tc):
             nbytes = tc * (int(np.prod(layer.weights.shape[1:])) + 10)
-            return nbytes * self.weight_ratio(layer, depth) / area.bytes_per_cycle + lat
+            return nbytes * self.weight_ratio(layer, len(layer.bias)) / area.bytes_per_cycle + lat   # full depth
 
         tc = min(plan.bc, self.graph.tensors[L.ofm].hwc[2])
-        idle = plan.estimate / n - transfer(L, plan.bc, tc)
+        idle = plan.estimate / n - transfer(L, tc)
         nplan = self.plans[nxt]
-        need = transfer(N, nplan.bc, min(nplan.bc, self.graph.tensors[N.ofm].hwc[2]))
+        need = transfer(N, min(nplan.bc, self.graph.tensors[N.ofm].hwc[2]))
         if idle <= 0 or need > idle * n:
             return 1
         return min(n, max(1, math.ceil(need / idle)))
