@@ -103,7 +103,9 @@ def test_smaller_ethos_u_configs_never_run_faster(model):
     pmod = partition_for("npu", mod, params)
     totals = [sum(p.stats.total_cycles for p in profile_partitions(pmod, "npu", name))
               for name in ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256")]
-    assert totals == sorted(totals, reverse=True), totals
+    # A flash-bound model may run a hair faster on U55-32: its 4-deep OFM micro-blocks pad fewer channels into the
+    # weight streams. Vela 5.2 on ad01: U55-32 201104 cycles (184384 encoded weight bytes), U55-64 201184 (184464).
+    assert all(a >= 0.999 * b for a, b in zip(totals, totals[1:])), totals
     u65 = sum(p.stats.total_cycles for p in profile_partitions(pmod, "npu", "ethos-u65-512"))
     assert u65 <= totals[-1]
 
