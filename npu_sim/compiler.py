@@ -281,14 +281,14 @@ class _Codegen:
         area = self.cfg.memory_areas[self.w_area]
         lat = 2 * (area.read_latency + self.cfg.overheads.cmd_issue)
 
-        def transfer(layer, depth, tc):
+        def transfer(layer, tc):
             nbytes = tc * (int(np.prod(layer.weights.shape[1:])) + 10)
-            return nbytes * self.weight_ratio(layer, depth) / area.bytes_per_cycle + lat
+            return nbytes * self.weight_ratio(layer, len(layer.bias)) / area.bytes_per_cycle + lat   # full depth
 
         tc = min(plan.bc, self.graph.tensors[L.ofm].hwc[2])
-        idle = plan.estimate / n - transfer(L, plan.bc, tc)
+        idle = plan.estimate / n - transfer(L, tc)
         nplan = self.plans[nxt]
-        need = transfer(N, nplan.bc, min(nplan.bc, self.graph.tensors[N.ofm].hwc[2]))
+        need = transfer(N, min(nplan.bc, self.graph.tensors[N.ofm].hwc[2]))
         if idle <= 0 or need > idle * n:
             return 1
         return min(n, max(1, math.ceil(need / idle)))
@@ -416,9 +416,9 @@ class _Codegen:
                                 out_linear=self.region_of(layer.ofm).kind in ("output", "linear"),
                                 in_area=self.region_of(src).area, out_area=self.region_of(layer.ofm).area)
         if isinstance(layer, ConvLayer):
-            # The search scores tiles with the ratio of a nominal slice depth; the chosen plan's own slices
-            # give the ratio the simulator charges (layer_info).
-            g = dataclasses.replace(g, weight_ratio=self.weight_ratio(layer, 2 * self.cfg.mac.ublock_c))
+            # Vela (regor) encodes a layer's weights as one full-depth stream (its reported encoded totals match
+            # that within 0.5%): the search and the simulator charge that stream's ratio.
+            g = dataclasses.replace(g, weight_ratio=self.weight_ratio(layer, len(layer.bias)))
         chooser = tuning.current()   # tuning records (npu_sim/tuning.py); None: the default heuristic alone
         if chooser is not None:
             out_dtype = layer.out_dtype if isinstance(layer, ConvLayer) else self.graph.tensors[layer.ofm].dtype
@@ -434,7 +434,9 @@ class _Codegen:
         key = (id(layer), slice_depth)
         if key not in self.ratios:
             m = self.cfg.mac
-            enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth)
+            ifm_bits = 8 * np.dtype(self.graph.tensors[layer.ifm].dtype).itemsize   # sets the IFM block depth
+            enc = encoded_weight_bytes(layer.weights, layer.zp_w, layer.kind, slice_depth, m.ublock_c, m.dot_depth,
+                                       ifm_bits)
             self.ratios[key] = enc / raw
         return self.ratios[key]
 
@@ -470,7 +472,7 @@ class _Codegen:
         out = T[layer.ofm]
         out_elems = int(np.prod(self.geometry(layer).out_hwc))
         traffic[self.region_of(layer.ofm).area] += out_elems * np.dtype(out.dtype).itemsize
-        ratio = self.weight_ratio(layer, plan.bc) if isinstance(layer, ConvLayer) else 1.0
+        ratio = self.weight_ratio(layer, len(layer.bias)) if isinstance(layer, ConvLayer) else 1.0   # full depth
         for key, r in const.items():
             traffic[r.area] += int(round(r.size * ratio))
         kind = layer.kind if isinstance(layer, ConvLayer) else layer.op

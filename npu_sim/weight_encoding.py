@@ -1,12 +1,15 @@
 """Encoded size of a layer's weight stream (timing only; the simulator computes on the raw weights).
 
-Ethos-U fetches weights compressed (Arm's MLW format, as the Vela compiler writes it): per OFM-depth slice a
-16-byte-aligned table of 10-byte bias/scale entries, then the weights of that slice in the order the decoder
-reads them, each value's zig-zag code (sign in the low bit) Golomb-Rice coded, optionally through a palette of
-the most frequent values and with runs of zeros coded as a separate stream; every stream is padded to 16 bytes.
-This module computes the size such an encoder reaches (best Rice divisor per chunk, palette and zero runs when
-they help) without producing the bit stream: the cost model needs bytes, not bits. The test suite checks the
-sizes against Vela's own encoder.
+Ethos-U fetches weights compressed in Arm's MLW format. This module follows the encoder Vela 5.2 runs (its C++ core
+regor, `mlw_codec`): per OFM-depth slice a 16-byte-aligned table of 10-byte bias/scale entries, then one weight
+stream in the order the hardware consumes the weights (regor's depth-first, part-kernel-first or depthwise
+traversal, with its zero padding), cut into encoder calls of 128 Ki values. Each call picks a palette of the 32
+most frequent values when they cover half the weights (other values are then coded past the palette), codes zeros
+as runs when they dominate, and codes the symbols Golomb-Rice in slices that each choose a divisor, a truncated
+divisor or uncompressed storage. The stream ends with an end marker and is padded to 16 bytes. The bit count is
+computed without producing the bit stream (the cost model needs bytes): palette, zero runs and symbol costs follow
+the encoder's rules exactly; its greedy choice of slice boundaries is replaced by the cheapest split over 64-value
+steps, and the final unary word of a slice is charged half a chunk.
 """
 from __future__ import annotations
 
@@ -15,162 +18,203 @@ import numpy as np
 __all__ = ["encoded_weight_bytes", "SCALE_ENTRY_BYTES", "STREAM_ALIGN"]
 
 SCALE_ENTRY_BYTES = 10     # int40 bias + u32 multiplier + u6 shift, per output channel
-STREAM_ALIGN = 16          # every sub-stream starts on a 16-byte boundary
-_CHUNK = 256               # values sharing one Rice divisor (the encoder picks a divisor per slice)
-_MAX_DIV = 5               # largest weight Rice divisor
-_MAX_ZDIV = 3              # largest zero-run Rice divisor
-_SLICE_HEADER_BITS = 24    # per-chunk header: length, divisors, palette/zero-run flags
-_STREAM_HEADER_BITS = 32   # per-stream header and palette size fields
+STREAM_ALIGN = 16          # every sub-stream starts (and ends) on a 16-byte boundary
+_SECTION = 128 * 1024      # values regor hands the encoder per call; each call starts a new palette
+_MAX_SLICE = (1 << 15) - 1 # SLICELEN is 15 bits
+_SLICE_HEADER = 3 + 15 + 3 + 1 + 1     # ZDIV, SLICELEN, WDIV, WTRUNC, NEWPAL
+_PALETTE_HEADER = 5 + 5 + 3            # DIROFS, PALSIZE, PALBITS (then PALBITS per entry)
+_UNARY_PAD = 6             # unary words go out in whole 12-bit chunks: half a chunk per slice on average
+_SWITCH = _SLICE_HEADER + _UNARY_PAD   # bits a change of Rice parameters costs (a new slice)
+_EOS_BITS = 3
+_CHUNK = 64                # values per step of the parameter search
+_ZERO_FREQ = 5             # zeros go as runs only when > 5x the most common other value ...
+_MIN_RUN = 2               # ... and runs of >= 2 zeros hold at least half of them
 _PALETTE_MAX = 32
-_PALETTE_ENTRY_BITS = 9
-_BATCH_VALUES = 1 << 16    # weights costed per batch of slices (bounds the temporary arrays)
+_BATCH_VALUES = 1 << 16
 
 
 def _align(n: int, a: int = STREAM_ALIGN) -> int:
     return -(-n // a) * a
 
 
-def _rice_rows(v: np.ndarray, max_div: int, raw_bits: np.ndarray | None = None) -> np.ndarray:
-    """Bits of each row of ``v`` (non-negative ints, rows of one length) coded in chunks, each chunk with its
-    cheapest Rice divisor, or stored uncompressed at ``raw_bits[row]`` bits per value when that is cheaper (Vela's
-    regor encoder has this mode for weight streams: the width of the largest value, or of the palette index;
-    ``None`` = not available)."""
-    rows, n = v.shape
-    pad = (-n) % _CHUNK
-    vv = (np.concatenate([v, np.zeros((rows, pad), v.dtype)], axis=1) if pad else v).reshape(rows, -1, _CHUNK)
-    counts = np.full(vv.shape[1], _CHUNK, np.int64)
-    counts[-1] = _CHUNK - pad
-    # padding zeros add nothing to the quotient sums; each real value also costs 1 + k bits
-    best = vv.sum(axis=2, dtype=np.int64) + counts
-    for k in range(1, max_div + 1):
-        np.minimum(best, (vv >> k).sum(axis=2, dtype=np.int64) + counts * (1 + k), out=best)
-    if raw_bits is not None:
-        np.minimum(best, counts[None, :] * np.asarray(raw_bits, np.int64)[:, None], out=best)
-    return best.sum(axis=1) + _SLICE_HEADER_BITS * vv.shape[1]
+def _cheapest(cost: np.ndarray) -> float:
+    """Fewest bits to code chunks with per-chunk ``cost`` [chunks, configs] (inf: the config cannot code the
+    chunk), paying ``_SWITCH`` bits whenever the configuration changes (a new slice)."""
+    dp = cost[0].copy()
+    for row in cost[1:]:
+        dp = np.minimum(dp, dp.min() + _SWITCH) + row
+    return float(dp.min())
 
 
-def _rice_bits(v: np.ndarray, max_div: int, raw_bits: int = 0) -> int:
-    """Bits of ``v`` (non-negative ints) as ``_rice_rows`` codes one row (``raw_bits`` 0: no uncompressed mode)."""
-    if not v.size:
-        return 0
-    return int(_rice_rows(v.reshape(1, -1), max_div, np.array([raw_bits]) if raw_bits else None)[0])
+def _chunks(v: np.ndarray):
+    pad = (-v.size) % _CHUNK
+    vv = np.concatenate([v, np.zeros(pad, v.dtype)]).reshape(-1, _CHUNK) if pad else v.reshape(-1, _CHUNK)
+    cnt = np.full(len(vv), _CHUNK, np.int64)
+    cnt[-1] -= pad
+    return vv, cnt, pad
 
 
-def _stream_len(bits):  # an int or an array of ints
-    """Bytes of a sub-stream of ``bits`` payload bits: its header, whole bytes, padded to the stream alignment."""
-    return -(-(-(-(bits + _STREAM_HEADER_BITS) // 8)) // STREAM_ALIGN) * STREAM_ALIGN
+def _weight_bits(codes: np.ndarray, unc_bits: int) -> float:
+    """Bits of the weight symbols: Rice divisor 0..5 (quotient <= 31), truncated Rice 0..5 (quotient <= 2,
+    coded in at most 2 unary bits), or uncompressed at ``unc_bits`` (0: not allowed)."""
+    vv, cnt, pad = _chunks(codes)
+    cols = []
+    for div in range(6):
+        q = vv >> div
+        qmax = q.max(axis=1)
+        cols.append(np.where(qmax > 31, np.inf, q.sum(axis=1) + cnt * (1 + div)))
+        t = np.minimum(q + 1, 2).sum(axis=1) + cnt * div
+        t[-1] -= pad                     # padding zeros cost 1 bit each in the truncated column
+        cols.append(np.where(qmax > 2, np.inf, t))
+    cols.append(cnt * float(unc_bits) if unc_bits else np.full(len(vv), np.inf))
+    return _cheapest(np.stack(cols, axis=1).astype(np.float64))
 
 
-def _width(codes: np.ndarray) -> int:
-    """Bits per value of a stream stored uncompressed: the width of its largest code (at least 2)."""
-    return max(2, int(codes.max()).bit_length()) if codes.size else 2
+def _zrun_bits(runs: np.ndarray) -> float:
+    """Bits of the zero-run symbols: Rice divisor 0..3."""
+    vv, cnt, _ = _chunks(runs)
+    cols = [(vv >> div).sum(axis=1) + cnt * (1 + div) for div in range(4)]
+    return _cheapest(np.stack(cols, axis=1).astype(np.float64))
+
+
+def _section_bits(w: np.ndarray) -> float:
+    """Bits of one encoder call over ``w`` (int weights, zero point removed, in decode order)."""
+    n = w.size
+    hist = np.bincount(w + 256, minlength=512)
+    zeros = int(hist[256])
+    common = int(np.delete(hist, 256).max())
+    is0 = np.concatenate([[0], (w == 0).astype(np.int8), [0]])
+    d = np.diff(is0)
+    runs = np.flatnonzero(d == -1) - np.flatnonzero(d == 1)
+    in_runs = int(runs[runs >= _MIN_RUN].sum())
+    use_zr = in_runs >= zeros // 2 and zeros > _ZERO_FREQ * common
+    # palette over the "palval" codes (magnitude << 1 | sign), zeros left out when they go as runs
+    vals = np.arange(-255, 256)
+    freq = np.zeros(512, np.int64)
+    freq[_palval(vals)] = hist[vals + 256]
+    if use_zr:
+        freq[0] = 0
+    all_cnt = int(freq.sum())
+    used = np.flatnonzero(freq)
+    all_max = int(used.max()) if used.size else 0
+    only_zeros = all_cnt == 0
+    dofs = 0
+    if all_cnt:
+        dofs = next((i for i in range(31) if freq[i]), 31)
+    order = np.lexsort((-np.arange(512), -freq))        # frequency, then larger value, first
+    nused = used.size
+    only_palette = 0 < nused <= _PALETTE_MAX
+    max_pal = _PALETTE_MAX if only_palette else min(_PALETTE_MAX, 511 - all_max)
+    if max_pal == 1:
+        max_pal = 0
+    lut = order[:min(max_pal, nused)]
+    lut_cnt = int(freq[lut].sum())
+    size = max(len(lut), 2) if len(lut) else 0
+    if lut_cnt >= all_cnt // 2:
+        palsize, palbits_val = size, (int(lut.max()) if len(lut) else 0)
+    else:
+        palsize, palbits_val = 0, all_max
+    palbits = max(2, palbits_val.bit_length())
+    if only_palette:
+        unc_bits = max(0, palsize - 1).bit_length()
+    elif palsize == 0:
+        unc_bits = palbits
+    else:
+        unc_bits = 0
+    # symbol of each weight: its palette index, else palsize - dofs + palval (zero as palval 1)
+    inv = palsize - dofs + np.maximum(_palval(vals), 1)
+    if palsize:
+        pv = _palval(vals)
+        where = np.full(512, -1)
+        where[lut] = np.arange(len(lut))
+        hit = where[pv] >= 0
+        inv[hit] = where[pv[hit]]
+    if use_zr:
+        nz = np.flatnonzero(w)
+        if only_zeros:
+            codes = np.array([inv[255]])
+            zr = np.array([0, n - 1])
+        else:
+            codes = inv[w[nz] + 255]
+            zr = np.diff(np.concatenate([[-1], nz, [n]])) - 1
+    else:
+        codes = inv[w + 255]
+        zr = None
+    bits = _SLICE_HEADER + _PALETTE_HEADER + palsize * palbits + _UNARY_PAD
+    bits += _weight_bits(codes.astype(np.int64), unc_bits)
+    bits += _SLICE_HEADER * ((codes.size - 1) // _MAX_SLICE)
+    if zr is not None:
+        bits += _zrun_bits(zr.astype(np.int64)) + _UNARY_PAD
+    return bits
 
 
 def _stream_bytes(w: np.ndarray) -> int:
-    """Encoded bytes of one weight sub-stream (values in decode order, zero point already removed)."""
-    w = w.astype(np.int32).ravel()
+    """Encoded bytes of one weight stream (values in decode order, zero point already removed)."""
+    w = np.asarray(w, np.int64).ravel()
     if w.size == 0:
         return 0
-    zz = np.where(w < 0, -2 * w - 1, 2 * w)
-    # Palette: the most frequent values get the smallest codes when few distinct values occur.
-    hist = np.bincount(zz)
-    vals = np.flatnonzero(hist)
-    pal_bits = 0
-    codes = zz
-    if len(vals) <= _PALETTE_MAX:
-        counts = hist[vals]
-        rank = np.zeros(len(hist), np.int32)
-        rank[vals[np.lexsort((vals, -counts))]] = np.arange(len(vals))
-        pal_codes = rank[zz]
-        pal_bits = len(vals) * _PALETTE_ENTRY_BITS
-        if _rice_bits(pal_codes, _MAX_DIV) + pal_bits < _rice_bits(zz, _MAX_DIV):
-            codes = pal_codes
-        else:
-            pal_bits = 0
-    # Vela 5.2's encoder codes zeros as runs when they outnumber the most common other value 4 to 1 (and only
-    # then: measured against its mlw_codec, whose source says 5); a chunk of values may also be stored
-    # uncompressed, each at the width of the largest code in the stream.
-    zero_runs = bool(hist[0]) and hist[0] > 4 * (int(hist[1:].max()) if hist.size > 1 else 0)
-    if not zero_runs:
-        return _stream_len(_rice_bits(codes, _MAX_DIV, _width(codes)) + pal_bits)
-    # Zero runs: the non-zero values, plus the count of zeros before each of them (and after the last).
-    nz = zz != 0
-    nz_codes = codes[nz]
-    if codes is not zz:
-        nz_codes = nz_codes - (nz_codes > rank[0])
-    else:
-        nz_codes = nz_codes - 1
-    idx = np.flatnonzero(nz)
-    edges = np.concatenate([[-1], idx, [w.size]])
-    runs = np.diff(edges) - 1
-    best = _rice_bits(nz_codes, _MAX_DIV, _width(nz_codes)) + _rice_bits(runs, _MAX_ZDIV)
-    return _stream_len(best + pal_bits)
+    bits = sum(_section_bits(w[i:i + _SECTION]) for i in range(0, w.size, _SECTION)) + _EOS_BITS
+    return _align(-(-int(np.ceil(bits)) // 8))
 
 
-def _streams_bytes(w: np.ndarray) -> int:
-    """Total encoded bytes of sub-streams of one length, one per row of ``w`` (as ``_stream_bytes`` each).
-    The common stream (many distinct values, zeros not coded as runs) is costed for all rows in a few array
-    passes; the rest go through ``_stream_bytes``."""
-    rows, n = w.shape
-    w = w.astype(np.int32, copy=False)
-    zz = (w << 1) ^ (w >> 31)                  # zig-zag: 2w, or -2w - 1 when negative
-    if -(1 << 14) <= int(w.min()) and int(w.max()) < 1 << 14:
-        zz = zz.astype(np.int16)               # 8-bit weights: half the memory traffic of the Rice passes
-    k = int(zz.max()) + 1
-    hist = np.bincount((zz.astype(np.int64) + (np.arange(rows, dtype=np.int64) * k)[:, None]).ravel(),
-                       minlength=rows * k).reshape(rows, k)
-    few = np.count_nonzero(hist, axis=1) <= _PALETTE_MAX    # palette candidates
-    most_other = hist[:, 1:].max(axis=1) if k > 1 else np.zeros(rows, np.int64)
-    zero_runs = (hist[:, 0] > 0) & (hist[:, 0] > 4 * most_other)   # the rule _stream_bytes applies
-    common = np.flatnonzero(~few & ~zero_runs)
-    total = 0
-    if common.size:
-        rows_c = zz[common]
-        total = int(_stream_len(_rice_rows(rows_c, _MAX_DIV, [_width(r) for r in rows_c])).sum())
-    for r in np.flatnonzero(few | zero_runs):
-        total += _stream_bytes(w[r])
-    return total
+def _palval(w: np.ndarray) -> np.ndarray:
+    """The encoder's value code: magnitude << 1 | sign."""
+    return (np.abs(w) << 1) | (w < 0)
 
 
-def _decode_order(w: np.ndarray, kind: str, ublock_c: int, ifm_ublock: int) -> np.ndarray:
-    """[slices, oc, kh, kw, ic] (or [slices, oc, kh, kw]) weights, one row per slice in the order the decoder
-    consumes them: output channels in groups of ``ublock_c``, then kernel position, then input channels in
-    groups of ``ifm_ublock``, innermost (output in group, input in group)."""
+def _part_kernel(ic: int, kernel_elems: int, ifm_bits: int) -> bool:
+    """Regor codes a convolution's weights part-kernel-first when that fills the MAC array at least as well
+    (ethos_u55.cpp ChooseKernelMethod; fully connected layers never)."""
+    if ic <= 8:
+        return True
+    depth = ic / _align(ic, 32 if ifm_bits == 8 else 16)
+    part = ic / _align(ic, 8) * kernel_elems / _align(kernel_elems, 4 if ifm_bits == 8 else 2)
+    return part >= depth
+
+
+def _decode_order(w: np.ndarray, kind: str, ublock_c: int, ifm_ublock: int, ifm_bits: int = 8) -> np.ndarray:
+    """[slices, oc, kh, kw, ic] (or [slices, oc, kh, kw] depthwise) weights, one row per slice in the order the
+    hardware consumes them, with the zeros the traversal pads in (whole micro-blocks of output channels, kernel
+    elements in fours for depthwise / part-kernel, input channels in whole IFM blocks)."""
     s, oc = w.shape[:2]
-    po = (-oc) % ublock_c   # the decoder reads whole micro-blocks: padding channels are coded (as zeros) too
+    ocp = _align(oc, ublock_c)
     if kind == "depthwise" or w.ndim == 4:
         w3 = w.reshape(s, oc, -1)
-        if po:
-            w3 = np.concatenate([w3, np.zeros((s, po, w3.shape[2]), w3.dtype)], axis=1)
-        return w3.reshape(s, -1, ublock_c, w3.shape[2]).transpose(0, 1, 3, 2).reshape(s, -1)
+        k = w3.shape[2]
+        out = np.zeros((s, ocp, _align(k, 4)), w.dtype)
+        out[:, :oc, :k] = w3
+        return out.reshape(s, ocp // ublock_c, ublock_c, -1).transpose(0, 1, 3, 2).reshape(s, -1)
     _, _, kh, kw, ic = w.shape
-    pi = (-ic) % ifm_ublock
-    if po or pi:
-        w5 = np.zeros((s, oc + po, kh, kw, ic + pi), w.dtype)
-        w5[:, :oc, :, :, :ic] = w
+    k = kh * kw
+    part_kernel = kind != "dense" and _part_kernel(ic, k, ifm_bits)   # a fully connected layer is depth-first
+    if part_kernel:
+        kp, icp = _align(k, 4 if ifm_bits == 8 else 2), _align(ic, ifm_ublock)
     else:
-        w5 = w
-    w7 = w5.reshape(s, (oc + po) // ublock_c, ublock_c, kh * kw, (ic + pi) // ifm_ublock, ifm_ublock)
-    return w7.transpose(0, 1, 3, 4, 2, 5).reshape(s, -1)
+        kp, icp = k, _align(ic, (4 if ifm_bits == 8 else 2) * ifm_ublock)
+    w5 = np.zeros((s, ocp, kp, icp), w.dtype)
+    w5[:, :oc, :k, :ic] = w.reshape(s, oc, k, ic)
+    og, iu = ocp // ublock_c, icp // ifm_ublock
+    w6 = w5.reshape(s, og, ublock_c, kp, iu, ifm_ublock)
+    if part_kernel:
+        # part-kernel: IFM micro-block, OFM micro-block, kernel element, (out, in) within the micro-blocks
+        return w6.transpose(0, 4, 1, 3, 2, 5).reshape(s, -1)
+    # depth-first: IFM block (4 micro-blocks at 8 bits), OFM micro-block, kernel element, IFM micro-block, ...
+    per = 4 if ifm_bits == 8 else 2
+    w7 = w6.reshape(s, og, ublock_c, kp, iu // per, per, ifm_ublock)
+    return w7.transpose(0, 4, 1, 3, 5, 2, 6).reshape(s, -1)
 
 
 def encoded_weight_bytes(weights: np.ndarray, zero_point: int, kind: str, slice_depth: int,
-                         ublock_c: int = 8, ifm_ublock: int = 8) -> int:
+                         ublock_c: int = 8, ifm_ublock: int = 8, ifm_bits: int = 8) -> int:
     """Bytes fetched for a layer's weights and bias/scale tables, encoded per OFM-depth slice of
     ``slice_depth`` channels. ``weights`` are packed output-channel-major ([oc, kh, kw, ic] or [oc, kh, kw])."""
     w = np.asarray(weights)
     oc = w.shape[0]
     step = max(1, int(slice_depth))
-    full, rem = divmod(oc, step)
-    per_slice = w[0].size * step
-    batch = max(1, _BATCH_VALUES // per_slice)
     total = 0
-    # slices of one length are costed together, a batch at a time (bounded memory); a shorter last slice alone
-    batches = [(c0, min(batch, full - c0 // step), step) for c0 in range(0, full * step, batch * step)]
-    if rem:
-        batches.append((full * step, 1, rem))
-    for c0, count, depth in batches:
-        part = np.subtract(w[c0:c0 + count * depth], np.int32(zero_point), dtype=np.int32)
-        streams = _decode_order(part.reshape(count, depth, *w.shape[1:]), kind, ublock_c, ifm_ublock)
-        total += count * _align(depth * SCALE_ENTRY_BYTES) + _streams_bytes(streams)
+    for c0 in range(0, oc, step):
+        part = np.subtract(w[c0:c0 + step], np.int32(zero_point), dtype=np.int32)
+        depth = part.shape[0]
+        stream = _decode_order(part.reshape(1, *part.shape), kind, ublock_c, ifm_ublock, ifm_bits)[0]
+        total += _align(depth * SCALE_ENTRY_BYTES) + _stream_bytes(stream)
     return total

@@ -29,12 +29,19 @@ def _vela_bytes(mlw, L, step: int) -> int:
     dw = L.kind == "depthwise"
     ohwi = w[..., None] if w.ndim == 3 else w
     ic, kk = ohwi.shape[3], ohwi.shape[1] * ohwi.shape[2]
-    # Vela's traversal choice (weight_compressor): part-kernel-first when it uses the dot product better.
-    part = not dw and (ic / (-(-ic // 32) * 32) <= ic / (-(-ic // 8) * 8) * kk / (-(-kk // 4) * 4) or ic <= 8)
+    # Vela's traversal choice (weight_compressor): part-kernel-first when it uses the dot product better (never
+    # for a fully connected layer).
+    part = not dw and L.kind != "dense" and (ic / (-(-ic // 32) * 32) <= ic / (-(-ic // 8) * 8) * kk / (-(-kk // 4) * 4) or ic <= 8)
     total = 0
     for c0 in range(0, w.shape[0], step):
         sl = ohwi[c0:c0 + step]
-        enc, _ = mlw.reorder_encode(8, 8, sl, sl.shape[0], dw, part, 8, 8, 8)
+        if dw:
+            # regor (unlike the Python core's reorder) pads a depthwise kernel to a multiple of 4 elements
+            # (test_traversal_pads_as_regor_reads_the_weights): its encoder on that order
+            from npu_sim.weight_encoding import _decode_order
+            enc = mlw.encode(_decode_order(w[None, c0:c0 + step], "depthwise", 8, 8)[0].tolist())
+        else:
+            enc, _ = mlw.reorder_encode(8, 8, sl, sl.shape[0], dw, part, 8, 8, 8)
         total += -(-sl.shape[0] * 10 // 16) * 16 + len(enc)
     return total
 
@@ -46,10 +53,15 @@ def test_encoded_size_matches_velas_encoder(model):
     for L in _conv_layers(model):
         o = encoded_weight_bytes(L.weights, L.zp_w, L.kind, 16)
         v = _vela_bytes(mlw, L, 16)
-        if v >= 4096:   # large streams: headers and padding are a small part
-            assert 0.85 <= o / v <= 1.15, (L.name, o, v)
+        if v >= 4096:   # large streams: the cheapest-split approximation of the slice search is a small part
+            # depthwise streams are short and a third padding zeros, where the Python package's encoder and
+            # regor's differ in when zeros go as runs (regor: > 5x the most common other value, runs of >= 2
+            # holding half of them): looser there
+            lo, hi = (0.9, 1.1) if L.kind == "depthwise" else (0.97, 1.03)
+            assert lo <= o / v <= hi, (L.name, o, v)
         ours, vela, raw = ours + o, vela + v, raw + L.weights.nbytes
-    assert 0.92 <= ours / vela <= 1.08, (ours, vela, raw)
+    # before following regor's palette and traversal rules: 0.97-0.99
+    assert 0.985 <= ours / vela <= 1.015, (ours, vela, raw)
 
 
 def test_sparse_weights_encode_smaller_and_sizes_are_stream_aligned():
@@ -91,105 +103,107 @@ def test_smaller_ethos_u_configs_never_run_faster(model):
     pmod = partition_for("npu", mod, params)
     totals = [sum(p.stats.total_cycles for p in profile_partitions(pmod, "npu", name))
               for name in ("ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256")]
-    assert totals == sorted(totals, reverse=True), totals
+    # A flash-bound model may run a hair faster on U55-32: its 4-deep OFM micro-blocks pad fewer channels into the
+    # weight streams. Vela 5.2 on ad01: U55-32 201104 cycles (184384 encoded weight bytes), U55-64 201184 (184464).
+    assert all(a >= 0.999 * b for a, b in zip(totals, totals[1:])), totals
     u65 = sum(p.stats.total_cycles for p in profile_partitions(pmod, "npu", "ethos-u65-512"))
     assert u65 <= totals[-1]
 
 
-def _reference_bytes(weights: np.ndarray, zp: int, kind: str, depth: int, ub: int = 8, iu: int = 8) -> int:
-    """The encoded size written out value by value (plain Python, as the module docstring states the format)."""
-    def rice(vals, max_div, raw=0):   # raw: bits a value stored uncompressed (0: no such mode)
-        bits = 0
-        for i in range(0, len(vals), 256):
-            chunk = vals[i:i + 256]
-            cost = min(sum((v >> k) + 1 + k for v in chunk) for k in range(max_div + 1))
-            bits += 24 + (min(cost, raw * len(chunk)) if raw else cost)
-        return bits
-
-    def width(vals):
-        return max(2, max(vals).bit_length()) if vals else 2
-
-    def stream(vals):
-        zz = [2 * v if v >= 0 else -2 * v - 1 for v in vals]
-        counts: dict[int, int] = {}
-        for z in zz:
-            counts[z] = counts.get(z, 0) + 1
-        codes, pal_bits = zz, 0
-        if len(counts) <= 32:
-            rank = {z: i for i, z in enumerate(sorted(counts, key=lambda z: (-counts[z], z)))}
-            pal = [rank[z] for z in zz]
-            if rice(pal, 5) + 9 * len(counts) < rice(zz, 5):
-                codes, pal_bits = pal, 9 * len(counts)
-        best = rice(codes, 5, width(codes))
-        if counts.get(0, 0) > 4 * max((c for z, c in counts.items() if z), default=0):   # zeros as runs
-            zero = codes[zz.index(0)]
-            nz = [c - (1 if c > zero else 0) if pal_bits else c - 1 for c, z in zip(codes, zz) if z]
-            runs, run = [], 0
-            for z in zz:
-                if z:
-                    runs.append(run)
-                    run = 0
-                else:
-                    run += 1
-            runs.append(run)
-            best = rice(nz, 5, width(nz)) + rice(runs, 3)
-        return -(-(-(-(best + pal_bits + 32) // 8)) // 16) * 16
-
-    w = weights.astype(np.int64) - zp
-    total = 0
-    for c0 in range(0, w.shape[0], depth):
-        part = w[c0:c0 + depth]
-        oc = part.shape[0]
-        ocp = -(-oc // ub) * ub
-        if kind == "depthwise":
-            p = np.zeros((ocp, part[0].size), np.int64)
-            p[:oc] = part.reshape(oc, -1)
-            order = p.reshape(-1, ub, p.shape[1]).transpose(0, 2, 1)
-        else:
-            _, kh, kw, ic = part.shape
-            icp = -(-ic // iu) * iu
-            p = np.zeros((ocp, kh, kw, icp), np.int64)
-            p[:oc, :, :, :ic] = part
-            order = p.reshape(ocp // ub, ub, kh * kw, icp // iu, iu).transpose(0, 2, 3, 1, 4)
-        total += -(-oc * 10 // 16) * 16 + stream(order.ravel().tolist())
-    return total
+def test_traversal_pads_as_regor_reads_the_weights():
+    # Stream lengths worked by hand from regor's weight traversal (ethos_u55_weight_encoder.cpp): OFM channels in
+    # micro-blocks of 8; depthwise and part-kernel-first round the kernel elements up to 4; depth-first reads the
+    # IFM in blocks of 32 channels at 8 bits (16 at 16 bits); part-kernel-first (chosen when the IFM has <= 8
+    # channels) in micro-blocks of 8; a fully connected layer is always depth-first.
+    from npu_sim.weight_encoding import _decode_order
+    one = lambda *shape: np.ones((1, *shape), np.int32)
+    assert _decode_order(one(5, 3, 3), "depthwise", 8, 8).shape == (1, 8 * 12)
+    # 60 channels: depth-first fills 60/64, part-kernel 60/64 x 9/12: depth-first, IFM padded to 64
+    assert _decode_order(one(8, 3, 3, 60), "conv", 8, 8).shape == (1, 8 * 9 * 64)
+    # 40 channels: depth-first 40/64 < part-kernel 40/40 x 9/12: part-kernel, kernel padded to 12
+    assert _decode_order(one(8, 3, 3, 40), "conv", 8, 8).shape == (1, 8 * 12 * 40)
+    # 16-bit IFM: depth-first 40/48 < part-kernel 9/10 (kernel elements in pairs)
+    assert _decode_order(one(8, 3, 3, 40), "conv", 8, 8, ifm_bits=16).shape == (1, 8 * 10 * 40)
+    assert _decode_order(one(8, 3, 3, 3), "conv", 8, 8).shape == (1, 8 * 12 * 8)
+    assert _decode_order(one(8, 1, 1, 3), "dense", 8, 8).shape == (1, 8 * 32)
+    # depthwise order: per micro-block of 8 channels, kernel element outer, channel inner (padding zeros last)
+    w = np.arange(1, 1 + 8 * 4, dtype=np.int32).reshape(1, 8, 2, 2)
+    row = _decode_order(w, "depthwise", 8, 8)[0]
+    assert row[:8].tolist() == [1, 5, 9, 13, 17, 21, 25, 29] and not row[4 * 8:].any()
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_encoded_size_is_exactly_the_formats_value_by_value_size(seed):
-    # dense, sparse (zero runs win), few-valued (palette wins) and uint8 weights with a zero point, sliced at
-    # depths that leave a shorter last slice: the batched costing must give the exact byte count
-    rng = np.random.default_rng(seed)
-    for kind, shape in (("conv", (37, 3, 3, 11)), ("depthwise", (40, 3, 3)), ("conv", (24, 1, 1, 300))):
-        dense = rng.integers(-128, 128, size=shape)
-        cases = [(dense.astype(np.int8), 0),
-                 (np.where(rng.random(shape) < 0.9, 0, dense).astype(np.int8), 0),
-                 *[(np.where(rng.random(shape) < f, 0, dense // 4).astype(np.int8), 0)    # near break-even
-                   for f in (0.1, 0.15, 0.2, 0.25)],
-                 (rng.choice([-60, -3, 0, 2, 9, 77], size=shape).astype(np.int8), 0),
-                 (rng.choice([-60, -3, 2, 9, 77], size=shape).astype(np.int8), 0),    # palette, no zero
-                 ((dense + 128).astype(np.uint8), int(rng.integers(0, 256)))]
-        for w, zp in cases:
-            for depth in (8, 16, 24):
-                assert encoded_weight_bytes(w, zp, kind, depth) == _reference_bytes(w, zp, kind, depth), \
-                    (kind, shape, zp, depth)
+def test_stream_sizes_worked_by_hand():
+    """Bit counts of regor's stream syntax (mlw_encode.cpp) worked by hand."""
+    from npu_sim.weight_encoding import _stream_bytes
+    # 32768 uniform int8 values with 2% isolated zeros: regor codes zeros as runs only when runs of >= 2 hold half
+    # of them, so none here; 255 distinct values: no palette (the top 32 cover far less than half), stored
+    # uncompressed at the width of the largest code (-127 -> 255: 8 bits). Two slices (SLICELEN is 15 bits):
+    # 2 x 23 header bits + 13 palette-header bits + 8 x 32768 + 3 end bits -> 32776 bytes -> 16-aligned 32784.
+    # (The legacy Python core's encoder lacks the run-length rule and codes runs: 36128 bytes.)
+    rng = np.random.default_rng(7)
+    u = rng.integers(-127, 128, size=32768)
+    u = np.where(rng.random(u.size) < 0.02, 0, u)
+    u[np.flatnonzero((u[1:] == 0) & (u[:-1] == 0))] = 5   # keep every zero isolated
+    assert (u == -127).any()
+    assert _stream_bytes(u) == 32784
+    # 16 equal values: a 2-entry palette (size 1 is padded to 2) of 2-bit entries, every symbol index 0 in 1 bit:
+    # 23 + 13 + 2 x 2 + 16 (+ the last unary word's padding) + 3 bits -> one 16-byte unit
+    assert _stream_bytes(np.ones(16, np.int64)) == 16
+    # 4000 values cycling 0, 1, -1 (1334 zeros: not 5x the 1333 ones, no runs): all fit a 3-entry palette of
+    # 2-bit entries, zero (most frequent) is symbol 0. Truncated Rice, divisor 0: symbol 0 in 1 bit, 1 and 2 in 2
+    # bits -> 1334 + 2 x 2666 = 6666 bits (uncompressed would be 2 bits each: 8000). Plus 23 + 13 + 3 x 2 header
+    # bits, 8 bits padding the last 12-bit unary word (4000 symbols), 3 end bits: 6719 bits -> 840 bytes -> 848.
+    lv = np.tile([0, 1, -1], 1334)[:4000]
+    assert _stream_bytes(lv) == 848
 
 
-@pytest.mark.parametrize("case", ["uniform", "uniform 2% zeros", "uniform 30% zeros", "gauss 10", "gauss 60",
+@pytest.mark.parametrize("case", ["uniform", "uniform 30% zeros", "gauss 10", "gauss 60", "laplace 15",
                                   "16 values"])
 def test_stream_size_follows_velas_mode_choice(case):
-    """Vela 5.2's encoder stores an incompressible stream uncompressed (8 bits a value, not ~9 of Rice codes)
-    and codes zeros as runs exactly when they outnumber the most common other value 4 to 1 (even where plain
-    coding would be shorter); sizes against its own encoder on the same streams."""
+    """Sizes against Vela's encoder (the Python package's mlw_codec, which shares regor's palette and Rice
+    rules) on the same streams: an incompressible stream is stored uncompressed, a normal or Laplace one takes a
+    palette of its 32 most frequent values, zeros go as runs."""
     mlw = pytest.importorskip("ethosu.mlw_codec")
     from npu_sim.weight_encoding import _stream_bytes
     rng = np.random.default_rng(7)
     u = rng.integers(-127, 128, size=32768)
-    w = {"uniform": u, "uniform 2% zeros": np.where(rng.random(u.size) < 0.02, 0, u),
-         "uniform 30% zeros": np.where(rng.random(u.size) < 0.3, 0, u),
+    w = {"uniform": u,          "uniform 30% zeros": np.where(rng.random(u.size) < 0.3, 0, u),
          "gauss 10": np.clip(np.rint(rng.normal(0, 10, u.size)), -127, 127).astype(int),
          "gauss 60": np.clip(np.rint(rng.normal(0, 60, u.size)), -127, 127).astype(int),
+         "laplace 15": np.clip(np.rint(rng.laplace(0, 15, u.size)), -127, 127).astype(int),
          "16 values": rng.choice(np.arange(-8, 8), u.size)}[case]
     ours, vela = _stream_bytes(w), len(mlw.encode(w.tolist()))
-    # before: uniform 1.12x (no uncompressed mode), 30% zeros 1.18x (zero runs coded without it)
-    assert 0.95 <= ours / vela <= 1.05, (ours, vela)
+    # before regor's palette rule: gauss 60 / laplace 15 0.95x
+    assert 0.98 <= ours / vela <= 1.02, (ours, vela)
+
+
+@pytest.mark.parametrize("model", ["ad01_int8.tflite", "kws_ref_model.tflite", "vww_96_int8.tflite"])
+def test_full_depth_encoding_matches_velas_encoded_weight_total(model, tmp_path, monkeypatch):
+    # Vela 5.2 (regor) reports the bytes of its encoded weight streams (scale tables not included) in its
+    # summary CSV; the simulator charges each layer's weights as one full-depth stream. Before following regor's
+    # encoder rules: ad01 0.971, kws 0.986, vww 0.942 (the layers' weights stay alive while profiling: ids hold).
+    pytest.importorskip("ethosu.vela")
+    import csv
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-m", "ethosu.vela", "--accelerator-config", "ethos-u55-256", "--output-dir",
+                    str(tmp_path), str(TINY / model)], check=True, capture_output=True)
+    (summary,) = tmp_path.glob("*_summary_*.csv")
+    vela = int(next(csv.DictReader(summary.open()))["total_npu_encoded_weights"])
+    # the layers the simulator encodes when it compiles the model for the ethos-u target (as the bench does)
+    import npu_sim.compiler
+    from byoc.cli.common import load_model
+    from byoc.cli.summary import profile_partitions
+    from byoc.partition import partition_for
+    charged = {}
+
+    def record(w, zp, kind, depth, *args):
+        oc = w.shape[0]   # one full-depth stream, without its scale table
+        charged[id(w)] = encoded_weight_bytes(w, zp, kind, oc, *args) - -(-oc * 10 // 16) * 16
+        return encoded_weight_bytes(w, zp, kind, depth, *args)
+
+    monkeypatch.setattr(npu_sim.compiler, "encoded_weight_bytes", record)
+    m = load_model(str(TINY / model), "auto", target="ethos-u")
+    profile_partitions(partition_for("ethos-u", m.mod, m.params), "ethos-u", "ethos-u55-256-like")
+    ours = sum(charged.values())
+    assert 0.99 <= ours / vela <= 1.01, (ours, vela)
