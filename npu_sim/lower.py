@@ -291,15 +291,20 @@ class _Lowerer:
                                     dict(act_min=int(info.min), act_max=int(info.max))))
         return out
 
-    def read_slices_in_place(self, outputs: list[int]) -> None:
-        """A slice read only by fully connected layers is no copy: they read its window of the sliced tensor in
-        place (regor ``MoveSplitSliceToConsumer`` gives the consumer the slice's read offset; an unrolled LSTM's
-        per-step feature rows). A fully connected layer never pads, so its reads stay inside the window."""
+    def readers_and_views(self) -> tuple[dict[int, list], set[int]]:
+        """The layers reading each tensor (in order), and the tensors some view aliases: what a pass that removes
+        or merges layers must check (taken afresh, since each such pass changes the layers)."""
         readers: dict[int, list] = {}
         for x in self.layers:
             for tid in ((x.ifm,) if isinstance(x, ConvLayer) else x.inputs):
                 readers.setdefault(tid, []).append(x)
-        viewed = {t.alias_of for t in self.tensors if t.alias_of is not None}
+        return readers, {t.alias_of for t in self.tensors if t.alias_of is not None}
+
+    def read_slices_in_place(self, outputs: list[int]) -> None:
+        """A slice read only by fully connected layers is no copy: they read its window of the sliced tensor in
+        place (regor ``MoveSplitSliceToConsumer`` gives the consumer the slice's read offset; an unrolled LSTM's
+        per-step feature rows). A fully connected layer never pads, so its reads stay inside the window."""
+        readers, viewed = self.readers_and_views()
         keep = []
         for x in self.layers:
             if (isinstance(x, PpuLayer) and x.composite == "strided_slice" and x.op == "copy"
@@ -321,12 +326,8 @@ class _Lowerer:
         """An LSTM gate, the int16 add of two fully connected layers' outputs whose sum only an int16 sigmoid /
         tanh reads, is one layer, the activation fused into the add (the PPU's GATE_ADD), as regor's LSTM lowering
         fuses the gate activation into the gate's Add (not the cell state's tanh: that Add writes the state)."""
-        readers: dict[int, list] = {}
+        readers, viewed = self.readers_and_views()
         fc_out = {x.ofm for x in self.layers if isinstance(x, ConvLayer) and x.kind == "dense"}
-        for x in self.layers:
-            for tid in ((x.ifm,) if isinstance(x, ConvLayer) else x.inputs):
-                readers.setdefault(tid, []).append(x)
-        viewed = {t.alias_of for t in self.tensors if t.alias_of is not None}
         fused: dict[int, PpuLayer] = {}   # id(activation layer) → its fused add
         dropped: set[int] = set()
         for a in self.layers:
